@@ -1,0 +1,221 @@
+"""The ``ragstream`` command line: a thin shell over :class:`ragstream.Ragstream`."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragstream.api import Ragstream
+from ragstream.config import load_config
+from ragstream.errors import RagstreamError
+from ragstream.ingestion import expand_paths
+from ragstream.models import IngestReport, SearchResult
+
+app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
+docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
+app.add_typer(docs_app, name="docs")
+console = Console()
+err_console = Console(stderr=True)
+
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml/.yaml/.json).")]
+DataDirOption = Annotated[Optional[Path], typer.Option("--data-dir", help="Index directory (env RAGSTREAM_DATA_DIR).")]
+DEMO_QUESTION = "How do I set a timeout on a request?"
+
+
+def _open(config: Path | None, data_dir: Path | None) -> Ragstream:
+    overrides = {"data_dir": data_dir} if data_dir else {}
+    try:
+        return Ragstream(load_config(config, **overrides))
+    except RagstreamError as error:
+        _fail(error)
+        raise
+
+
+def _fail(error: RagstreamError) -> None:
+    err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Ingest files and folders into the index (unchanged documents are skipped)."""
+    with _open(config, data_dir) as rs:
+        report = _ingest_with_progress(rs, paths, quiet=json_output)
+    if json_output:
+        console.print_json(report.model_dump_json())
+    else:
+        _print_report(report)
+    if report.documents_failed and not (report.documents_processed or report.documents_skipped):
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[Optional[str], typer.Option(help="hybrid, dense or bm25.")] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", help="Number of results.")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Minimum score of the mode that runs.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Search the index and print ranked, attributed results."""
+    if mode not in (None, "hybrid", "dense", "bm25"):
+        raise typer.BadParameter("mode must be hybrid, dense or bm25", param_hint="--mode")
+    filters = _parse_filters(filter_ or [])
+    with _open(config, data_dir) as rs:
+        try:
+            result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold)  # type: ignore[arg-type]
+        except RagstreamError as error:
+            _fail(error)
+            return
+    if json_output:
+        console.print_json(result.model_dump_json())
+    else:
+        _print_result(result)
+
+
+@docs_app.command("list")
+def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
+              json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List ingested documents."""
+    with _open(config, data_dir) as rs:
+        records = rs.documents()
+    if json_output:
+        console.print_json(json.dumps([record.model_dump() for record in records]))
+        return
+    table = Table("document_id", "title", "source", "mime", "chunks", "ingested")
+    for record in records:
+        table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at)
+    console.print(table)
+
+
+@docs_app.command("delete")
+def docs_delete(document_id: str, config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
+    """Delete a document and all its chunks."""
+    with _open(config, data_dir) as rs:
+        try:
+            rs.delete(document_id)
+        except RagstreamError as error:
+            _fail(error)
+    console.print(f"deleted {document_id}")
+
+
+@app.command()
+def reindex(config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
+    """Re-chunk and re-embed every document under the current settings."""
+    with _open(config, data_dir) as rs:
+        stale = len(rs.stale_documents())
+        console.print(f"{stale} of {len(rs.documents())} documents were indexed with other settings")
+        report = rs.reindex()
+    _print_report(report)
+
+
+@app.command(name="eval")
+def eval_command(
+    beir: Annotated[Path, typer.Option("--beir", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")],
+    split: Annotated[str, typer.Option(help="qrels split to score.")] = "train",
+    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object keyed by mode.")] = False,
+) -> None:
+    """Score bm25, dense and hybrid retrieval on a BEIR dataset (NDCG@10, P@5, R@100, MRR)."""
+    from ragstream.evaluation.beir import METRICS, evaluate_retrieval, load_beir
+
+    dataset = load_beir(beir, split)
+    base = load_config(config, **({"data_dir": data_dir} if data_dir else {}))
+    eval_config = base.model_copy(update={"data_dir": Path(base.data_dir) / "eval" / dataset.name})
+    if not json_output:
+        err_console.print(f"ingesting {dataset.name} into {eval_config.data_dir} and scoring {len(dataset.queries)} queries ...")
+    with Ragstream(eval_config) as rs:
+        result = evaluate_retrieval(rs, dataset, max_queries=max_queries)
+    if json_output:
+        console.print_json(json.dumps(result.metrics))
+        return
+    table = Table("mode", *METRICS, "p50 ms", "p95 ms")
+    for mode, scores in result.metrics.items():
+        latency = result.query_latency_ms[mode]
+        table.add_row(mode, *(f"{scores[name]:.4f}" for name in METRICS), f"{latency['p50']:.1f}", f"{latency['p95']:.1f}")
+    console.print(table)
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Option(help="Question to search for.")] = DEMO_QUESTION,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Ingest the bundled sample documents and search them."""
+    samples = resources.files("ragstream") / "samples"
+    with resources.as_file(samples) as sample_dir, _open(config, data_dir) as rs:
+        console.print(f"[bold]Ingesting the bundled samples[/] from {sample_dir} into {rs.config.data_dir}")
+        _print_report(_ingest_with_progress(rs, [sample_dir], quiet=False))
+        console.print(f"\n[bold]Search:[/] {question}")
+        _print_result(rs.search(question))
+
+
+def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:
+    total = sum(1 for _ in expand_paths(paths))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, disable=quiet, transient=True) as progress:
+        task = progress.add_task("ingesting", total=total)
+        return rs.ingest(paths, progress=lambda outcome, source: progress.advance(task))
+
+
+def _parse_filters(pairs: list[str]) -> dict[str, str | int | bool]:
+    filters: dict[str, str | int | bool] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--filter")
+        filters[key.strip()] = _coerce(value.strip())
+    return filters
+
+
+def _coerce(value: str) -> str | int | bool:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def _print_report(report: IngestReport) -> None:
+    console.print(
+        f"processed [green]{report.documents_processed}[/], skipped unchanged {report.documents_skipped}, "
+        f"failed [red]{report.documents_failed}[/], chunks {report.chunks_written}, "
+        f"embedded {report.embedding_count} (cache hits {report.embedding_cache_hits}), "
+        f"{report.duration_seconds:.1f} s"
+    )
+    for failure in report.failures:
+        console.print(f"  [red]failed[/] {failure.source}: {failure.error_type} ({failure.code}): {failure.message}")
+    for warning in report.warnings:
+        console.print(f"  [yellow]warning[/] {warning}")
+
+
+def _print_result(result: SearchResult) -> None:
+    if result.fallback_reason:
+        console.print(f"[yellow]{result.fallback_reason}[/]")
+    table = Table("#", "score", "source", "section / page", "text", title=f"{result.mode} search, {result.latencies_ms['total']:.0f} ms")
+    for hit in result.hits:
+        meta = hit.chunk.metadata
+        where = meta.header_path or meta.section
+        if meta.page is not None:
+            where = f"{where} p.{meta.page}".strip()
+        snippet = " ".join(hit.chunk.text.split())[:160]
+        table.add_row(str(hit.rank), f"{hit.score:.4f}", Path(meta.source).name, where, snippet)
+    console.print(table)
+    if not result.hits:
+        console.print("no results")

@@ -1,0 +1,44 @@
+"""Turn a document's text pieces into stored chunks with their metadata."""
+
+from __future__ import annotations
+
+import hashlib
+from uuid import NAMESPACE_URL, uuid5
+
+from ragstream.documents.features import has_code, has_equations
+from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, TextPiece
+
+HEADER_PATH_SEPARATOR = " > "
+
+
+def chunk_id_for(document_id: str, generation: int, index: int) -> str:
+    """The stable id of chunk ``index`` of a document version (``generation``)."""
+    return str(uuid5(NAMESPACE_URL, f"ragstream:{document_id}:{generation}:{index}"))
+
+
+def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: int, created_at: str) -> list[Chunk]:
+    """Wrap each piece of ``doc`` in a :class:`Chunk` with its full metadata (0-based index)."""
+    return [
+        Chunk(
+            chunk_id=chunk_id_for(doc.document_id, generation, index),
+            text=piece.text,
+            metadata=ChunkMetadata(
+                document_id=doc.document_id,
+                source=doc.source,
+                title=doc.title,
+                section=piece.header_path[-1] if piece.header_path else "",
+                header_path=HEADER_PATH_SEPARATOR.join(piece.header_path),
+                page=piece.page,
+                chunk_index=index,
+                word_count=len(piece.text.split()),
+                has_code=has_code(piece.text),
+                has_equations=has_equations(piece.text),
+                checksum=doc.checksum,
+                content_hash=hashlib.sha256(piece.text.encode("utf-8")).hexdigest(),
+                mime=doc.mime,
+                created_at=created_at,
+                extra=dict(doc.metadata),
+            ),
+        )
+        for index, piece in enumerate(pieces)
+    ]

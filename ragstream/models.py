@@ -1,0 +1,148 @@
+"""The data that flows through ragstream: files -> documents -> chunks -> search results."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Page(BaseModel):
+    """A span of a document's text; PDFs have one per page, other formats one in all."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int | None = Field(None, description="1-based page number, None for formats without pages.")
+    text: str
+
+
+class LoadedDocument(BaseModel):
+    """A file turned into text, before chunking."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    source: str = Field(description="Where the document came from: a path or URL.")
+    title: str
+    mime: str
+    checksum: str = Field(description="sha256 of the file's bytes (hex).")
+    size_bytes: int
+    pages: tuple[Page, ...]
+    metadata: dict[str, Any] = Field(default_factory=dict, description="User-given metadata, kept on every chunk.")
+
+    @property
+    def text(self) -> str:
+        """The whole text, pages joined by blank lines."""
+        return "\n\n".join(page.text for page in self.pages)
+
+
+class TextPiece(BaseModel):
+    """What a chunker emits: a span of text with its place in the document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    header_path: tuple[str, ...] = ()
+    page: int | None = None
+
+
+class ChunkMetadata(BaseModel):
+    """Metadata stored with every chunk (seeds 001, 003, 004)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    source: str
+    title: str
+    section: str = Field("", description="The innermost heading of the chunk.")
+    header_path: str = Field("", description="Headings from the top, joined with ' > '.")
+    page: int | None = None
+    chunk_index: int
+    word_count: int
+    has_code: bool
+    has_equations: bool
+    checksum: str = Field(description="sha256 of the source file.")
+    content_hash: str = Field(description="sha256 of the chunk text; the embedding-cache key.")
+    mime: str
+    created_at: str = Field(description="ISO 8601 UTC time the document version was ingested.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="User-given document metadata.")
+
+
+class Chunk(BaseModel):
+    """An immutable, stored unit of retrieval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    text: str
+    metadata: ChunkMetadata
+
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+
+class SearchHit(BaseModel):
+    """One ranked result."""
+
+    chunk: Chunk
+    score: float = Field(description="The mode's score: cosine (dense), BM25, or fused (hybrid).")
+    rank: int = Field(description="1-based rank.")
+    dense_score: float | None = None
+    bm25_score: float | None = None
+
+
+class SearchResult(BaseModel):
+    """The answer to a search: ranked hits plus how they were found."""
+
+    query: str
+    mode: SearchMode = Field(description="The mode that actually ran.")
+    requested_mode: SearchMode
+    fallback_reason: str | None = Field(None, description="Why the mode that ran differs from the requested one.")
+    hits: list[SearchHit]
+    latencies_ms: dict[str, float] = Field(default_factory=dict, description="Per stage: embed, dense, bm25, fusion, total.")
+
+
+class DocumentRecord(BaseModel):
+    """A document as the catalog knows it."""
+
+    document_id: str
+    source: str
+    title: str
+    mime: str
+    checksum: str
+    generation: int
+    chunk_count: int
+    fingerprint: str
+    ingested_at: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileFailure(BaseModel):
+    """A file that could not be ingested, and why."""
+
+    source: str
+    error_type: str
+    code: str
+    message: str
+
+
+class IngestReport(BaseModel):
+    """Outcome of an ingest job (seed 003 IngestionResult plus skip counts)."""
+
+    job_id: str
+    documents_processed: int = 0
+    documents_skipped: int = Field(0, description="Unchanged documents that were not re-embedded.")
+    documents_failed: int = 0
+    chunks_written: int = 0
+    embedding_count: int = Field(0, description="Texts actually sent to the embedder (cache misses).")
+    embedding_cache_hits: int = 0
+    failures: list[FileFailure] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    document_ids: list[str] = Field(default_factory=list)
+    duration_seconds: float = 0.0
+    embedding_seconds: float = Field(0.0, description="Time spent inside the embedding model.")
+
+    @property
+    def errors(self) -> list[str]:
+        """Seed 003: the sources that failed."""
+        return [failure.source for failure in self.failures]

@@ -1,0 +1,61 @@
+"""Local CPU embeddings with sentence-transformers, from packaged or local weights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragstream.config import EmbeddingConfig
+from ragstream.errors import EmbedderUnavailableError
+from ragstream.providers.embedders.base import normalise
+from ragstream.providers.model_locator import resolve_model_path
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 (or any sentence-transformers model) on the CPU.
+
+    bfloat16 is the default: on 2 CPU cores it embeds ~1.8x faster than float32 with equal
+    vectors (cosine ~1.0 against float32).
+    """
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        import torch
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        transformers.logging.disable_progress_bar()
+
+        location = resolve_model_path(config.model)
+        dtype = torch.bfloat16 if config.dtype == "bfloat16" else torch.float32
+        try:
+            self._model = SentenceTransformer(location, device="cpu", model_kwargs={"dtype": dtype})
+        except Exception as error:  # noqa: BLE001 - any load failure means "unavailable"
+            raise EmbedderUnavailableError(
+                f"cannot load embedding model {config.model!r} from {location!r} (offline): {error}"
+            ) from error
+        self._batch_size = config.batch_size
+        self.model_id = f"st:{config.model}"
+        dimension_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self._dimensions = int(dimension_of())
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._model.tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dimensions), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), batch_size=self._batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+        return normalise(vectors)

@@ -1,0 +1,1 @@
+"""Dense, BM25 and hybrid retrieval."""

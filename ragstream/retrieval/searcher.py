@@ -1,0 +1,118 @@
+"""Search the store in dense, BM25 or hybrid mode, with filters, threshold and fallback."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ragstream.config import RetrievalConfig
+from ragstream.errors import EmbeddingFailureError, InvalidQueryError
+from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
+from ragstream.providers.embedders.base import Embedder
+from ragstream.retrieval.fusion import alpha_blend, reciprocal_rank_fusion
+from ragstream.store.base import Filters, VectorStore
+from ragstream.store.visibility import Visibility
+
+
+class Searcher:
+    """Runs one search over the live generations of the store."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Callable[[], Embedder],
+        config: RetrievalConfig,
+        visibility: Visibility,
+        max_query_chars: int,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._config = config
+        self._visibility = visibility
+        self._max_query_chars = max_query_chars
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        score_threshold: float | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> SearchResult:
+        """Rank chunks for ``query``.
+
+        In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
+        result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
+        score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1).
+        """
+        self._validate(query)
+        requested: SearchMode = mode or self._config.mode
+        limit = top_k or self._config.top_k
+        threshold = score_threshold if score_threshold is not None else self._config.score_threshold
+        hidden = self._visibility.snapshot()
+        latencies: dict[str, float] = {}
+        started = time.perf_counter()
+
+        ran, fallback_reason = requested, None
+        if requested != "bm25" and query_vector is None:
+            try:
+                query_vector = _timed(latencies, "embed", lambda: self._embedder().embed_queries([query])[0])
+            except EmbeddingFailureError as error:
+                ran, fallback_reason = "bm25", f"embedder unavailable, BM25 only: {error.message}"
+
+        candidates = max(limit, self._config.candidates) if ran == "hybrid" else limit
+        dense = bm25 = []
+        if ran in ("dense", "hybrid"):
+            dense = _timed(latencies, "dense", lambda: self._store.search_dense(query_vector, candidates, filters, hidden))
+        if ran in ("bm25", "hybrid"):
+            bm25 = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, candidates, filters, hidden))
+
+        if ran == "hybrid":
+            hits = _timed(latencies, "fusion", lambda: self._fuse(dense, bm25))
+        else:
+            hits = [_hit(chunk, score, dense=score if ran == "dense" else None, bm25=score if ran == "bm25" else None)
+                    for chunk, score in (dense or bm25)]
+        if threshold is not None:
+            hits = [hit for hit in hits if hit.score >= threshold]
+        hits = hits[:limit]
+        for rank, hit in enumerate(hits, start=1):
+            hit.rank = rank
+        latencies["total"] = (time.perf_counter() - started) * 1000
+        return SearchResult(query=query, mode=ran, requested_mode=requested, fallback_reason=fallback_reason,
+                            hits=hits, latencies_ms=latencies)
+
+    def _validate(self, query: str) -> None:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidQueryError("query is empty")
+        if len(query) > self._max_query_chars:
+            raise InvalidQueryError(f"query is {len(query)} characters; the limit is {self._max_query_chars}")
+
+    def _fuse(self, dense: list[tuple[Chunk, float]], bm25: list[tuple[Chunk, float]]) -> list[SearchHit]:
+        chunks = {chunk.chunk_id: chunk for chunk, _ in dense + bm25}
+        dense_scores = {chunk.chunk_id: score for chunk, score in dense}
+        bm25_scores = {chunk.chunk_id: score for chunk, score in bm25}
+        if self._config.fusion == "alpha":
+            fused = alpha_blend(dense_scores, bm25_scores, self._config.alpha)
+        else:
+            fused = reciprocal_rank_fusion(
+                [list(dense_scores), list(bm25_scores)],
+                [self._config.dense_weight, self._config.bm25_weight],
+                self._config.rrf_k,
+            )
+        ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+        return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in ordered]
+
+
+def _hit(chunk: Chunk, score: float, *, dense: float | None, bm25: float | None) -> SearchHit:
+    return SearchHit(chunk=chunk, score=score, rank=0, dense_score=dense, bm25_score=bm25)
+
+
+def _timed(latencies: dict[str, float], stage: str, fn: Callable):
+    started = time.perf_counter()
+    value = fn()
+    latencies[stage] = (time.perf_counter() - started) * 1000
+    return value

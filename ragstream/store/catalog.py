@@ -1,0 +1,211 @@
+"""The SQLite catalog: document registry, stored document text, write intents and embedding cache.
+
+The catalog is the source of truth for which *generation* (version) of each document is live.
+Vector-store points of any other generation are invisible to readers and removed on recovery.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ragstream.models import DocumentRecord, LoadedDocument, Page
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    pages TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE TABLE IF NOT EXISTS write_intents (
+    intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id TEXT NOT NULL,
+    new_generation INTEGER,
+    old_generation INTEGER
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+"""
+
+_RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
+
+
+class Catalog:
+    """Thread-safe access to the catalog database at ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic, durable transaction."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- generations and intents -------------------------------------------------------------
+
+    def next_generation(self) -> int:
+        """A new, never reused generation number."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO counters(name, value) VALUES('generation', 1) "
+                "ON CONFLICT(name) DO UPDATE SET value = value + 1"
+            )
+            return int(db.execute("SELECT value FROM counters WHERE name='generation'").fetchone()[0])
+
+    def setting(self, name: str) -> int | None:
+        """A stored integer setting (e.g. the vector size the store was created with)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_setting(self, name: str, value: int) -> None:
+        """Store an integer setting."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO counters(name, value) VALUES (?, ?)", (name, value))
+
+    def add_intent(self, document_id: str, new_generation: int | None, old_generation: int | None) -> int:
+        """Record, before touching the vector store, which generations an operation may leave behind."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (?, ?, ?)",
+                (document_id, new_generation, old_generation),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def clear_intent(self, intent_id: int) -> None:
+        """Forget an intent once the vector store matches the catalog."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent_id,))
+
+    def intents(self) -> list[tuple[int, str, int | None, int | None]]:
+        """Unfinished intents: (intent_id, document_id, new_generation, old_generation)."""
+        with self._lock:
+            return list(self._db.execute("SELECT intent_id, document_id, new_generation, old_generation FROM write_intents"))
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def commit_document(self, doc: LoadedDocument, *, generation: int, chunk_count: int, fingerprint: str, ingested_at: str) -> None:
+        """Make ``generation`` the live version of ``doc`` (the atomic switch of an upsert)."""
+        pages = json.dumps([page.model_dump() for page in doc.pages])
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc.document_id, doc.source, doc.title, doc.mime, doc.checksum, generation, chunk_count,
+                    fingerprint, ingested_at, json.dumps(doc.metadata, sort_keys=True), doc.size_bytes, pages,
+                ),
+            )
+
+    def remove_document(self, document_id: str) -> None:
+        """Drop a document from the registry (its points become invisible at once)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+
+    def get(self, document_id: str) -> DocumentRecord | None:
+        """The live record of a document, or None."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE document_id = ?", (document_id,)).fetchone()
+        return _record(row) if row else None
+
+    def find_by_checksum(self, checksum: str) -> list[DocumentRecord]:
+        """Documents whose source file had this sha256."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = ?", (checksum,)).fetchall()
+        return [_record(row) for row in rows]
+
+    def list(self) -> list[DocumentRecord]:
+        """Every live document, by source."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents ORDER BY source").fetchall()
+        return [_record(row) for row in rows]
+
+    def live_generations(self) -> dict[str, int]:
+        """document_id -> live generation."""
+        with self._lock:
+            return dict(self._db.execute("SELECT document_id, generation FROM documents"))
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        """The extracted text of a document as it was ingested (for reindexing without the file)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata FROM documents WHERE document_id = ?",
+                (document_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        pages = tuple(Page(**page) for page in json.loads(row[6]))
+        return LoadedDocument(
+            document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
+            size_bytes=row[5], pages=pages, metadata=json.loads(row[7]),
+        )
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached vectors for the given chunk-content hashes."""
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(content_hashes))
+        step = 500
+        with self._lock:
+            for start in range(0, len(unique), step):
+                batch = unique[start : start + step]
+                marks = ",".join("?" * len(batch))
+                for content_hash, blob in self._db.execute(
+                    f"SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
+                    (model_id, *batch),
+                ):
+                    found[content_hash] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def cache_vectors(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store vectors by chunk-content hash."""
+        rows = [(model_id, content_hash, np.asarray(vector, dtype=np.float32).tobytes()) for content_hash, vector in items]
+        with self.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+
+
+def _record(row: tuple) -> DocumentRecord:
+    values = dict(zip(_RECORD_COLUMNS.split(", "), row))
+    values["metadata"] = json.loads(values["metadata"])
+    return DocumentRecord(**values)

@@ -1,0 +1,184 @@
+"""The embedded default store: Qdrant Edge, in process, persistent in the data directory.
+
+One shard holds a named dense vector (cosine) and a BM25 sparse vector whose IDF the engine
+applies at query time. Payload indexes cover the metadata filters. Two traps of qdrant-edge 0.9:
+booleans never match ``MatchValue(True)``, so flags are stored as 0/1 integers; and the HNSW index
+is built only by an explicit ``optimize()``, which :meth:`QdrantEdgeStore.maybe_optimize` runs
+once the shard holds ``store.optimize_min_points`` points (exact search is fast below that).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from ragstream.config import StoreConfig
+from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
+from ragstream.models import Chunk, ChunkMetadata
+from ragstream.store.base import Filters
+
+DENSE = "dense"
+SPARSE = "bm25"
+FLAG_FIELDS = ("has_code", "has_equations")
+KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime")
+INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
+CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
+_UPSERT_BATCH = 256
+
+
+class QdrantEdgeStore:
+    """:class:`~ragstream.store.base.VectorStore` over a Qdrant Edge shard at ``path``."""
+
+    def __init__(self, path: Path, dimensions: int, config: StoreConfig) -> None:
+        self._config = config
+        self._lock = threading.RLock()
+        self._bm25 = qe.Bm25(
+            qe.Bm25Config(k=config.bm25_k1, b=config.bm25_b, avg_len=config.bm25_avg_len, language=config.bm25_language)
+        )
+        edge_config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        try:
+            if (path / "edge_config.json").exists() or any(path.glob("segments*")):
+                self._shard = qe.EdgeShard.load(str(path), edge_config)
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                self._shard = qe.EdgeShard.create(str(path), edge_config)
+                self._create_indexes()
+        except Exception as error:  # noqa: BLE001 - the engine raises plain exceptions
+            raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
+
+    def _create_indexes(self) -> None:
+        for field in KEYWORD_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        for field in INTEGER_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Integer))
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
+        points = [
+            qe.Point(
+                id=chunk.chunk_id,
+                vector={DENSE: vector.tolist(), SPARSE: self._bm25.embed_document(chunk.text)},
+                payload=_to_payload(chunk, generation),
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        ]
+        try:
+            with self._lock:
+                for start in range(0, len(points), _UPSERT_BATCH):
+                    self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + _UPSERT_BATCH]))
+        except Exception as error:  # noqa: BLE001
+            raise VectorDBWriteError(f"Qdrant Edge upsert failed: {error}") from error
+
+    def delete_generation(self, document_id: str, generation: int) -> None:
+        condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
+        try:
+            with self._lock:
+                self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
+        except Exception as error:  # noqa: BLE001
+            raise VectorDBWriteError(f"Qdrant Edge delete failed: {error}") from error
+
+    def flush(self) -> None:
+        with self._lock:
+            self._shard.flush()
+
+    def maybe_optimize(self) -> bool:
+        with self._lock:
+            if self._shard.info().points_count < self._config.optimize_min_points:
+                return False
+            return bool(self._shard.optimize())
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
+        return self._query(qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE), limit, filters, hidden)
+
+    def search_bm25(self, text: str, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
+        sparse = self._bm25.embed_query(text)
+        if not sparse.indices:
+            return []
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, hidden)
+
+    def _query(self, query: Any, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
+        request = qe.QueryRequest(limit=limit, query=query, filter=_build_filter(filters, hidden), with_payload=True)
+        try:
+            with self._lock:
+                points = self._shard.query(request)
+        except Exception as error:  # noqa: BLE001
+            raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
+        return [(_from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
+
+    def count(self, filters: Filters | None = None) -> int:
+        with self._lock:
+            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, ()), exact=True)))
+
+    def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:
+        condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
+        chunks: list[Chunk] = []
+        offset = None
+        with self._lock:
+            while True:
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=_UPSERT_BATCH, filter=condition, with_payload=True)
+                )
+                chunks.extend(_from_payload(str(record.id), record.payload or {}) for record in records)
+                if offset is None:
+                    break
+        return sorted(chunks, key=lambda chunk: chunk.metadata.chunk_index)
+
+    def info(self) -> Mapping[str, Any]:
+        with self._lock:
+            info = self._shard.info()
+            return {"backend": "qdrant_edge", "points": info.points_count, "segments": info.segments_count,
+                    "indexed_vectors": info.indexed_vectors_count}
+
+    def close(self) -> None:
+        with self._lock:
+            self._shard.close()
+
+
+def _to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
+    payload = chunk.metadata.model_dump()
+    for field in FLAG_FIELDS:
+        payload[field] = int(payload[field])
+    payload["chapter"] = chunk.metadata.header_path.split(" > ")[0] if chunk.metadata.header_path else ""
+    payload["generation"] = generation
+    payload["text"] = chunk.text
+    return payload
+
+
+def _from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
+    fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
+    for field in FLAG_FIELDS:
+        fields[field] = bool(fields.get(field, 0))
+    return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
+
+
+def _match(key: str, value: Any) -> qe.FieldCondition:
+    if isinstance(value, (list, tuple, set, frozenset)):
+        values = [int(item) if isinstance(item, bool) else item for item in value]
+        return qe.FieldCondition(key=key, match=qe.MatchAny(values))
+    if isinstance(value, bool):
+        value = int(value)
+    return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+
+
+def _build_filter(filters: Filters | None, hidden: Collection[int]) -> qe.Filter | None:
+    must = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
+    must_not = [_match("generation", sorted(hidden))] if hidden else []
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _payload_key(key: str) -> str:
+    """Core metadata fields are top-level; anything else is user metadata under ``extra``."""
+    return key if key in CORE_FIELDS else f"extra.{key}"

@@ -1,0 +1,95 @@
+"""A SIGKILLed ingest leaves every document wholly at its old version or wholly at its new one."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CHILD = Path(__file__).with_name("crash_child.py")
+DOCUMENTS = 6
+PARAGRAPHS = 12
+
+
+def _write_version(folder: Path, version: str) -> None:
+    folder.mkdir(exist_ok=True)
+    for doc in range(DOCUMENTS):
+        paragraphs = [
+            f"Paragraph {p} of document {doc} is written in version {version}. "
+            f"It describes topic {doc * PARAGRAPHS + p} with enough words to fill a window of text. " * 3
+            for p in range(PARAGRAPHS)
+        ]
+        (folder / f"doc{doc}.txt").write_text("\n\n".join(paragraphs))
+
+
+def _assert_consistent(rs) -> dict[str, str]:
+    """Every document is one whole version; no stray points; returns document -> version."""
+    versions = {}
+    total = 0
+    for record in rs.documents():
+        chunks = rs.document_chunks(record.document_id)
+        assert len(chunks) == record.chunk_count, f"{record.source}: half-written version"
+        found = {tag for chunk in chunks for tag in ("alpha", "beta") if f"version {tag}" in chunk.text}
+        assert len(found) == 1, f"{record.source}: mixed versions {found}"
+        versions[record.source] = found.pop()
+        total += record.chunk_count
+    assert rs.store.count() == total, "points of dead generations survived recovery"
+    for hit in rs.search("document version topic", top_k=50).hits:
+        live = rs.document(hit.chunk.metadata.document_id)
+        assert hit.chunk in rs.document_chunks(live.document_id)
+    return versions
+
+
+def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float | None) -> int:
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), str(data_dir), str(folder), crash_point],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip() == "ready", f"child did not start: {line!r} {child.stderr.read() if child.stderr else ''}"
+    if kill_after is not None:
+        time.sleep(kill_after)
+        child.send_signal(signal.SIGKILL)
+    return child.wait(timeout=300)
+
+
+@pytest.mark.parametrize("crash_point", ["mid_upsert", "before_commit", "before_old_delete"])
+def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point):
+    folder, data_dir = tmp_path / "docs", tmp_path / "index"
+    _write_version(folder, "alpha")
+    rs = make_index(data_dir=data_dir)
+    rs.ingest([folder])
+    rs.close()
+    _write_version(folder, "beta")
+
+    assert _run_child(data_dir, folder, crash_point, kill_after=None) == -signal.SIGKILL
+
+    reopened = make_index(data_dir=data_dir)
+    versions = _assert_consistent(reopened)
+    assert len(versions) == DOCUMENTS
+    expected_first = "beta" if crash_point == "before_old_delete" else "alpha"
+    assert versions[str((folder / "doc0.txt").resolve())] == expected_first
+    # The interrupted job can simply be run again and completes.
+    assert reopened.ingest([folder]).documents_failed == 0
+    assert set(_assert_consistent(reopened).values()) == {"beta"}
+
+
+def test_sigkill_at_random_moments(make_index, tmp_path):
+    folder, data_dir = tmp_path / "docs", tmp_path / "index"
+    _write_version(folder, "alpha")
+    rs = make_index(data_dir=data_dir)
+    rs.ingest([folder])
+    rs.close()
+    rng = random.Random(7)
+    for trial, version in enumerate(["beta", "alpha", "beta", "alpha"]):
+        _write_version(folder, version)
+        _run_child(data_dir, folder, "none", kill_after=rng.uniform(0.0, 1.5))
+        reopened = make_index(data_dir=data_dir)
+        _assert_consistent(reopened)
+        reopened.close()

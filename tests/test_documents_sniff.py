@@ -1,0 +1,52 @@
+"""MIME sniffing decides by content, not by file name."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragstream.documents.sniff import sniff_mime
+from ragstream.errors import UnsupportedFileTypeError
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "expected"),
+    [
+        (b"%PDF-1.7\n...", "report.pdf", "application/pdf"),
+        (b"%PDF-1.4\n...", "renamed.txt", "application/pdf"),
+        (b"<!DOCTYPE html><html><body><p>x</p></body></html>", "page.txt", "text/html"),
+        (b"  <!-- c -->\n<html lang='en'><p>x</p></html>", "page", "text/html"),
+        (b"<p>fragment</p>", "page.html", "text/html"),
+        (b"# Title\n\nBody", "notes.md", "text/markdown"),
+        (b"plain words only", "notes.markdown", "text/markdown"),
+        (b"# Title\n\nBody", "notes", "text/markdown"),
+        (b"```python\nx = 1\n```\n", "snippet", "text/markdown"),
+        (b"# Title\n\nBody", "notes.txt", "text/plain"),
+        (b"just some words", "notes", "text/plain"),
+        ("\ufeffcaf\u00e9 au lait".encode(), "bom.txt", "text/plain"),
+        (b"", "empty.txt", "text/plain"),
+    ],
+)
+def test_sniffed_types(data: bytes, filename: str, expected: str) -> None:
+    assert sniff_mime(data, filename) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (PNG, "PNG"),
+        (b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "ZIP"),
+        (b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8, "ELF"),
+        (b"text with a \x00 NUL byte", "binary"),
+        (b"caf\xe9 latin-1", "binary"),
+    ],
+)
+def test_binary_content_is_rejected_naming_the_type(data: bytes, named: str) -> None:
+    with pytest.raises(UnsupportedFileTypeError, match=named):
+        sniff_mime(data, "disguised.txt")
+
+
+def test_markdown_extension_does_not_override_binary_content() -> None:
+    with pytest.raises(UnsupportedFileTypeError):
+        sniff_mime(PNG, "image.md")
