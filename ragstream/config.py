@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     JsonConfigSettingsSource,
@@ -30,7 +30,13 @@ from pydantic_settings import (
 CONFIG_FILE_ENV = "RAGSTREAM_CONFIG"
 
 
-class LimitsConfig(BaseModel):
+class ConfigSection(BaseModel):
+    """Base of every config section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LimitsConfig(ConfigSection):
     """Size limits applied to inputs before any parsing."""
 
     max_file_bytes: int = Field(50 * 1024 * 1024, description="Largest single file accepted.")
@@ -38,7 +44,7 @@ class LimitsConfig(BaseModel):
     max_query_chars: int = Field(2000, description="Longest query accepted (seed 003).")
 
 
-class ChunkingConfig(BaseModel):
+class ChunkingConfig(ConfigSection):
     """How documents are cut into chunks."""
 
     strategy: Literal["auto", "window", "markdown", "split_when_needed"] = Field(
@@ -54,7 +60,7 @@ class ChunkingConfig(BaseModel):
     min_chunk_chars: int = Field(1, description="Chunks shorter than this (after stripping) are dropped.")
 
 
-class EmbeddingConfig(BaseModel):
+class EmbeddingConfig(ConfigSection):
     """The dense embedder."""
 
     provider: Literal["sentence_transformers", "openai"] = "sentence_transformers"
@@ -75,7 +81,7 @@ class EmbeddingConfig(BaseModel):
     dimensions: int | None = Field(None, description="Vector size; detected from the model when unset.")
 
 
-class StoreConfig(BaseModel):
+class StoreConfig(ConfigSection):
     """The vector store."""
 
     backend: Literal["qdrant_edge"] = "qdrant_edge"
@@ -90,7 +96,7 @@ class StoreConfig(BaseModel):
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
 
 
-class RetrievalConfig(BaseModel):
+class RetrievalConfig(ConfigSection):
     """Dense, BM25 and hybrid search."""
 
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
@@ -104,7 +110,7 @@ class RetrievalConfig(BaseModel):
     score_threshold: float | None = Field(None, description="Drop results scoring below this.")
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(ConfigSection):
     """Any OpenAI-compatible chat endpoint (OpenAI, Groq, Ollama, vLLM, llama.cpp server).
 
     No ``base_url`` and no ``api_key`` means no LLM: every stage uses its deterministic fallback.
@@ -128,7 +134,7 @@ class LLMConfig(BaseModel):
         return bool(self.base_url)
 
 
-class PipelineLimits(BaseModel):
+class PipelineLimits(ConfigSection):
     """The N-constants of seed 000 section 4 (soft caps)."""
 
     N0_QUERY_PIECES: int = 5
@@ -139,7 +145,7 @@ class PipelineLimits(BaseModel):
     logavgexp_tau: float = Field(9.0, description="Temperature of LogAvgExp score aggregation.")
 
 
-class PreprocessingConfig(BaseModel):
+class PreprocessingConfig(ConfigSection):
     """A0_PreProcessing: the header-mapping ladder."""
 
     prompt_schema: Path | None = Field(
@@ -147,7 +153,7 @@ class PreprocessingConfig(BaseModel):
     )
 
 
-class RerankerConfig(BaseModel):
+class RerankerConfig(ConfigSection):
     """The ReRanker stage: a cross-encoder, or the bi-encoder re-score when none can be loaded."""
 
     backend: Literal["cross_encoder", "bi_encoder"] = Field(
@@ -161,11 +167,12 @@ class RerankerConfig(BaseModel):
     max_length: int = Field(512, description="Token limit of one (query, chunk) pair.")
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(ConfigSection):
     """Settings shared by every LLM agent (A2..A5)."""
 
     use_llm: bool = Field(True, description="False forces the deterministic fallback even with an LLM configured.")
     max_tokens: int = Field(256, description="Cap on generated tokens per agent call.")
+    field_chars: int = Field(2000, description="Characters of each prompt field (task, context, ...) sent to the agent.")
 
 
 class A3GateSettings(AgentSettings):
@@ -189,7 +196,7 @@ class A4CondenserSettings(AgentSettings):
     max_tokens: int = Field(512, description="Cap on generated tokens per agent call.")
 
 
-class AgentsConfig(BaseModel):
+class AgentsConfig(ConfigSection):
     """The LLM agents of the pipeline; each runs only when ``llm.enabled`` and its ``use_llm``."""
 
     a2: AgentSettings = AgentSettings()

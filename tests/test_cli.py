@@ -1,0 +1,96 @@
+"""The ragstream CLI end to end, in process, on a real index."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from index_fixtures import SAMPLES
+from ragstream.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(tmp_path / "index"))
+    return tmp_path / "index"
+
+
+def _run(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_ingest_search_list_delete_reindex(data_dir: Path, tmp_path: Path):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.7\nnot really a pdf")
+    report = json.loads(_run("ingest", str(SAMPLES / "httpx-timeouts.md"), str(SAMPLES / "httpx-async.md"), str(bad), "--json"))
+    assert report["documents_processed"] == 2 and report["documents_failed"] == 1
+    assert report["failures"][0]["code"] == "corrupt_document"
+
+    summary = _run("ingest", str(SAMPLES / "httpx-timeouts.md"))
+    assert "skipped unchanged 1" in summary
+
+    result = json.loads(_run("search", "pool timeout", "--mode", "bm25", "--top-k", "3", "--json"))
+    assert result["mode"] == "bm25" and len(result["hits"]) == 3
+    assert result["hits"][0]["chunk"]["metadata"]["source"].endswith("httpx-timeouts.md")
+
+    filtered = json.loads(_run("search", "client", "--filter", "has_code=true", "--json"))
+    assert filtered["hits"] and all(hit["chunk"]["metadata"]["has_code"] for hit in filtered["hits"])
+
+    table = _run("search", "How do I set a timeout?")
+    assert "httpx-timeouts.md" in table
+
+    documents = json.loads(_run("docs", "list", "--json"))
+    assert len(documents) == 2
+    _run("docs", "delete", documents[0]["document_id"])
+    assert len(json.loads(_run("docs", "list", "--json"))) == 1
+
+    assert "processed 1" in _run("reindex")
+
+
+def test_errors_are_clear(data_dir: Path):
+    result = runner.invoke(app, ["search", "   "])
+    assert result.exit_code == 2 and "InvalidQueryError" in result.output
+    result = runner.invoke(app, ["docs", "delete", "no-such-id"])
+    assert result.exit_code == 2 and "document_not_found" in result.output
+    result = runner.invoke(app, ["search", "x", "--filter", "oops"])
+    assert result.exit_code != 0
+
+
+def _small_beir(shared_data: Path, target: Path, queries: int = 25, distractors: int = 150) -> Path:
+    source = shared_data / "scifact"
+    with (source / "qrels" / "train.tsv").open() as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    chosen = sorted({row["query-id"] for row in rows}, key=int)[:queries]
+    relevant = {row["corpus-id"] for row in rows if row["query-id"] in chosen}
+    (target / "qrels").mkdir(parents=True)
+    with (target / "qrels" / "train.tsv").open("w") as handle:
+        handle.write("query-id\tcorpus-id\tscore\n")
+        handle.writelines(f"{r['query-id']}\t{r['corpus-id']}\t{r['score']}\n" for r in rows if r["query-id"] in chosen)
+    kept = 0
+    with (source / "corpus.jsonl").open() as lines, (target / "corpus.jsonl").open("w") as out:
+        for line in lines:
+            doc_id = json.loads(line)["_id"]
+            if doc_id in relevant or kept < distractors:
+                kept += doc_id not in relevant
+                out.write(line)
+    with (source / "queries.jsonl").open() as lines, (target / "queries.jsonl").open("w") as out:
+        out.writelines(line for line in lines if json.loads(line)["_id"] in chosen)
+    return target
+
+
+def test_eval_prints_metrics_per_mode(data_dir: Path, tmp_path: Path, shared_data: Path):
+    dataset = _small_beir(shared_data, tmp_path / "scifact-small")
+    scores = json.loads(_run("eval", "--beir", str(dataset), "--split", "train", "--json"))
+    assert set(scores) == {"bm25", "dense", "hybrid"}
+    for mode_scores in scores.values():
+        assert set(mode_scores) == {"ndcg@10", "precision@5", "recall@100", "mrr"}
+        assert all(0.0 <= value <= 1.0 for value in mode_scores.values())
+    assert scores["hybrid"]["ndcg@10"] > 0.3
