@@ -112,3 +112,23 @@ def test_bad_files_are_reported_and_do_not_stop_the_batch(make_index, tmp_path):
     assert failed["picture.txt"] == "unsupported_file_type"
     assert failed["empty.md"] == "empty_document"
     assert "missing.md" in failed
+
+
+def test_a_second_process_gets_a_clear_error_while_the_index_is_open(make_index, tmp_path):
+    import subprocess
+    import sys
+
+    data_dir = tmp_path / "index"
+    rs = make_index(data_dir=data_dir)
+    rs.ingest([SAMPLES / "httpx-timeouts.md"])
+    script = (
+        "import sys\n"
+        "from ragstream import Ragstream, load_config\n"
+        "from ragstream.errors import VectorDBUnavailableError\n"
+        f"try:\n    Ragstream(load_config(data_dir={str(data_dir)!r}))\n"
+        "except VectorDBUnavailableError as error:\n    print(error.code, error.message)\n    sys.exit(3)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr
+    assert "vector_db_unavailable" in result.stdout and "another ragstream process" in result.stdout
+    assert rs.search("timeout").hits, "the first process keeps working"

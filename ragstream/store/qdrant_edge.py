@@ -52,6 +52,11 @@ class QdrantEdgeStore:
                 self._shard = qe.EdgeShard.create(str(path), edge_config)
                 self._create_indexes()
         except Exception as error:  # noqa: BLE001 - the engine raises plain exceptions
+            if "WouldBlock" in str(error):
+                raise VectorDBUnavailableError(
+                    f"the index at {path} is open in another ragstream process (a running server?); "
+                    "stop it or use that process's HTTP API"
+                ) from error
             raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
 
     def _create_indexes(self) -> None:
