@@ -132,3 +132,15 @@ def test_a_second_process_gets_a_clear_error_while_the_index_is_open(make_index,
     assert result.returncode == 3, result.stderr
     assert "vector_db_unavailable" in result.stdout and "another ragstream process" in result.stdout
     assert rs.search("timeout").hits, "the first process keeps working"
+
+
+def test_hnsw_index_is_built_once_the_store_is_big_enough(make_index, tmp_path):
+    folder = _copy_samples(tmp_path)
+    exact = make_index(data_dir=tmp_path / "exact")
+    exact.ingest([folder])
+    optimized = make_index(data_dir=tmp_path / "optimized", store={"optimize_min_points": 10})
+    optimized.ingest([folder])
+    assert optimized.store.info()["points"] >= 10
+    assert optimized.store.maybe_optimize() is False, "already optimized after ingest"
+    query = "connection pool limits"
+    assert [h.chunk.text for h in optimized.search(query, mode="dense").hits] == [h.chunk.text for h in exact.search(query, mode="dense").hits]
