@@ -9,22 +9,29 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult
+from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, VectorStore
 from ragstream.store.catalog import Catalog
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.visibility import Visibility
+
+if TYPE_CHECKING:
+    from ragstream.answer.models import Answer, RAGContext, StreamEvent
+    from ragstream.answer.service import AnswerService
+    from ragstream.pipeline.context import StageContext
 
 
 class Ragstream:
@@ -40,7 +47,9 @@ class Ragstream:
         self.catalog = Catalog(data_dir / "catalog.sqlite3")
         self.visibility = Visibility()
         self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
-        self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.visibility)
+        self.retrieval_cache = RetrievalCache(self.config.answer.cache)
+        self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.visibility,
+                                 on_change=self.retrieval_cache.invalidate)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.visibility,
                                  self.config.limits.max_query_chars)
         self.ingestor.recover()
@@ -141,3 +150,58 @@ class Ragstream:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    # -- SuperPrompt pipeline (seed 000) ---------------------------------------------------------
+
+    def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None) -> SuperPrompt:
+        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs."""
+        pairs = [p if isinstance(p, ConversationPair) else ConversationPair(user=p[0], assistant=p[1])
+                 for p in conversation or []]
+        return SuperPrompt(user_text=text, recentConversation=pairs)
+
+    def run_stage(self, sp: SuperPrompt, stage: str | None = None) -> SuperPrompt:
+        """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last)."""
+        from ragstream.pipeline import controller
+
+        return controller.run_stage(sp, self._stage_context(), stage)
+
+    def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None) -> SuperPrompt:
+        """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt."""
+        from ragstream.pipeline import controller
+
+        sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
+        return controller.run_pipeline(sp, self._stage_context(), until)
+
+    def _stage_context(self) -> StageContext:
+        """The pipeline's StageContext (LLM client, reranker, prompt schema), built once."""
+        from ragstream.pipeline.context import build_context
+
+        context: StageContext | None = getattr(self, "_pipeline_context", None)
+        if context is None:
+            context = self._pipeline_context = build_context(self)
+        return context
+
+    # -- answers (seeds 001-003) -----------------------------------------------------------------
+
+    def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
+                 min_relevance: float | None = None) -> RAGContext:
+        """Seed 003: chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first; cached."""
+        return self.answers().retrieve(query, context_key, max_chunks, min_relevance)
+
+    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
+        """A cited answer (LLM, or extractive without one) in seed 002's response shape."""
+        return self.answers().ask(question, conversation_id, selected_text)
+
+    def stream_answer(self, question: str, conversation_id: str | None = None,
+                      selected_text: str | None = None) -> Iterator[StreamEvent]:
+        """Seed 001 stream: ``token`` and ``citation`` events, then ``done``."""
+        return self.answers().stream_answer(question, conversation_id, selected_text)
+
+    def answers(self) -> AnswerService:
+        """The answer path (retrieve gate, generation, citations), built once."""
+        from ragstream.answer.service import AnswerService
+
+        service: AnswerService | None = getattr(self, "_answer_service", None)
+        if service is None:
+            service = self._answer_service = AnswerService(self, self.retrieval_cache)
+        return service

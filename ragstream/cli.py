@@ -168,6 +168,110 @@ def demo(
         _print_result(rs.search(question))
 
 
+@app.command()
+def prompt(
+    text: Annotated[str, typer.Argument(help="The prompt; headers like 'TASK:' or '## Context' are optional.")],
+    until: Annotated[Optional[str], typer.Option(help="Stop after this stage (e.g. Retrieval, A3_NLI_Gate).")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
+) -> None:
+    """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON)."""
+    with _open(config, data_dir) as rs:
+        try:
+            sp = rs.run_pipeline(text, until=until)
+        except RagstreamError as error:
+            _fail(error)
+            return
+    if json_output:
+        print(sp.model_dump_json(indent=2))
+    else:
+        print(sp.prompt_ready)
+
+
+@app.command()
+def serve(
+    host: Annotated[Optional[str], typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port to bind (default server.port).")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Serve the HTTP API and the web UI; any address but loopback needs server.api_key."""
+    from ragstream.server import serve as run_server
+
+    with _open(config, data_dir) as rs:
+        overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
+        try:
+            run_server(rs, rs.config.server.model_copy(update=overrides))
+        except RagstreamError as error:
+            _fail(error)
+
+
+QuestionArgument = Annotated[str, typer.Argument(help="The question.")]
+ConversationOption = Annotated[Optional[str], typer.Option("--conversation", help="Continue this conversation id.")]
+
+
+@app.command()
+def ask(
+    question: QuestionArgument,
+    stream: Annotated[bool, typer.Option("--stream", help="Print tokens as they arrive.")] = False,
+    conversation: ConversationOption = None,
+    selected_text: Annotated[Optional[str], typer.Option("--selected-text", help="Text the question is about.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
+) -> None:
+    """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
+    with _open(config, data_dir) as rs:
+        try:
+            _answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output)
+        except RagstreamError as error:
+            _fail(error)
+
+
+@app.command()
+def chat(
+    conversation: ConversationOption = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
+    with _open(config, data_dir) as rs:
+        while True:
+            try:
+                question = input("you> ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            try:
+                conversation = _answer(rs, question, conversation, None, stream=True, json_output=False)
+            except RagstreamError as error:
+                err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
+
+
+def _answer(rs: Ragstream, question: str, conversation: str | None, selected_text: str | None, *,
+            stream: bool, json_output: bool) -> str:
+    """Print one answer; returns its conversation id."""
+    from ragstream.answer.models import Answer
+    from ragstream.answer.render import sources_text
+
+    if not stream:
+        answer = rs.ask(question, conversation, selected_text)
+        print(answer.model_dump_json(indent=2) if json_output else f"{answer.answer}\n\n{sources_text(answer)}")
+        return answer.metadata["conversation_id"]
+    done: dict = {}
+    for event in rs.stream_answer(question, conversation, selected_text):
+        if json_output:
+            print(event.model_dump_json(), flush=True)
+        elif event.type == "token":
+            print(event.data["token"], end="", flush=True)
+        if event.type == "done":
+            done = event.data
+    if not json_output:
+        print(f"\n\n{sources_text(Answer.model_validate(done['response']))}")
+    return done["conversation_id"]
+
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:
     total = sum(1 for _ in expand_paths(paths))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

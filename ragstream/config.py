@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     JsonConfigSettingsSource,
@@ -205,6 +205,122 @@ class AgentsConfig(ConfigSection):
     a5: AgentSettings = AgentSettings()
 
 
+class ServerConfig(ConfigSection):
+    """The HTTP API and web UI (``ragstream serve``)."""
+
+    host: str = Field("127.0.0.1", description="Address to bind; any non-loopback address requires api_key.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port to bind (0 picks a free one).")
+    api_key: SecretStr | None = Field(
+        None, description="Key every route but /healthz and the UI's static files requires "
+        "(Authorization: Bearer KEY or X-API-Key: KEY); env RAGSTREAM_SERVER__API_KEY."
+    )
+    require_api_key: bool = Field(False, description="Require api_key even when bound to loopback.")
+    upload_dir: Path | None = Field(None, description="Where uploaded files are kept; default {data_dir}/uploads.")
+    user_id_header: str = Field("X-User-ID", description="Request header naming the uploading user.")
+    default_user_id: str = Field("local", description="User id when the header is absent or has no safe characters.")
+    max_user_id_chars: int = Field(64, ge=1, description="Longer user ids are cut to this length.")
+    dedupe_uploads: bool = Field(
+        True, description="An upload whose sha256 matches a live document is reported as a duplicate, not re-ingested."
+    )
+    max_files_per_request: int = Field(100, ge=1, description="Files accepted in one upload request.")
+    upload_read_bytes: int = Field(1024 * 1024, ge=1, description="Read size when copying an upload to storage.")
+    max_filename_chars: int = Field(255, ge=1, description="Client file names are cut to this length for display.")
+    request_id_header: str = Field("X-Request-ID", description="Header carrying the request id in and out.")
+    max_request_id_chars: int = Field(128, ge=1, description="Incoming request ids longer than this are replaced.")
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS; empty = same origin only.")
+    max_top_k: int = Field(100, ge=1, description="Largest top_k a search request may ask for.")
+    max_pipeline_sessions: int = Field(200, ge=1, description="SuperPrompts kept in memory; the oldest is dropped.")
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+
+
+class IngestConfig(ConfigSection):
+    """How ingest jobs run, and the checks a document must pass before it is chunked."""
+
+    write_batch_chunks: int = Field(
+        256,
+        description="Chunks of several documents embedded and written together. Bigger batches embed "
+        "faster (full model batches, one flush); each document still switches atomically.",
+    )
+
+    required_metadata: list[str] = Field(
+        default_factory=list,
+        description="Metadata keys every ingested document must carry (e.g. source, doc_type, "
+        "last_update_date); a document missing one fails with InvalidDocumentError.",
+    )
+
+
+class RetrievalCacheConfig(ConfigSection):
+    """The answer path's retrieval cache (seed 003 idempotency)."""
+
+    ttl_seconds: float = Field(300.0, description="How long a cached retrieve() result is served (seed 003: 5 min).")
+    max_entries: int = Field(1024, description="Cached results kept; the oldest is evicted beyond this.")
+
+
+class CitationConfig(ConfigSection):
+    """Citation markers in answers and how they resolve to prompt chunks (seed 002 stage 4)."""
+
+    max_marker_chars: int = Field(120, description="Longest bracketed text still read as a citation marker.")
+    dice_threshold: float = Field(0.5, description="Tier 3: a title marker matches a chunk above this Dice similarity.")
+
+
+class ConfidenceConfig(ConfigSection):
+    """High / Medium / Low confidence from prompt chunks and citations (seed 002 stage 5)."""
+
+    high_min_chunks: int = Field(3, description="High needs at least this many context chunks ...")
+    high_min_relevance: float = Field(0.5, description="... and at least this average relevance ...")
+    high_min_citations: int = Field(1, description="... and at least this many resolved citations.")
+    medium_min_chunks: int = Field(2, description="Medium needs at least this many context chunks ...")
+    medium_min_relevance: float = Field(0.3, description="... and at least this average relevance.")
+
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Answer the question using ONLY the numbered context passages below. "
+    "End every sentence with the number of the passage it comes from, in square brackets. "
+    'Example: "The default timeout is five seconds [2]." '
+    "Cite only numbers that appear below. If the passages do not contain the answer, say that you do not know.\n\n"
+    "Context:\n{context}"
+)
+DEFAULT_NO_RESULTS_MESSAGE = (
+    "I don't have specific information on that topic in the indexed documents. "
+    "Try rephrasing the question or asking about a subject the documents cover."
+)
+
+
+class AnswerConfig(ConfigSection):
+    """The answer path: retrieve contract, generation prompt, extractive fallback (seeds 001-003).
+
+    Relevance everywhere in the answer path is the dense cosine similarity between the query
+    and the chunk embedding (the index's embedder), clipped to 0..1.
+    """
+
+    max_question_chars: int = Field(1000, description="Longest question ask() accepts (seed 002).")
+    max_chunks: int = Field(5, description="retrieve(): chunks returned at most (seed 003).")
+    min_relevance: float = Field(
+        0.3,
+        description="retrieve(): minimum relevance per chunk and on average. Seed 003's 0.6 is for "
+        "text-embedding-3-small; all-MiniLM-L6-v2 cosines of on-topic passages are ~0.4-0.8, off-topic < 0.2.",
+    )
+    candidates: int = Field(20, description="retrieve(): dense candidates looked at before the threshold (seed 001).")
+    timeout_seconds: float = Field(10.0, description="retrieve(): VectorDBUnavailableError after this long (seed 003).")
+    cache: RetrievalCacheConfig = RetrievalCacheConfig()
+    prompt_max_chunks: int = Field(5, description="Context passages given to the LLM (first of the pipeline's selection).")
+    max_context_chars: int = Field(8000, description="Character cap of the context block (seed 002: 2000 tokens x 4).")
+    system_prompt: str = Field(DEFAULT_SYSTEM_PROMPT, description="System prompt; {context} is replaced by the passages.")
+    citation_reminder: str = Field(
+        "Cite the passage numbers, like [1], after each sentence.",
+        description="Appended to the question; small local models cite far more reliably with it (empty: off).",
+    )
+    no_results_message: str = Field(DEFAULT_NO_RESULTS_MESSAGE, description="Answer when nothing passes the threshold.")
+    extractive_label: str = Field(
+        "Extractive answer (no LLM configured): the passages that best match the question.",
+        description="First line of an answer built without an LLM.",
+    )
+    extractive_max_sentences: int = Field(3, description="Sentences quoted in an extractive answer.")
+    extractive_min_sentence_chars: int = Field(20, description="Shorter sentences are not quoted.")
+    citations: CitationConfig = CitationConfig()
+    confidence: ConfidenceConfig = ConfidenceConfig()
+
+
 class RagstreamConfig(BaseSettings):
     """All of ragstream's settings."""
 
@@ -223,6 +339,9 @@ class RagstreamConfig(BaseSettings):
     preprocessing: PreprocessingConfig = PreprocessingConfig()
     reranker: RerankerConfig = RerankerConfig()
     agents: AgentsConfig = AgentsConfig()
+    ingest: IngestConfig = IngestConfig()
+    answer: AnswerConfig = AnswerConfig()
+    server: ServerConfig = ServerConfig()
 
     @classmethod
     def settings_customise_sources(

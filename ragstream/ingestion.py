@@ -1,10 +1,14 @@
-"""Files -> documents -> chunks -> vectors -> store, one atomic document version at a time.
+"""Files -> documents -> chunks -> vectors -> store, each document version switched atomically.
 
-Crash safety: before touching the vector store, an intent row names the generations an
-operation may leave behind. New points are written under a fresh generation and flushed; one
-catalog transaction then makes that generation live; the old generation's points are deleted;
-the intent is cleared. :meth:`Ingestor.recover` replays unfinished intents on start-up, so after
-a crash at any point each document is at its old version or its new one, never a mix.
+Documents are prepared one by one (load, validate, chunk) and written in batches of about
+``ingest.write_batch_chunks`` chunks, so the embedder sees full batches and the store flushes
+once per batch instead of once per document.
+
+Crash safety: before touching the vector store, intent rows name the generations a batch may
+leave behind. New points are written under fresh generations and flushed; one catalog
+transaction then makes those generations live; the old generations' points are deleted; the
+intents are cleared. :meth:`Ingestor.recover` replays unfinished intents on start-up, so after a
+crash at any point each document is at its old version or its new one, never a mix.
 """
 
 from __future__ import annotations
@@ -12,25 +16,37 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragstream import metrics
 from ragstream.config import RagstreamConfig
 from ragstream.documents.chunk_builder import build_chunks
 from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.loaders import load_file
+from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
-from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument
+from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.base import Embedder
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog import Catalog
+from ragstream.store.catalog import Catalog, DocumentVersion
 from ragstream.store.visibility import Visibility
 
 ProgressCallback = Callable[[str, str], None]
 """Called as ``progress(outcome, source)`` after each document: processed, skipped or failed."""
+
+
+@dataclass
+class _Pending:
+    """A document chunked and waiting in the write batch."""
+
+    doc: LoadedDocument
+    pieces: list[TextPiece]
+    old_generation: int | None
 
 
 class Ingestor:
@@ -59,37 +75,26 @@ class Ingestor:
     ) -> IngestReport:
         """Ingest files and folders (recursively); each bad file is reported and skipped."""
         report = _new_report()
-        started = time.perf_counter()
-        for path in expand_paths(paths):
-            try:
-                doc = load_file(path, self._config, metadata=metadata)
-            except (DocumentError, OSError) as error:
-                _fail(report, str(path), error, progress)
-                continue
-            self._ingest_one(doc, report, force=False, progress=progress)
-        return self._finish(report, started)
+        docs = self._load_all(paths, metadata, report, progress)
+        return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
         self, docs: Iterable[LoadedDocument], *, force: bool = False, progress: ProgressCallback | None = None
     ) -> IngestReport:
         """Ingest already-loaded documents (upsert by document_id, unchanged ones skipped)."""
-        report = _new_report()
-        started = time.perf_counter()
-        for doc in docs:
-            self._ingest_one(doc, report, force=force, progress=progress)
-        return self._finish(report, started)
+        return self._run(docs, _new_report(), force=force, progress=progress)
 
     def delete(self, document_id: str) -> None:
         """Remove a document and purge every one of its chunks."""
         record = self._catalog.get(document_id)
         if record is None:
             raise DocumentNotFoundError(f"no document with id {document_id!r}")
-        intent = self._catalog.add_intent(document_id, None, record.generation)
+        intents = self._catalog.add_intents([(document_id, None, record.generation)])
         self._visibility.hide(record.generation)
         self._catalog.remove_document(document_id)
         self._store.delete_generation(document_id, record.generation)
         self._store.flush()
-        self._catalog.clear_intent(intent)
+        self._catalog.clear_intents(intents)
         self._visibility.show(record.generation)
         self._on_change()
 
@@ -107,84 +112,141 @@ class Ingestor:
         """Finish or roll back operations a crash interrupted; returns how many were repaired."""
         intents = self._catalog.intents()
         live = self._catalog.live_generations()
-        for intent_id, document_id, new_generation, old_generation in intents:
+        for _, document_id, new_generation, old_generation in intents:
             for generation in (new_generation, old_generation):
                 if generation is not None and live.get(document_id) != generation:
                     self._store.delete_generation(document_id, generation)
-            self._store.flush()
-            self._catalog.clear_intent(intent_id)
         if intents:
+            self._store.flush()
+            self._catalog.clear_intents([intent[0] for intent in intents])
             self._on_change()
         return len(intents)
 
-    # -- one document --------------------------------------------------------------------------
+    # -- the job -------------------------------------------------------------------------------
 
-    def _ingest_one(self, doc: LoadedDocument, report: IngestReport, *, force: bool, progress: ProgressCallback | None) -> None:
-        existing = self._catalog.get(doc.document_id)
+    def _load_all(
+        self, paths: Iterable[str | Path], metadata: dict[str, Any] | None, report: IngestReport, progress: ProgressCallback | None
+    ) -> Iterator[LoadedDocument]:
+        for path in expand_paths(paths):
+            try:
+                yield load_file(path, self._config, metadata=metadata)
+            except (DocumentError, OSError) as error:
+                _fail(report, str(path), error, progress)
+
+    def _run(self, docs: Iterable[LoadedDocument], report: IngestReport, *, force: bool, progress: ProgressCallback | None) -> IngestReport:
+        started = time.perf_counter()
         fingerprint = self._config.index_fingerprint()
+        batch: list[_Pending] = []
+        for doc in docs:
+            if any(pending.doc.document_id == doc.document_id for pending in batch):
+                self._write_batch(batch, fingerprint, report, progress)
+                batch = []
+            pending = self._prepare(doc, fingerprint, report, force=force, progress=progress)
+            if pending is None:
+                continue
+            batch.append(pending)
+            if sum(len(p.pieces) for p in batch) >= self._config.ingest.write_batch_chunks:
+                self._write_batch(batch, fingerprint, report, progress)
+                batch = []
+        if batch:
+            self._write_batch(batch, fingerprint, report, progress)
+        if report.documents_processed:
+            self._store.maybe_optimize()
+            self._on_change()
+        report.duration_seconds = time.perf_counter() - started
+        metrics.record_ingest(report)
+        return report
+
+    def _prepare(
+        self, doc: LoadedDocument, fingerprint: str, report: IngestReport, *, force: bool, progress: ProgressCallback | None
+    ) -> _Pending | None:
+        """Skip an unchanged document, or validate and chunk it; None when skipped or failed."""
+        existing = self._catalog.get(doc.document_id)
         if not force and existing and existing.checksum == doc.checksum and existing.fingerprint == fingerprint:
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
             if progress:
                 progress("skipped", doc.source)
-            return
+            return None
         duplicates = [r.source for r in self._catalog.find_by_checksum(doc.checksum) if r.document_id != doc.document_id]
         if duplicates:
             report.warnings.append(f"{doc.source}: same content as {', '.join(duplicates)}")
         try:
-            self._write_version(doc, existing.generation if existing else None, fingerprint, report)
+            check_required_metadata(doc, self._config.ingest.required_metadata)
+            pieces = chunk_document(doc, self._config.chunking, self._embedder().count_tokens)
+            if not pieces:
+                raise EmptyDocumentError(f"{doc.source}: no text left after chunking")
         except (DocumentError, EmbeddingFailureError) as error:
             _fail(report, doc.source, error, progress)
-            return
-        report.documents_processed += 1
-        report.document_ids.append(doc.document_id)
-        if progress:
-            progress("processed", doc.source)
+            return None
+        return _Pending(doc=doc, pieces=pieces, old_generation=existing.generation if existing else None)
 
-    def _write_version(self, doc: LoadedDocument, old_generation: int | None, fingerprint: str, report: IngestReport) -> None:
-        embedder = self._embedder()
-        pieces = chunk_document(doc, self._config.chunking, embedder.count_tokens)
-        if not pieces:
-            raise EmptyDocumentError(f"{doc.source}: no text left after chunking")
-        generation = self._catalog.next_generation()
+    def _write_batch(self, batch: list[_Pending], fingerprint: str, report: IngestReport, progress: ProgressCallback | None) -> None:
+        """Embed a batch in one go and switch every document in it to its new version."""
+        generations = self._catalog.next_generations(len(batch))
         ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        chunks = build_chunks(doc, pieces, generation=generation, created_at=ingested_at)
-        vectors = self._embed(embedder, chunks, report)
+        chunk_lists = [
+            build_chunks(pending.doc, pending.pieces, generation=generation, created_at=ingested_at)
+            for pending, generation in zip(batch, generations, strict=True)
+        ]
+        try:
+            vectors = self._embed([chunk for chunks in chunk_lists for chunk in chunks], report)
+        except EmbeddingFailureError as error:
+            if len(batch) == 1:
+                _fail(report, batch[0].doc.source, error, progress)
+            else:  # isolate the document the embedder rejects
+                for pending in batch:
+                    self._write_batch([pending], fingerprint, report, progress)
+            return
 
-        intent = self._catalog.add_intent(doc.document_id, generation, old_generation)
-        self._visibility.hide(generation)
-        self._store.upsert(chunks, vectors, generation)
+        versions = [
+            DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
+            for pending, generation in zip(batch, generations, strict=True)
+        ]
+        old_generations = [pending.old_generation for pending in batch]
+        intents = self._catalog.add_intents(
+            [(p.doc.document_id, g, p.old_generation) for p, g in zip(batch, generations, strict=True)]
+        )
+        self._visibility.hide(*generations)
+        offset = 0
+        for chunks, generation in zip(chunk_lists, generations, strict=True):
+            self._store.upsert(chunks, vectors[offset : offset + len(chunks)], generation)
+            offset += len(chunks)
         self._store.flush()
-        self._catalog.commit_document(doc, generation=generation, chunk_count=len(chunks), fingerprint=fingerprint, ingested_at=ingested_at)
-        self._visibility.switch(show=generation, hide=old_generation)
-        if old_generation is not None:
-            self._store.delete_generation(doc.document_id, old_generation)
+        self._catalog.commit_documents(versions)
+        self._visibility.switch(show=generations, hide=old_generations)
+        for pending in batch:
+            if pending.old_generation is not None:
+                self._store.delete_generation(pending.doc.document_id, pending.old_generation)
+        if any(generation is not None for generation in old_generations):
             self._store.flush()
-        self._catalog.clear_intent(intent)
-        self._visibility.show(old_generation)
-        report.chunks_written += len(chunks)
+        self._catalog.clear_intents(intents)
+        self._visibility.show(*old_generations)
 
-    def _embed(self, embedder: Embedder, chunks: Sequence[Chunk], report: IngestReport) -> np.ndarray:
+        for pending in batch:
+            report.documents_processed += 1
+            report.chunks_written += len(pending.pieces)
+            report.document_ids.append(pending.doc.document_id)
+            if progress:
+                progress("processed", pending.doc.source)
+
+    def _embed(self, chunks: Sequence[Chunk], report: IngestReport) -> np.ndarray:
+        """Vectors for ``chunks``: from the cache by content hash, the rest from the embedder."""
+        embedder = self._embedder()
         hashes = [chunk.metadata.content_hash for chunk in chunks]
         cached = self._catalog.cached_vectors(embedder.model_id, hashes)
-        missing = [i for i, content_hash in enumerate(hashes) if content_hash not in cached]
-        report.embedding_cache_hits += len(chunks) - len(missing)
+        missing = list(dict.fromkeys(h for h in hashes if h not in cached))
+        report.embedding_cache_hits += sum(1 for h in hashes if h in cached)
         if missing:
+            texts = {chunk.metadata.content_hash: chunk.text for chunk in chunks}
             started = time.perf_counter()
-            fresh = embedder.embed_documents([chunks[i].text for i in missing])
+            fresh = embedder.embed_documents([texts[h] for h in missing])
             report.embedding_seconds += time.perf_counter() - started
             report.embedding_count += len(missing)
-            new_items = {hashes[i]: vector for i, vector in zip(missing, fresh, strict=True)}
+            new_items = dict(zip(missing, fresh, strict=True))
             self._catalog.cache_vectors(embedder.model_id, new_items.items())
             cached.update(new_items)
-        return np.vstack([cached[content_hash] for content_hash in hashes])
-
-    def _finish(self, report: IngestReport, started: float) -> IngestReport:
-        if report.documents_processed:
-            self._store.maybe_optimize()
-            self._on_change()
-        report.duration_seconds = time.perf_counter() - started
-        return report
+        return np.vstack([cached[h] for h in hashes])
 
 
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:

@@ -34,7 +34,7 @@ def _install(crash_point: str) -> None:
 
         QdrantEdgeStore.upsert = upsert_half
     elif crash_point == "before_commit":
-        Catalog.commit_document = lambda self, *args, **kwargs: _die()
+        Catalog.commit_documents = lambda self, *args, **kwargs: _die()
     elif crash_point == "before_old_delete":
         QdrantEdgeStore.delete_generation = lambda self, *args, **kwargs: _die()
 

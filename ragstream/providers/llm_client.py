@@ -20,6 +20,7 @@ import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 
+from ragstream import metrics
 from ragstream.config import LLMConfig
 from ragstream.errors import (
     ConfigError,
@@ -29,6 +30,7 @@ from ragstream.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
+from ragstream.observability import request_id_headers
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
 Message = Mapping[str, Any]
@@ -255,7 +257,8 @@ class LLMClient:
                 self.retries += 1
             attempts += 1
             self.calls += 1
-            return self._client.chat.completions.create(**kwargs)
+            with metrics.timed_llm_call():
+                return self._client.chat.completions.create(**kwargs, extra_headers=request_id_headers())
 
         try:
             response = call_with_retries(once, self._policy, is_retryable=is_retryable, sleep=self._sleep)

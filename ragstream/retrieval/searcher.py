@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ragstream import metrics
 from ragstream.config import RetrievalConfig
 from ragstream.errors import EmbeddingFailureError, InvalidQueryError
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
@@ -82,8 +83,10 @@ class Searcher:
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         latencies["total"] = (time.perf_counter() - started) * 1000
-        return SearchResult(query=query, mode=ran, requested_mode=requested, fallback_reason=fallback_reason,
-                            hits=hits, latencies_ms=latencies)
+        result = SearchResult(query=query, mode=ran, requested_mode=requested, fallback_reason=fallback_reason,
+                              hits=hits, latencies_ms=latencies)
+        metrics.record_search(result)
+        return result
 
     def _validate(self, query: str) -> None:
         if not isinstance(query, str) or not query.strip():

@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,27 @@ CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    message_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
 """
+
+@dataclass(frozen=True)
+class DocumentVersion:
+    """One version of a document, as the catalog registers it."""
+
+    doc: LoadedDocument
+    generation: int
+    chunk_count: int
+    fingerprint: str
+    ingested_at: str
+
 
 _RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
 
@@ -84,15 +105,6 @@ class Catalog:
 
     # -- generations and intents -------------------------------------------------------------
 
-    def next_generation(self) -> int:
-        """A new, never reused generation number."""
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO counters(name, value) VALUES('generation', 1) "
-                "ON CONFLICT(name) DO UPDATE SET value = value + 1"
-            )
-            return int(db.execute("SELECT value FROM counters WHERE name='generation'").fetchone()[0])
-
     def setting(self, name: str) -> int | None:
         """A stored integer setting (e.g. the vector size the store was created with)."""
         with self._lock:
@@ -104,19 +116,34 @@ class Catalog:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO counters(name, value) VALUES (?, ?)", (name, value))
 
-    def add_intent(self, document_id: str, new_generation: int | None, old_generation: int | None) -> int:
-        """Record, before touching the vector store, which generations an operation may leave behind."""
+    def next_generations(self, count: int) -> list[int]:
+        """``count`` new, never reused generation numbers (one transaction)."""
         with self.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (?, ?, ?)",
-                (document_id, new_generation, old_generation),
+            db.execute(
+                "INSERT INTO counters(name, value) VALUES('generation', ?) "
+                "ON CONFLICT(name) DO UPDATE SET value = value + ?",
+                (count, count),
             )
-            return int(cursor.lastrowid or 0)
+            last = int(db.execute("SELECT value FROM counters WHERE name='generation'").fetchone()[0])
+        return list(range(last - count + 1, last + 1))
 
-    def clear_intent(self, intent_id: int) -> None:
-        """Forget an intent once the vector store matches the catalog."""
+    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
+        """Record, before touching the vector store, which generations operations may leave behind.
+
+        Each intent is (document_id, new_generation, old_generation).
+        """
         with self.transaction() as db:
-            db.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent_id,))
+            return [
+                int(db.execute(
+                    "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (?, ?, ?)", intent
+                ).lastrowid or 0)
+                for intent in intents
+            ]
+
+    def clear_intents(self, intent_ids: Sequence[int]) -> None:
+        """Forget intents once the vector store matches the catalog."""
+        with self.transaction() as db:
+            db.executemany("DELETE FROM write_intents WHERE intent_id = ?", [(i,) for i in intent_ids])
 
     def intents(self) -> list[tuple[int, str, int | None, int | None]]:
         """Unfinished intents: (intent_id, document_id, new_generation, old_generation)."""
@@ -125,17 +152,18 @@ class Catalog:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def commit_document(self, doc: LoadedDocument, *, generation: int, chunk_count: int, fingerprint: str, ingested_at: str) -> None:
-        """Make ``generation`` the live version of ``doc`` (the atomic switch of an upsert)."""
-        pages = json.dumps([page.model_dump() for page in doc.pages])
-        with self.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    doc.document_id, doc.source, doc.title, doc.mime, doc.checksum, generation, chunk_count,
-                    fingerprint, ingested_at, json.dumps(doc.metadata, sort_keys=True), doc.size_bytes, pages,
-                ),
+    def commit_documents(self, versions: Sequence[DocumentVersion]) -> None:
+        """Make each version live, all in one transaction (the atomic switch of an upsert)."""
+        rows = [
+            (
+                v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.size_bytes,
+                json.dumps([page.model_dump() for page in v.doc.pages]),
             )
+            for v in versions
+        ]
+        with self.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def remove_document(self, document_id: str) -> None:
         """Drop a document from the registry (its points become invisible at once)."""
@@ -203,6 +231,33 @@ class Catalog:
         rows = [(model_id, content_hash, np.asarray(vector, dtype=np.float32).tobytes()) for content_hash, vector in items]
         with self.transaction() as db:
             db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
+                 created_at: str, keep: int) -> None:
+        """Append a (user, assistant) turn pair and keep only the conversation's last ``keep`` pairs."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO conversation_turns VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
+                "WHERE conversation_id = ?), ?, ?, ?)",
+                (message_id, conversation_id, conversation_id, user_text, assistant_text, created_at),
+            )
+            db.execute(
+                "DELETE FROM conversation_turns WHERE conversation_id = ? AND seq NOT IN "
+                "(SELECT seq FROM conversation_turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?)",
+                (conversation_id, conversation_id, max(keep, 0)),
+            )
+
+    def recent_turns(self, conversation_id: str, limit: int) -> list[tuple[str, str]]:
+        """The conversation's last ``limit`` (user, assistant) pairs, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT user_text, assistant_text FROM conversation_turns WHERE conversation_id = ? "
+                "ORDER BY seq DESC LIMIT ?",
+                (conversation_id, max(limit, 0)),
+            ).fetchall()
+        return [(user, assistant) for user, assistant in reversed(rows)]
 
 
 def _record(row: tuple) -> DocumentRecord:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 
 class Visibility:
@@ -21,12 +22,11 @@ class Visibility:
         with self._lock:
             self._hidden.update(g for g in generations if g is not None)
 
-    def switch(self, show: int | None, hide: int | None) -> None:
-        """Atomically show one generation and hide another."""
+    def switch(self, show: Iterable[int], hide: Iterable[int | None]) -> None:
+        """Atomically show new generations and hide the ones they replace."""
         with self._lock:
-            self._hidden.discard(show)  # type: ignore[arg-type]
-            if hide is not None:
-                self._hidden.add(hide)
+            self._hidden.difference_update(show)
+            self._hidden.update(g for g in hide if g is not None)
 
     def show(self, *generations: int | None) -> None:
         """Stop hiding generations whose points are gone or live."""

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import httpx
 import numpy as np
 
+from ragstream import metrics
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError, EmbeddingFailureError
+from ragstream.observability import request_id_headers
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
@@ -37,10 +39,12 @@ class OpenAICompatibleEmbedder:
         return self._dimensions
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        with metrics.timed_embedding("documents", len(texts)):
+            return self._embed(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        with metrics.timed_embedding("queries", len(texts)):
+            return self._embed(texts)
 
     def count_tokens(self, text: str) -> int:
         """Approximate: remote tokenizers are not available locally; over-counts word pieces."""
@@ -54,7 +58,8 @@ class OpenAICompatibleEmbedder:
 
     def _request(self, batch: list[str]) -> np.ndarray:
         def post() -> httpx.Response:
-            response = self._client.post("/embeddings", json={"model": self._model, "input": batch})
+            response = self._client.post("/embeddings", json={"model": self._model, "input": batch},
+                                         headers=request_id_headers())
             response.raise_for_status()
             return response
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragstream import metrics
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders.base import normalise
@@ -44,10 +45,12 @@ class SentenceTransformerEmbedder:
         return self._dimensions
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts)
+        with metrics.timed_embedding("documents", len(texts)):
+            return self._encode(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts)
+        with metrics.timed_embedding("queries", len(texts)):
+            return self._encode(texts)
 
     def count_tokens(self, text: str) -> int:
         return len(self._model.tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])

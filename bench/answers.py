@@ -1,0 +1,115 @@
+"""Answer benchmark on SciFact train claims: do citations resolve, and do they cite a relevant document?
+
+Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DIR] [--max-queries 50]
+                               [--distractors 1000] [--llm-base-url URL --llm-model NAME]
+
+Indexes the documents judged relevant for the chosen claims plus the first ``--distractors`` other
+corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pass
+``--distractors -1`` for all of it), then asks each claim through ``Ragstream.ask``. Without
+``--llm-base-url`` the answers are extractive (no LLM). Prints one JSON object:
+
+* ``citations_resolve_share``: answers whose citations all name a prompt chunk (goal 1.0);
+* ``cites_relevant_share``: answers citing at least one document judged relevant (of answered claims);
+* ``no_results_share``, confidence levels, and the latency percentiles per stage (seed 003's
+  latency budget: retrieve p95 <= 5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from itertools import islice
+from pathlib import Path
+
+from ragstream import Ragstream, load_config
+from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
+
+DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+PERCENTILES = (50, 95)
+
+
+def percentile(values: list[float], pct: int) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, len(ordered) * pct // 100)], 1) if ordered else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--data-dir", type=Path, default=None, help="Reuse an index folder (warm ingest).")
+    parser.add_argument("--max-queries", type=int, default=50)
+    parser.add_argument("--distractors", type=int, default=1000, help="Other corpus documents indexed (-1: all).")
+    parser.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint; extractive without it.")
+    parser.add_argument("--llm-model", default="local-model")
+    args = parser.parse_args()
+    if not (args.dataset / "corpus.jsonl").exists():
+        sys.exit(f"dataset not found: {args.dataset}")
+
+    dataset = load_beir(args.dataset, args.split)
+    query_ids = sorted(dataset.queries)[: args.max_queries]
+    relevant = {qid: {doc for doc, score in dataset.qrels[qid].items() if score > 0} for qid in query_ids}
+    wanted = set().union(*relevant.values())
+    limit = None if args.distractors < 0 else args.distractors
+    distractors = islice((d for d in dataset.documents() if d.metadata[DOC_ID_KEY] not in wanted), limit)
+    documents = [d for d in dataset.documents() if d.metadata[DOC_ID_KEY] in wanted] + list(distractors)
+
+    llm = {"llm": {"base_url": args.llm_base_url, "model": args.llm_model}} if args.llm_base_url else {}
+    with tempfile.TemporaryDirectory(prefix="ragstream-answers-") as scratch:
+        config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
+        with Ragstream(config) as rs:
+            ingest = rs.ingest_documents(documents)
+            report = _ask_all(rs, dataset.queries, query_ids, relevant)
+    report.update({
+        "benchmark": "answers",
+        "dataset": f"{dataset.name}/{args.split}",
+        "documents_indexed": len(documents),
+        "ingest_seconds": round(ingest.duration_seconds, 1),
+        "generation": "llm" if args.llm_base_url else "extractive",
+        "config": {"min_relevance": config.answer.min_relevance, "prompt_max_chunks": config.answer.prompt_max_chunks,
+                   "embedding": config.embedding.model},
+    })
+    print(json.dumps(report, indent=2))
+
+
+def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]]) -> dict:
+    resolved = cites_relevant = answered = 0
+    levels: Counter[str] = Counter()
+    latencies: dict[str, list[float]] = {}
+    retrieve_ms: list[float] = []
+    for qid in query_ids:
+        started = time.perf_counter()
+        rs.retrieve(queries[qid], f"bench:{qid}")
+        retrieve_ms.append((time.perf_counter() - started) * 1000)
+        answer = rs.ask(queries[qid])
+        levels[answer.confidence.level] += 1
+        for stage, ms in answer.metadata["latencies_ms"].items():
+            latencies.setdefault(stage, []).append(ms)
+        context = set(answer.metadata["context_chunk_ids"])
+        resolved += all(c.matched and c.chunk_id in context for c in answer.citations)
+        if answer.metadata["mode"] == "no_results":
+            continue
+        answered += 1
+        cited_docs = {c.document_id.split(":", 1)[-1] for c in answer.citations if c.matched and c.document_id}
+        cites_relevant += bool(cited_docs & relevant[qid])
+    total = len(query_ids)
+    return {
+        "queries": total,
+        "answered": answered,
+        "citations_resolve_share": round(resolved / total, 4) if total else 0.0,
+        "cites_relevant_share": round(cites_relevant / answered, 4) if answered else 0.0,
+        "no_results_share": round((total - answered) / total, 4) if total else 0.0,
+        "confidence": dict(levels),
+        "retrieve_ms": {f"p{p}": percentile(retrieve_ms, p) for p in PERCENTILES},
+        "answer_latency_ms": {stage: {f"p{p}": percentile(values, p) for p in PERCENTILES}
+                              for stage, values in latencies.items()},
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Citation processing (seed 002 stage 4): resolve markers to prompt chunks, de-duplicate, build
+``sources`` and ``relatedDocs``.
+
+Markers are numbered, ``[n]`` = the n-th context passage of the prompt (1-based), or, as in
+seed 002, a title ``[Title]`` / ``[Title > Section]`` matched against the prompt chunks in three
+tiers: exact (case-insensitive), contains (either way), then Dice bigram similarity above
+``citations.dice_threshold``. A marker that names no prompt chunk is kept as unmatched and never
+becomes a source.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ragstream.config import CitationConfig
+from ragstream.answer.markers import MarkerScanner, marker_numbers
+from ragstream.answer.models import Citation, DocumentChunk, RelatedDoc, Source
+
+UNMATCHED = "none"
+
+
+def dice_similarity(a: str, b: str) -> float:
+    """Sørensen-Dice coefficient of the character bigrams of ``a`` and ``b`` (whitespace ignored)."""
+    left, right = _bigrams(a), _bigrams(b)
+    total = sum(left.values()) + sum(right.values())
+    return 2 * sum((left & right).values()) / total if total else 0.0
+
+
+def _bigrams(text: str) -> Counter[str]:
+    squeezed = "".join(text.casefold().split())
+    return Counter(squeezed[i : i + 2] for i in range(len(squeezed) - 1))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _labels(chunk: DocumentChunk) -> list[str]:
+    """The names a title marker may use for a chunk: title, 'title > section', header path."""
+    meta = chunk.metadata
+    title, section = str(meta.get("title") or ""), str(meta.get("section") or "")
+    labels = [title, f"{title} > {section}" if section else "", str(meta.get("header_path") or ""), section]
+    return [_norm(label) for label in labels if label]
+
+
+class CitationResolver:
+    """Resolves marker texts against the prompt's context chunks, in prompt order."""
+
+    def __init__(self, chunks: Sequence[DocumentChunk], config: CitationConfig) -> None:
+        self.chunks = list(chunks)
+        self._config = config
+        self._labels = [_labels(chunk) for chunk in self.chunks]
+
+    def resolve(self, content: str) -> list[Citation]:
+        """One Citation per number of a numbered marker, else one for the title marker."""
+        numbers = marker_numbers(content)
+        if numbers is not None:
+            return [self._numbered(number) for number in numbers]
+        index, tier = self._by_title(_norm(content))
+        if index is None:
+            return [Citation(marker=content, matched=False, match_type=UNMATCHED)]
+        return [_citation(content, tier, index, self.chunks[index])]
+
+    def _numbered(self, number: int) -> Citation:
+        if 1 <= number <= len(self.chunks):
+            return _citation(str(number), "number", number - 1, self.chunks[number - 1])
+        return Citation(marker=str(number), matched=False, match_type=UNMATCHED, number=number)
+
+    def _by_title(self, marker: str) -> tuple[int | None, str]:
+        for index, labels in enumerate(self._labels):
+            if marker in labels:
+                return index, "exact"
+        for index, labels in enumerate(self._labels):
+            if any(marker in label or label in marker for label in labels):
+                return index, "contains"
+        best, best_score = None, self._config.dice_threshold
+        for index, labels in enumerate(self._labels):
+            score = max((dice_similarity(marker, label) for label in labels), default=0.0)
+            if score > best_score:
+                best, best_score = index, score
+        return best, "dice"
+
+
+def _citation(marker: str, tier: str, index: int, chunk: DocumentChunk) -> Citation:
+    meta = chunk.metadata
+    return Citation(
+        marker=marker, matched=True, match_type=tier, number=index + 1, chunk_id=chunk.chunk_id,  # type: ignore[arg-type]
+        document_id=chunk.document_id, title=meta.get("title"), section=meta.get("section"),
+        source=str(meta.get("source")), url=str(meta.get("url")), page=meta.get("page"), score=chunk.relevance_score,
+    )
+
+
+@dataclass
+class CitationTracker:
+    """Collects the citations of one answer: matched ones de-duplicated by chunk, unmatched by marker."""
+
+    resolver: CitationResolver
+    citations: list[Citation] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    def add(self, content: str) -> list[Citation]:
+        """Resolve a marker; returns the citations of chunks not cited before (to emit as events)."""
+        new: list[Citation] = []
+        for citation in self.resolver.resolve(content):
+            key = citation.chunk_id if citation.matched else f"unmatched:{_norm(citation.marker)}"
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            self.citations.append(citation)
+            if citation.matched:
+                new.append(citation)
+        return new
+
+    @property
+    def matched(self) -> list[Citation]:
+        """Citations that name a prompt chunk, first citation first."""
+        return [citation for citation in self.citations if citation.matched]
+
+    @property
+    def unmatched(self) -> list[str]:
+        """Markers that name no prompt chunk."""
+        return [citation.marker for citation in self.citations if not citation.matched]
+
+
+def track_text(text: str, tracker: CitationTracker, config: CitationConfig) -> None:
+    """Feed every marker of a whole answer text to ``tracker`` (the same scan as streaming)."""
+    scanner = MarkerScanner(config.max_marker_chars)
+    for piece in scanner.feed(text) + scanner.finish():
+        if piece.kind == "marker":
+            tracker.add(piece.content)
+
+
+def build_sources(citations: Sequence[Citation]) -> list[Source]:
+    """The matched citations' locations, de-duplicated by URL (seed 002)."""
+    sources: dict[str, Source] = {}
+    for citation in citations:
+        if citation.matched and citation.url and citation.url not in sources:
+            sources[citation.url] = Source(title=citation.title or "", section=citation.section or "",
+                                           url=citation.url, page=citation.page, document_id=citation.document_id or "")
+    return list(sources.values())
+
+
+def build_related_docs(chunks: Sequence[DocumentChunk]) -> list[RelatedDoc]:
+    """The parent documents of every context chunk, cited or not, in first-seen order (seed 002)."""
+    docs: dict[str, RelatedDoc] = {}
+    for chunk in chunks:
+        if chunk.document_id not in docs:
+            docs[chunk.document_id] = RelatedDoc(document_id=chunk.document_id, title=str(chunk.metadata.get("title") or ""),
+                                                 url=str(chunk.metadata.get("url") or ""))
+    return list(docs.values())

@@ -1,0 +1,32 @@
+"""Conversation memory: the last N (user, assistant) turn pairs per conversation id, in the catalog."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+from ragstream.pipeline.super_prompt import ConversationPair
+from ragstream.store.catalog import Catalog
+
+
+class ConversationStore:
+    """Keeps the last ``max_pairs`` turn pairs of each conversation (seed 000 ``N4_RECENT_CONV_MAX_PAIRS``)."""
+
+    def __init__(self, catalog: Catalog, max_pairs: int) -> None:
+        self._catalog = catalog
+        self._max_pairs = max_pairs
+
+    @staticmethod
+    def new_id() -> str:
+        """A fresh conversation (or message) id."""
+        return str(uuid.uuid4())
+
+    def recent(self, conversation_id: str) -> list[ConversationPair]:
+        """The conversation's kept pairs, oldest first (empty for an unknown id)."""
+        return [ConversationPair(user=user, assistant=assistant)
+                for user, assistant in self._catalog.recent_turns(conversation_id, self._max_pairs)]
+
+    def append(self, conversation_id: str, message_id: str, user: str, assistant: str) -> None:
+        """Record one answered turn."""
+        created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs)

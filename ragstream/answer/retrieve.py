@@ -1,0 +1,138 @@
+"""``retrieve(query, context_key) -> RAGContext``: the seed-003 contract over the dense index.
+
+Relevance is the dense cosine similarity between the query and chunk embeddings of the index's
+embedder (all-MiniLM-L6-v2 by default), clipped to 0..1: vectors are L2-normalised, so cosine is
+in -1..1 and anything at or below 0 is "unrelated". The search runs in dense mode so the order
+*is* the relevance order; when the embedder is unavailable the search degrades to BM25, which has
+no calibrated relevance, and every chunk counts as relevance 0 (nothing qualifies).
+
+Chunks below ``min_relevance`` are dropped, at most ``max_chunks`` kept; ``meets_threshold`` is
+``avg_relevance >= min_relevance``. When nothing qualifies the chunks are empty and
+``avg_relevance`` is the mean over the top ``max_chunks`` candidates, to show how far off they were.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ragstream.answer.models import DocumentChunk, RAGContext
+from ragstream.config import AnswerConfig
+from ragstream.errors import EmbeddingFailureError, InvalidQueryError, RagstreamError, VectorDBUnavailableError
+from ragstream.models import Chunk, SearchResult
+
+T = TypeVar("T")
+SearchFn = Callable[..., SearchResult]
+EmbedFn = Callable[[str], np.ndarray]
+DENSE = "dense"
+
+
+def relevance(cosine: float | None) -> float:
+    """A cosine similarity (or None for a chunk the dense search did not score) mapped to 0..1."""
+    return min(1.0, max(0.0, cosine or 0.0))
+
+
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """Citation-ready metadata: chunk position fields plus the document's own metadata.
+
+    The document's metadata may override ``source`` and ``url`` (e.g. ``source="Core Rules v3.1"``),
+    never the chunk's place (title, section, page, ...).
+    """
+    meta = chunk.metadata
+    return {
+        "source": meta.source,
+        "url": meta.source,
+        **meta.extra,
+        "title": meta.title,
+        "section": meta.section,
+        "header_path": meta.header_path,
+        "page": meta.page,
+        "chunk_index": meta.chunk_index,
+        "mime": meta.mime,
+        "created_at": meta.created_at,
+    }
+
+
+def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
+    """A stored chunk as a seed-003 DocumentChunk."""
+    return DocumentChunk(
+        chunk_id=chunk.chunk_id, document_id=chunk.metadata.document_id, text=chunk.text,
+        metadata=chunk_metadata(chunk), relevance_score=score, position_in_doc=chunk.metadata.chunk_index,
+    )
+
+
+def validate_query(query: object, max_chars: int) -> str:
+    """The query, or InvalidQueryError when it is not a non-empty string of at most ``max_chars``."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("query is empty")
+    if len(query) > max_chars:
+        raise InvalidQueryError(f"query is {len(query)} characters; the limit is {max_chars}")
+    return query
+
+
+class Retriever:
+    """Runs the seed-003 retrieve over ``search`` (``Ragstream.search``) with a timeout."""
+
+    def __init__(self, search: SearchFn, embed_query: EmbedFn, config: AnswerConfig, max_query_chars: int) -> None:
+        self._search = search
+        self._embed_query = embed_query
+        self._config = config
+        self._max_query_chars = max_query_chars
+
+    def retrieve(self, query: str, context_key: str, *, max_chunks: int | None = None,
+                 min_relevance: float | None = None) -> RAGContext:
+        """Chunks of relevance >= ``min_relevance``, best first, at most ``max_chunks``."""
+        validate_query(query, self._max_query_chars)
+        limit = max_chunks if max_chunks is not None else self._config.max_chunks
+        threshold = min_relevance if min_relevance is not None else self._config.min_relevance
+        started = time.perf_counter()
+        try:  # outside the timeout: it covers the vector store, not loading the embedding model
+            vector = self._embed_query(query)
+        except EmbeddingFailureError:
+            vector = None  # the search degrades to BM25: no calibrated relevance, nothing qualifies
+        result = run_with_timeout(
+            lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector),
+            self._config.timeout_seconds,
+        )
+        scored = [(hit.chunk, relevance(hit.dense_score)) for hit in result.hits]
+        scored.sort(key=lambda item: -item[1])
+        kept = [(chunk, score) for chunk, score in scored if score >= threshold][:limit]
+        pool = kept or scored[:limit]
+        avg = sum(score for _, score in pool) / len(pool) if pool else 0.0
+        meets = bool(kept) and avg >= threshold
+        chunks = [to_document_chunk(chunk, score) for chunk, score in kept] if meets else []
+        return RAGContext(
+            context_id=str(uuid.uuid4()), query_id=str(uuid.uuid4()), query=query, context_key=context_key,
+            document_chunks=chunks, relevance_scores=[chunk.relevance_score for chunk in chunks],
+            total_chunks=len(chunks), avg_relevance=avg, meets_threshold=meets, min_relevance=threshold,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+
+def run_with_timeout(fn: Callable[[], T], seconds: float) -> T:
+    """``fn()`` in a worker thread; VectorDBUnavailableError when it takes longer than ``seconds``
+    or fails with an error that is not one of ragstream's own."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name="ragstream-retrieve", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise VectorDBUnavailableError(f"vector search did not answer within {seconds:g} s")
+    error = outcome.get("error")
+    if isinstance(error, RagstreamError):
+        raise error
+    if error is not None:
+        raise VectorDBUnavailableError(f"vector search failed: {type(error).__name__}: {error}") from error
+    return outcome["value"]

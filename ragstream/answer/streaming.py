@@ -1,0 +1,47 @@
+"""LLM token deltas -> seed-001 stream events: ``token`` and ``citation`` (``done`` is the service's).
+
+A citation event follows the token that completes its marker, once per cited chunk. Partial
+markers are held back until decided; markers inside code are plain text; markers naming no prompt
+chunk are only recorded on the tracker (reported as unmatched at the end), never emitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ragstream.answer.citations import CitationTracker
+from ragstream.answer.markers import MarkerScanner, Piece
+from ragstream.answer.models import Citation, StreamEvent
+
+
+def citation_event_data(citation: Citation) -> dict[str, Any]:
+    """Seed 001's citation payload (``chapter`` is the document title) plus its number and score."""
+    return {"chunk_id": citation.chunk_id, "document_id": citation.document_id, "number": citation.number,
+            "marker": citation.marker, "title": citation.title, "chapter": citation.title,
+            "section": citation.section, "url": citation.url, "source": citation.source,
+            "page": citation.page, "score": citation.score}
+
+
+def stream_events(deltas: Iterable[str], tracker: CitationTracker, max_marker_chars: int) -> Iterator[StreamEvent]:
+    """Token and citation events for ``deltas``, in order."""
+    scanner = MarkerScanner(max_marker_chars)
+    for delta in deltas:
+        yield from _events(scanner.feed(delta), tracker)
+    yield from _events(scanner.finish(), tracker)
+
+
+def _events(pieces: list[Piece], tracker: CitationTracker) -> Iterator[StreamEvent]:
+    text: list[str] = []
+    for piece in pieces:
+        text.append(piece.text)
+        if piece.kind != "marker":
+            continue
+        new = tracker.add(piece.content)
+        if new:
+            yield StreamEvent(type="token", data={"token": "".join(text)})
+            text.clear()
+            for citation in new:
+                yield StreamEvent(type="citation", data=citation_event_data(citation))
+    if text:
+        yield StreamEvent(type="token", data={"token": "".join(text)})

@@ -1,0 +1,132 @@
+"""A0_PreProcessing: raw prompt text -> canonical ``sp.body`` (seed 000 section 5.1). No LLM.
+
+Header lines are ``Key: value`` or Markdown headings; the text up to the next header is the
+value. Each header walks the mapping ladder (:mod:`ragstream.pipeline.header_mapping`). A
+``Key:`` line whose key maps nowhere is ordinary text unless it looks deliberate (ALL CAPS);
+unknown Markdown headings are always attributes. Unknown attributes go to
+``extras["unknown_attributes"]``, every decision to ``extras["a0"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragstream.errors import MissingTaskError
+from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.header_mapping import HeaderMapper, Mapping
+from ragstream.pipeline.prompt_schema import PromptSchema
+from ragstream.pipeline.render import preview
+from ragstream.pipeline.super_prompt import SuperPrompt
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<key>.+?)\s*:?\s*$")
+_KEY_LINE = re.compile(r"^\s*\**(?P<key>[^\W\d_][^:\n]*?)\**\s*:\**(?:\s+(?P<value>.*))?$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+@dataclass
+class _Section:
+    mapping: Mapping | None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def value(self) -> str:
+        return "\n".join(self.lines).strip()
+
+
+def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+    """Parse ``sp.user_text`` into ``sp.body``; enforce MUST keys; log every decision."""
+    mapper = HeaderMapper(ctx.schema)
+    sections = _split(sp.user_text, mapper, ctx.schema)
+    body: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    untitled: list[str] = []
+    for section in sections:
+        if section.mapping is None:
+            untitled.append(section.value)
+        elif section.mapping.key is None:
+            unknown[section.mapping.header] = _joined(unknown.get(section.mapping.header), section.value)
+        elif section.value:
+            body[section.mapping.key] = _joined(body.get(section.mapping.key), section.value)
+            sources[section.mapping.key] = "user"
+    untitled_text = "\n\n".join(text for text in untitled if text)
+    _task_context_rule(body, sources, untitled_text, ctx.schema)
+    for key in ctx.schema.must_keys:
+        if key not in body:
+            body[key] = ctx.schema.defaults[key]
+            sources[key] = "default"
+
+    sp.body = {key: body[key] for key in ctx.schema.canonical_keys if key in body}
+    sp.extras["unknown_attributes"] = unknown
+    sp.extras["a0"] = _log(sections, sources, ctx.schema)
+    sp.advance("preprocessed")
+    sp.prompt_ready = preview(sp)
+    return sp
+
+
+def _split(text: str, mapper: HeaderMapper, schema: PromptSchema) -> list[_Section]:
+    sections = [_Section(None)]
+    in_code = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+        header = None if in_code else _header(line, mapper, schema)
+        if header is None:
+            sections[-1].lines.append(line)
+        else:
+            mapping, value = header
+            sections.append(_Section(mapping, [value] if value else []))
+    return [section for section in sections if section.mapping is not None or section.value]
+
+
+def _header(line: str, mapper: HeaderMapper, schema: PromptSchema) -> tuple[Mapping, str] | None:
+    heading = _HEADING.match(line)
+    if heading:
+        return mapper.map(heading["key"]), ""
+    key_line = _KEY_LINE.match(line)
+    if not key_line or len(key_line["key"]) > schema.header_max_chars:
+        return None
+    mapping = mapper.map(key_line["key"])
+    deliberate = mapping.key is not None or key_line["key"].isupper()
+    return (mapping, (key_line["value"] or "").strip()) if deliberate else None
+
+
+def _task_context_rule(body: dict[str, str], sources: dict[str, str], untitled: str, schema: PromptSchema) -> None:
+    """TASK comes from its header, else the untitled text, else CONTEXT's last question, else a template."""
+    if "task" in body:
+        if untitled:
+            body["text"] = _joined(body.get("text"), untitled)
+            sources["text"] = "untitled_text"
+        return
+    if untitled:
+        body["task"], sources["task"] = untitled, "untitled_text"
+    elif body.get("context"):
+        questions = _QUESTION.findall(body["context"])
+        if questions:
+            body["task"], sources["task"] = questions[-1].strip(), "context_question"
+        else:
+            body["task"], sources["task"] = schema.task_from_context, "task_from_context"
+    else:
+        raise MissingTaskError("the prompt has no TASK: give a TASK header, plain text, or a CONTEXT")
+
+
+def _joined(previous: str | None, value: str) -> str:
+    return f"{previous}\n\n{value}" if previous else value
+
+
+def _log(sections: list[_Section], sources: dict[str, str], schema: PromptSchema) -> dict[str, Any]:
+    mappings = [section.mapping for section in sections if section.mapping is not None]
+    semantic = schema.modes.get("semantic_enabled", False)
+    return {
+        "decisions": [mapping.as_dict() for mapping in mappings],
+        "normalized_map": {mapping.header: mapping.key for mapping in mappings},
+        "sources": dict(sorted(sources.items())),
+        "semantic_used": False,
+        "semantic_reason": (
+            "modes.semantic_enabled is true but no semantic header mapper exists; the deterministic ladder ran"
+            if semantic else "modes.semantic_enabled is false in the prompt schema"
+        ),
+    }

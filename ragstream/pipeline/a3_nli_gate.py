@@ -1,0 +1,127 @@
+"""A3_NLI_Gate: keep or drop reranked candidates (seed 000 section 5.5).
+
+Always, deterministically: cap the working set (``agents.a3.max_candidates``), drop empty chunks
+and near-duplicates of better-ranked ones (embedding cosine >= ``duplicate_cosine``). Then the
+LLM Chooser decides keep/drop per candidate (relevance, duplicates, contradictions). Without an
+LLM, or when its answer is unusable, the fallback drops off-topic chunks (cosine to the prompt
+below ``offtopic_cosine``) and records that the contradiction check was skipped. Chunks are
+never changed; only ids survive or not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragstream.agents.prompts import A3_PROMPT, A3Output
+from ragstream.errors import NoRelevantContextError
+from ragstream.models import Chunk
+from ragstream.pipeline.agent_call import call_agent, fallback
+from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.render import provenance, query_text
+from ragstream.pipeline.super_prompt import SuperPrompt
+
+KEEP = "keep"
+DROP_EMPTY = "drop_empty"
+DROP_DUPLICATE = "drop_duplicate"
+DROP_IRRELEVANT = "drop_irrelevant"
+DROP_CONFLICT = "drop_conflict"
+TAG_DECISIONS = {"duplicate": DROP_DUPLICATE, "conflicting": DROP_CONFLICT}
+"""LLM drop tags with their own decision; any other tag drops as irrelevant."""
+SKIPPED_WITHOUT_LLM = {"contradiction": "needs the LLM (or a local NLI cross-encoder, none is packaged)"}
+
+
+def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+    """Write ``views_by_stage["a3"]`` and the initial ``final_selection_ids``."""
+    settings = ctx.config.agents.a3
+    working = sp.chunks(sp.views_by_stage["reranked"][: settings.max_candidates])
+    decisions: dict[str, str] = {}
+    candidates = [c for c in working if not _is_empty(c, settings.min_chunk_chars, decisions)]
+    vectors = ctx.rs.embedder().embed_documents([c.text for c in candidates])
+    candidates, vectors = _drop_duplicates(candidates, vectors, settings.duplicate_cosine, decisions)
+
+    if not candidates:
+        raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
+
+    query = query_text(sp.body)
+    payload = {"prompt_md": query[: settings.field_chars], "candidates": _numbered(candidates, settings.snippet_chars)}
+    output, record = call_agent(ctx, "a3", A3_PROMPT, payload)
+    kept: list[Chunk] = []
+    if isinstance(output, A3Output):
+        kept, record["clamped"] = _apply_llm(output, candidates, decisions)
+        record["checks_run"] = ["empty", "duplicate", "llm_relevance", "llm_duplicate", "llm_contradiction"]
+        if not kept:
+            record = fallback(record, "the LLM dropped every candidate")
+    if not kept:
+        threshold = settings.offtopic_cosine
+        query_vector = ctx.rs.embedder().embed_queries([query])[0]
+        kept = [c for c, v in zip(candidates, vectors, strict=True)
+                if _on_topic(c, float(v @ query_vector), threshold, decisions)]
+        record["checks_run"] = ["empty", "duplicate", "off_topic"]
+        record["checks_skipped"] = SKIPPED_WITHOUT_LLM
+    if not kept:
+        raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
+
+    sp.views_by_stage["a3"] = [c.chunk_id for c in kept]
+    sp.final_selection_ids = list(sp.views_by_stage["a3"])
+    sp.extras["a3"] = {**record, "working_set": len(working), "counts": _counts(decisions),
+                       "decisions": [{"id": c.chunk_id, "decision": decisions[c.chunk_id]} for c in working]}
+    sp.advance("a3")
+    return sp
+
+
+def _is_empty(chunk: Chunk, min_chars: int, decisions: dict[str, str]) -> bool:
+    if len(chunk.text.strip()) < min_chars:
+        decisions[chunk.chunk_id] = DROP_EMPTY
+        return True
+    return False
+
+
+def _drop_duplicates(
+    chunks: list[Chunk], vectors: np.ndarray, threshold: float, decisions: dict[str, str]
+) -> tuple[list[Chunk], np.ndarray]:
+    """Keep a chunk unless it is a near-duplicate of a better-ranked kept one."""
+    keep: list[int] = []
+    for index in range(len(chunks)):
+        if keep and float(np.max(vectors[keep] @ vectors[index])) >= threshold:
+            decisions[chunks[index].chunk_id] = DROP_DUPLICATE
+        else:
+            keep.append(index)
+    return [chunks[i] for i in keep], vectors[keep]
+
+
+def _numbered(chunks: list[Chunk], snippet_chars: int) -> str:
+    return "\n\n".join(f"[{n}] ({provenance(c)}) {' '.join(c.text.split())[:snippet_chars]}"
+                       for n, c in enumerate(chunks, start=1))
+
+
+def _apply_llm(output: A3Output, chunks: list[Chunk], decisions: dict[str, str]) -> tuple[list[Chunk], int]:
+    """Kept chunks per the LLM; unknown or missing answers clamp to the default (keep)."""
+    answers = {d.index: d for d in output.decisions if 1 <= d.index <= len(chunks)}
+    kept: list[Chunk] = []
+    clamped = 0
+    for number, chunk in enumerate(chunks, start=1):
+        answer = answers.get(number)
+        decision, ok = A3_PROMPT.clamp("decision", answer.decision if answer else None)
+        tag, tag_ok = A3_PROMPT.clamp("tag", answer.tag if answer else None)
+        clamped += (not ok) + (not tag_ok)
+        if decision == KEEP:
+            decisions[chunk.chunk_id] = KEEP
+            kept.append(chunk)
+        else:
+            decisions[chunk.chunk_id] = TAG_DECISIONS.get(tag, DROP_IRRELEVANT)
+    return kept, clamped
+
+
+def _on_topic(chunk: Chunk, cosine: float, threshold: float, decisions: dict[str, str]) -> bool:
+    on_topic = cosine >= threshold
+    decisions[chunk.chunk_id] = KEEP if on_topic else DROP_IRRELEVANT
+    return on_topic
+
+
+def _counts(decisions: dict[str, str]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for decision in decisions.values():
+        counts[decision] = counts.get(decision, 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,70 @@
+"""A5_Format_Enforcer: a normalized format spec and hard rules for the final answer (seed 000 section 5.7).
+
+The deterministic path matches ``body["format"]`` against the format kinds of the prompt schema
+(first kind with a keyword wins; no format means the schema's default) and restates each line of
+``body["constraints"]`` as a hard rule. The LLM Writer does the same in its own words, its
+``format_kind`` clamped to the schema's kinds. Never touches retrieval fields or S_CTX_MD.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragstream.agents.prompts import A5Output, a5_prompt
+from ragstream.pipeline.agent_call import call_agent
+from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.prompt_schema import FormatRules
+from ragstream.pipeline.render import preview
+from ragstream.pipeline.super_prompt import SuperPrompt
+
+CUSTOM_FORMAT = "custom"
+"""``format_kind`` of a requested format that matches no kind of the schema."""
+_WORDS = re.compile(r"[\w\-]+")
+_RULE_SPLIT = re.compile(r"[\n;]+")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+
+def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+    """Write ``extras["format_enforcer"]`` and the normalized ``body["format"]``."""
+    rules = ctx.schema.formats
+    requested = " ".join(sp.body.get("format", "").split())
+    kind, spec, example = _deterministic_spec(requested, rules)
+    constraint_rules = _constraint_rules(sp.body.get("constraints", ""))
+    limit = ctx.config.agents.a5.field_chars
+    prompt = a5_prompt(tuple(rules.kinds), rules.default)
+    payload = {"task": sp.body.get("task", "")[:limit], "format": requested or rules.default,
+               "constraints": sp.body.get("constraints", "")[:limit]}
+    output, record = call_agent(ctx, "a5", prompt, payload)
+    hard_rules = constraint_rules
+    if isinstance(output, A5Output):
+        kind, record["format_kind_allowed"] = prompt.clamp("format_kind", output.format_kind)
+        spec = " ".join(output.normalized_format_spec.split())
+        example = output.example_shape or rules.kinds[kind].example_shape
+        hard_rules = [rule for rule in (" ".join(r.split()) for r in output.hard_rules) if rule] or constraint_rules
+
+    sp.body["format"] = spec
+    sp.extras["format_enforcer"] = {**record, "requested_format": requested, "format_kind": kind,
+                                    "normalized_format_spec": spec, "example_shape": example,
+                                    "hard_rules": hard_rules}
+    sp.advance("a5")
+    sp.prompt_ready = preview(sp)
+    return sp
+
+
+def _deterministic_spec(requested: str, rules: FormatRules) -> tuple[str, str, str]:
+    """(kind, spec, example_shape) for the requested format text."""
+    if not requested:
+        default = rules.kinds[rules.default]
+        return rules.default, default.spec, default.example_shape
+    words = set(_WORDS.findall(requested.casefold()))
+    for name, kind in rules.kinds.items():
+        if words & set(kind.keywords):
+            detail = f" Requested: {requested}" if words - set(kind.keywords) else ""
+            return name, kind.spec + detail, kind.example_shape
+    return CUSTOM_FORMAT, f"Answer in this format: {requested}", ""
+
+
+def _constraint_rules(constraints: str) -> list[str]:
+    """One rule per line or ';'-separated part, bullets and numbering removed."""
+    parts = (_BULLET.sub("", part).strip() for part in _RULE_SPLIT.split(constraints))
+    return [part for part in parts if part]

@@ -1,0 +1,37 @@
+"""Build the normalized query string and split it into at most N0 pieces (seed 000 section 5.3)."""
+
+from __future__ import annotations
+
+import re
+
+QUERY_FIELDS = ("task", "context", "purpose")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def normalized_query(body: dict[str, str]) -> str:
+    """task, context and purpose joined, whitespace collapsed."""
+    return " ".join(" ".join(body.get(name, "") for name in QUERY_FIELDS).split())
+
+
+def split_query(query: str, max_pieces: int, max_chars: int) -> list[str]:
+    """Contiguous sentence groups of about equal word count, at most ``max_pieces``, each at most
+    ``max_chars`` long (cut at a word boundary); duplicates removed, order kept."""
+    sentences = [s for s in _SENTENCE_END.split(query) if s.strip()]
+    if not sentences:
+        return []
+    groups: list[list[str]] = [[] for _ in range(min(max_pieces, len(sentences)))]
+    total = sum(len(s.split()) for s in sentences)
+    seen = 0
+    for sentence in sentences:
+        group = min(len(groups) - 1, seen * len(groups) // total) if total else 0
+        groups[group].append(sentence)
+        seen += len(sentence.split())
+    pieces = [_cut(" ".join(group), max_chars) for group in groups if group]
+    return list(dict.fromkeys(pieces))
+
+
+def _cut(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut

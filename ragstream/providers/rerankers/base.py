@@ -1,0 +1,21 @@
+"""The reranker interface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class Reranker(Protocol):
+    """Scores (query, text) pairs; higher is more relevant."""
+
+    backend: str
+    """``cross_encoder`` or ``bi_encoder``."""
+    model: str
+    """The model that scores."""
+    degraded_reason: str | None
+    """Why this is not the configured cross-encoder, or ``None``."""
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One score per text."""
+        ...

@@ -1,0 +1,42 @@
+"""A sentence-transformers ``CrossEncoder`` over (query, chunk) pairs, loaded from local files only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragstream.config import RerankerConfig
+from ragstream.providers.model_locator import resolve_model_path
+
+
+class CrossEncoderUnavailable(Exception):
+    """The cross-encoder cannot be loaded (no local copy and no download at run time)."""
+
+
+class CrossEncoderReranker:
+    """Cross-encoder scores; ``config.model`` is a hub id found locally, a weights package or a path."""
+
+    backend = "cross_encoder"
+    degraded_reason: str | None = None
+
+    def __init__(self, config: RerankerConfig) -> None:
+        import transformers
+        from sentence_transformers import CrossEncoder
+
+        transformers.logging.disable_progress_bar()
+        location = resolve_model_path(config.model)
+        try:
+            self._model = CrossEncoder(location, device="cpu", max_length=config.max_length, local_files_only=True)
+        except Exception as error:  # noqa: BLE001 - any load failure means "not available offline"
+            raise CrossEncoderUnavailable(
+                f"cross-encoder {config.model!r} could not be loaded from {location!r} "
+                f"(local files only): {type(error).__name__}: {error}"
+            ) from error
+        self.model = config.model
+        self._batch_size = config.batch_size
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        scores = self._model.predict([(query, text) for text in texts], batch_size=self._batch_size,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        return [float(value) for value in scores.reshape(len(texts), -1)[:, 0]]

@@ -1,0 +1,46 @@
+"""The answer path over HTTP: ``POST /api/query`` (seed 002), ``POST /api/chat`` as Server-Sent
+Events (seed 001) and ``POST /api/retrieve`` (seed 003)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
+
+from ragstream.answer.models import Answer, RAGContext, StreamEvent
+from ragstream.errors import InvalidQueryError
+from ragstream.server.schemas import ChatRequest, ErrorResponse, QueryRequest, RetrieveRequest
+from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
+from ragstream.server.state import ServerState, get_state
+
+router = APIRouter(prefix="/api", tags=["answers"])
+ERRORS = {status: {"model": ErrorResponse} for status in (422, 502, 503)}
+SSE_DOC = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+                 "description": "`event: token|citation|done|error` + `data: <json>` messages."}}
+
+
+@router.post("/query", response_model=Answer, responses=ERRORS, summary="Ask a question (one JSON answer)")
+def query(body: QueryRequest, state: ServerState = Depends(get_state)) -> Answer:
+    """A cited answer with sources, related documents, citations, confidence and metadata."""
+    return state.rs.ask(body.query, body.conversation_id, body.selected_text)
+
+
+@router.post("/chat", response_class=StreamingResponse, responses={**ERRORS, **SSE_DOC},
+             summary="Ask a question (streamed answer)")
+async def chat(body: ChatRequest, state: ServerState = Depends(get_state)) -> StreamingResponse:
+    """``token`` events as the answer is written, a ``citation`` event per cited chunk, then ``done``
+    (ids, tokens, latency and the whole seed-002 response); an ``error`` event if it fails midway.
+    Closing the connection stops the generation."""
+    events = state.rs.stream_answer(body.message, body.conversation_id, body.selected_text)
+    return await stream_response(events, _render)
+
+
+@router.post("/retrieve", response_model=RAGContext, responses=ERRORS, summary="Retrieve context chunks")
+def retrieve(body: RetrieveRequest, state: ServerState = Depends(get_state)) -> RAGContext:
+    """Chunks whose relevance reaches ``min_relevance``, best first (cached per query and context_key)."""
+    if body.max_chunks is not None and body.max_chunks > state.config.max_top_k:
+        raise InvalidQueryError(f"max_chunks must be at most {state.config.max_top_k}")
+    return state.rs.retrieve(body.query, body.context_key, body.max_chunks, body.min_relevance)
+
+
+def _render(event: StreamEvent) -> str:
+    return frame(event.type, event.data)

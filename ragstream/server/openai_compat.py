@@ -1,0 +1,125 @@
+"""``POST /v1/chat/completions``: ragstream as an OpenAI-compatible model whose answers are grounded
+and cited. The last user message is the question; the answer keeps its ``[n]`` markers and the
+extra ``ragstream`` field carries sources, citations and confidence."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from ragstream.answer.models import Answer, StreamEvent
+from ragstream.errors import InvalidQueryError
+from ragstream.server.schemas import ErrorResponse
+from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
+from ragstream.server.state import ServerState, get_state
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+MODEL_NAME = "ragstream"
+DONE = frame(None, "[DONE]")
+STOP = "stop"
+
+
+class TextPart(BaseModel):
+    """One part of a multi-part message; only text parts carry the question."""
+
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    """An OpenAI chat message."""
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[TextPart] | None = None
+
+
+class CompletionRequest(BaseModel):
+    """The OpenAI chat-completions request; sampling fields are accepted and ignored."""
+
+    model: str = MODEL_NAME
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = Field(None, description="Used as the ragstream conversation id when given.")
+
+
+class CompletionChoice(BaseModel):
+    """One answer of a completion."""
+
+    index: int
+    message: ChatMessage
+    finish_reason: str
+
+
+class Completion(BaseModel):
+    """The OpenAI chat-completion response plus ``ragstream`` (sources, citations, confidence)."""
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: dict[str, int | None]
+    ragstream: dict[str, Any]
+
+
+@router.post("/chat/completions", response_model=Completion,
+             responses={422: {"model": ErrorResponse}, 200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}}}},
+             summary="OpenAI-compatible chat completion (stream or not)")
+async def chat_completions(body: CompletionRequest, state: ServerState = Depends(get_state)) -> Any:
+    """Answer the last user message from the index, as ``chat.completion`` or a stream of
+    ``chat.completion.chunk`` objects ending in ``data: [DONE]``."""
+    question = _question(body.messages)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    if body.stream:
+        events = state.rs.stream_answer(question, body.user)
+        return await stream_response(_chunks(events, completion_id, body.model), _as_data, closing=DONE)
+    answer = await run_in_threadpool(state.rs.ask, question, body.user)
+    return _completion(answer, completion_id, body.model)
+
+
+def _question(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):
+                content = "".join(part.text or "" for part in content if part.type == "text")
+            if content:
+                return content
+    raise InvalidQueryError("no user message with text content")
+
+
+def _completion(answer: Answer, completion_id: str, model: str) -> Completion:
+    tokens = answer.metadata.get("tokens") or {}
+    usage = {"prompt_tokens": tokens.get("prompt_tokens"), "completion_tokens": tokens.get("completion_tokens")}
+    return Completion(id=completion_id, created=int(time.time()), model=model,
+                      choices=[CompletionChoice(index=0, message=ChatMessage(role="assistant", content=answer.answer),
+                                                finish_reason=STOP)],
+                      usage=usage, ragstream=_extension(answer.model_dump()))
+
+
+def _chunks(events: Iterator[StreamEvent], completion_id: str, model: str) -> Iterator[dict[str, Any]]:
+    """Token events as ``chat.completion.chunk`` deltas; ``done`` as the final chunk."""
+    created = int(time.time())
+    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+    yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+    for event in events:
+        if event.type == "token":
+            yield {**base, "choices": [{"index": 0, "delta": {"content": event.data["token"]}, "finish_reason": None}]}
+        elif event.type == "done":
+            yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": STOP}],
+                   "ragstream": _extension(event.data.get("response", {}))}
+
+
+def _extension(response: dict[str, Any]) -> dict[str, Any]:
+    return {key: response.get(key) for key in ("sources", "citations", "confidence", "relatedDocs")}
+
+
+def _as_data(chunk: dict[str, Any]) -> str:
+    return frame(None, chunk)

@@ -1,0 +1,56 @@
+"""The SuperPrompt pipeline over HTTP: create, run the next or a named stage, run all, read it."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from fastapi import APIRouter, Depends
+
+from ragstream.pipeline.controller import STEP_NAMES, next_step
+from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.server.schemas import ErrorResponse, NewPromptRequest, PipelineState, RunAllRequest, RunStageRequest
+from ragstream.server.state import ServerState, get_state
+
+router = APIRouter(prefix="/api/pipeline", tags=["pipeline"])
+ERRORS = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
+
+
+@router.get("/stages", response_model=list[str], summary="The eight stages")
+def stages() -> list[str]:
+    """The stage names, in the order they run."""
+    return list(STEP_NAMES)
+
+
+@router.post("", status_code=HTTPStatus.CREATED, response_model=PipelineState, summary="Start a SuperPrompt")
+def create(body: NewPromptRequest, state: ServerState = Depends(get_state)) -> PipelineState:
+    """A fresh SuperPrompt (stage ``raw``), held by the server under a new id."""
+    sp = state.rs.new_prompt(body.text, body.conversation)
+    return _state(state.prompts.add(sp), sp)
+
+
+@router.get("/{prompt_id}", response_model=PipelineState, responses=ERRORS, summary="Read a SuperPrompt")
+def read(prompt_id: str, state: ServerState = Depends(get_state)) -> PipelineState:
+    """The SuperPrompt as JSON, with the next stage to run."""
+    return _state(prompt_id, state.prompts.get(prompt_id))
+
+
+@router.post("/{prompt_id}/run", response_model=PipelineState, responses=ERRORS, summary="Run one stage")
+def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_state)) -> PipelineState:
+    """Manual mode: run the next stage, or ``stage`` when its predecessor ran last (else 409)."""
+    sp = state.rs.run_stage(state.prompts.get(prompt_id), body.stage)
+    state.prompts.put(prompt_id, sp)
+    return _state(prompt_id, sp)
+
+
+@router.post("/{prompt_id}/auto", response_model=PipelineState, responses=ERRORS, summary="Run all stages")
+def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_state)) -> PipelineState:
+    """Auto mode: run every remaining stage (through ``until``)."""
+    sp = state.rs.run_pipeline(state.prompts.get(prompt_id), until=body.until)
+    state.prompts.put(prompt_id, sp)
+    return _state(prompt_id, sp)
+
+
+def _state(prompt_id: str, sp: SuperPrompt) -> PipelineState:
+    step = next_step(sp)
+    return PipelineState(id=prompt_id, stages=list(STEP_NAMES), stages_run=len(sp.history_of_stages),
+                         next_stage=step.name if step else None, superprompt=sp)

@@ -1,0 +1,144 @@
+"""Request and response bodies of the HTTP API (what /docs shows)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from ragstream.models import Chunk, DocumentRecord
+from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FilterInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+FilterValue = str | FilterInt | bool | list[str] | list[FilterInt]
+FilterKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")]
+"""A metadata field name: core fields (has_code, page, ...) or the document's own metadata keys."""
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, with a stable machine-readable ``code``."""
+
+    code: str
+    type: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+    request_id: str | None = None
+
+
+class SearchRequest(BaseModel):
+    """``POST /api/search``: the spine's hybrid, dense or BM25 search."""
+
+    query: str = Field(description="What to look for.")
+    mode: Literal["hybrid", "dense", "bm25"] | None = Field(None, description="Default: retrieval.mode.")
+    top_k: int | None = Field(None, ge=1, description="Default: retrieval.top_k; at most server.max_top_k.")
+    filters: dict[FilterKey, FilterValue] | None = Field(None, description="Exact-match metadata filters.")
+    score_threshold: float | None = Field(None, description="Drop hits scoring below this.")
+
+
+FileStatus = Literal["ingested", "duplicate", "unchanged", "failed"]
+
+
+class UploadedFile(BaseModel):
+    """The outcome of one uploaded file."""
+
+    filename: str = Field(description="The client's file name, reduced to its last path part (display only).")
+    status: FileStatus
+    document_id: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    stored_as: str | None = Field(None, description="Path under the upload directory: {user_id}/{date}/{uuid}.")
+    chunks: int | None = Field(None, description="Chunks written for this file.")
+    duplicate_of: list[str] = Field(default_factory=list, description="Live documents with the same sha256.")
+    error: ErrorDetail | None = None
+
+
+class UploadResponse(BaseModel):
+    """``POST /api/documents``: one result per file; failed files do not stop the others."""
+
+    files: list[UploadedFile]
+    ingested: int
+    duplicates: int
+    failed: int
+    request_id: str | None = None
+
+
+class DocumentDetail(BaseModel):
+    """A document and, when asked for, its chunks."""
+
+    document: DocumentRecord
+    chunks: list[Chunk] | None = None
+
+
+class DeleteResponse(BaseModel):
+    """``DELETE /api/documents/{id}``."""
+
+    deleted: str
+    upload_removed: bool = Field(description="True when the stored upload file was removed too.")
+
+
+class HealthResponse(BaseModel):
+    """``GET /healthz``."""
+
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+class NewPromptRequest(BaseModel):
+    """``POST /api/pipeline``: start a SuperPrompt."""
+
+    text: str = Field(description="The prompt; headers like 'TASK:' or '## Context' are optional.")
+    conversation: list[ConversationPair] = Field(default_factory=list, description="Earlier turns, oldest first.")
+
+
+class RunStageRequest(BaseModel):
+    """``POST /api/pipeline/{id}/run``."""
+
+    stage: str | None = Field(None, description="Stage name (e.g. Retrieval, a3); default: the next one.")
+
+
+class RunAllRequest(BaseModel):
+    """``POST /api/pipeline/{id}/auto``."""
+
+    until: str | None = Field(None, description="Stop after this stage; default: run all remaining.")
+
+
+class PipelineState(BaseModel):
+    """A SuperPrompt held by the server, and where it stands."""
+
+    id: str
+    stages: list[str] = Field(description="The eight stages, in order.")
+    stages_run: int = Field(description="How many stages ran.")
+    next_stage: str | None = Field(description="The stage that runs next; None when all eight ran.")
+    superprompt: SuperPrompt
+
+
+class QueryRequest(BaseModel):
+    """``POST /api/query`` (seed 002)."""
+
+    query: str = Field(description="The question (non-empty, at most answer.max_question_chars).")
+    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.")
+    selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
+
+
+class ChatRequest(BaseModel):
+    """``POST /api/chat`` (seed 001): the answer streams back as Server-Sent Events."""
+
+    message: str = Field(description="The question.")
+    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.")
+    session_id: str | None = Field(None, description="The client's session (accepted; not used for retrieval).")
+    selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
+
+
+class RetrieveRequest(BaseModel):
+    """``POST /api/retrieve`` (seed 003)."""
+
+    query: str
+    context_key: str = Field("", description="Groups queries (e.g. a conversation id) in the retrieval cache.")
+    max_chunks: int | None = Field(None, ge=1, description="Default: answer.max_chunks; at most server.max_top_k.")
+    min_relevance: float | None = Field(None, ge=0.0, le=1.0, description="Default: answer.min_relevance.")

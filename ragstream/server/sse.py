@@ -1,0 +1,73 @@
+"""Server-Sent Events over a blocking event iterator, cancelled when the client goes away.
+
+Bad input must still get a plain JSON 4xx: the first item is produced before the response starts
+(validation, retrieval and the pipeline run then), so its errors reach the normal error handlers.
+Later errors become one ``error`` event. Whenever the stream ends early (client disconnect), the
+iterator is closed, which closes the LLM stream behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
+
+import anyio
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+
+from ragstream.errors import RagstreamError
+from ragstream.observability import current_request_id
+
+T = TypeVar("T")
+logger = logging.getLogger("ragstream.server")
+
+MEDIA_TYPE = "text/event-stream"
+NO_BUFFERING = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_END = object()
+
+
+def frame(event: str | None, data: Any) -> str:
+    """One SSE message: ``event: <type>`` (when given) and ``data: <json>`` (or raw text)."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n"
+
+
+def error_frame(error: Exception) -> str:
+    """The ``error`` event: a ragstream error's code, or ``internal_error``."""
+    if isinstance(error, RagstreamError):
+        detail = error.to_dict()
+    else:
+        detail = {"code": "internal_error", "type": "InternalError", "message": "internal server error; see the server log"}
+    return frame("error", {**detail, "request_id": current_request_id()})
+
+
+async def stream_response(events: Iterator[T], render: Callable[[T], str], closing: str = "") -> StreamingResponse:
+    """A streaming response of ``render(event)`` frames, then ``closing``.
+
+    Raises the iterator's first error before anything is sent (so it becomes a JSON error response).
+    """
+    first = await run_in_threadpool(next, events, _END)
+    return StreamingResponse(_frames(events, first, render, closing), media_type=MEDIA_TYPE, headers=NO_BUFFERING)
+
+
+async def _frames(events: Iterator[T], first: Any, render: Callable[[T], str], closing: str) -> AsyncIterator[str]:
+    item = first
+    try:
+        while item is not _END:
+            yield render(item)
+            item = await run_in_threadpool(next, events, _END)
+        if closing:
+            yield closing
+    except RagstreamError as error:
+        yield error_frame(error)
+    except Exception as error:  # noqa: BLE001 - reported to the client as an error event, logged in full
+        logger.exception("stream failed")
+        yield error_frame(error)
+    finally:
+        close = getattr(events, "close", None)
+        if callable(close):
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(close)

@@ -1,0 +1,113 @@
+// The HTTP API for the pages: JSON calls, uploads with progress, Server-Sent Events.
+// The API key (needed when the server is not bound to loopback) is asked for once and kept for the tab.
+
+const KEY_STORAGE = "ragstream.apiKey";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || { code: `http_${status}`, message: `HTTP ${status}` };
+    super(error.message);
+    this.status = status;
+    this.code = error.code;
+    this.requestId = body && body.request_id;
+    this.body = body;
+  }
+}
+
+function authHeaders() {
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  return key ? { "X-API-Key": key } : {};
+}
+
+function askForKey() {
+  const key = window.prompt("This server needs an API key:");
+  if (key) sessionStorage.setItem(KEY_STORAGE, key.trim());
+  return Boolean(key);
+}
+
+async function parseBody(response) {
+  const type = response.headers.get("content-type") || "";
+  return type.includes("application/json") ? response.json() : null;
+}
+
+/** fetch() a JSON endpoint; throws ApiError with the server's error code. */
+export async function api(path, { method = "GET", body } = {}) {
+  const headers = { ...authHeaders() };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401 && askForKey()) return api(path, { method, body });
+  const data = await parseBody(response);
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+/** POST files as multipart field "files"; onProgress(fraction) while the bytes go out. */
+export function uploadFiles(files, onProgress) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    for (const file of files) form.append("files", file, file.name);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", "/api/documents");
+    for (const [name, value] of Object.entries(authHeaders())) xhr.setRequestHeader(name, value);
+    xhr.responseType = "json";
+    xhr.upload.onprogress = (event) => event.lengthComputable && onProgress(event.loaded / event.total);
+    xhr.onload = () => {
+      if (xhr.status === 401 && askForKey()) return uploadFiles(files, onProgress).then(resolve, reject);
+      // Every file failed: the error body still lists each file's result.
+      if (xhr.status >= 400 && !(xhr.response && xhr.response.files)) return reject(new ApiError(xhr.status, xhr.response));
+      resolve({ status: xhr.status, body: xhr.response });
+    };
+    xhr.onerror = () => reject(new ApiError(0, { error: { code: "network_error", message: "network error" } }));
+    xhr.send(form);
+  });
+}
+
+/** POST JSON and read the text/event-stream answer; onEvent(type, data) per message. */
+export async function streamEvents(path, body, onEvent, signal) {
+  const response = await fetch(path, {
+    method: "POST", signal,
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...authHeaders() },
+    body: JSON.stringify(body),
+  });
+  if (response.status === 401 && askForKey()) return streamEvents(path, body, onEvent, signal);
+  if (!response.ok) throw new ApiError(response.status, await parseBody(response));
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) type = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(type, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+/** A short human text for an error, with its code and request id. */
+export function describe(error) {
+  if (error instanceof ApiError) {
+    return `${error.message} (${error.code}${error.requestId ? `, request ${error.requestId}` : ""})`;
+  }
+  return String(error && error.message ? error.message : error);
+}
+
+/** Build an element: el("td", {class: "x"}, "text", child). */
+export function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
+  return node;
+}

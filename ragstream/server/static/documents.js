@@ -1,0 +1,97 @@
+// Documents page: upload with progress, list, delete, reindex.
+import { api, describe, el, uploadFiles } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const PERCENT = 100;
+
+function setStatus(node, text, isError = false) {
+  node.textContent = text;
+  node.classList.toggle("error", isError);
+}
+
+function resultRow(item) {
+  const detail = item.error ? `${item.error.code}: ${item.error.message}`
+    : item.status === "duplicate" ? `same content as ${item.duplicate_of.join(", ")}` : item.stored_as || "";
+  return el("tr", {}, el("td", {}, item.filename), el("td", {}, el("span", { class: `badge ${item.status}` }, item.status)),
+    el("td", {}, item.chunks ?? ""), el("td", { class: item.error ? "error" : "muted" }, detail));
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const files = $("files").files;
+  if (!files.length) return;
+  const progress = $("upload-progress");
+  progress.hidden = false;
+  progress.value = 0;
+  $("upload-button").disabled = true;
+  setStatus($("upload-status"), `Uploading ${files.length} file(s)…`);
+  try {
+    const { body } = await uploadFiles(files, (fraction) => {
+      progress.value = fraction;
+      setStatus($("upload-status"), fraction < 1 ? `Uploading… ${Math.round(fraction * PERCENT)}%` : "Indexing…");
+    });
+    const table = $("upload-results");
+    table.tBodies[0].replaceChildren(...body.files.map(resultRow));
+    table.hidden = false;
+    const failed = body.files.filter((item) => item.status === "failed").length;
+    setStatus($("upload-status"), `${body.files.length - failed} of ${body.files.length} file(s) landed` +
+      (failed ? `, ${failed} failed` : ""), failed === body.files.length);
+    $("upload-form").reset();
+    await refresh();
+  } catch (error) {
+    setStatus($("upload-status"), describe(error), true);
+  } finally {
+    $("upload-button").disabled = false;
+    progress.hidden = true;
+  }
+}
+
+function documentRow(doc) {
+  const remove = el("button", { class: "danger", type: "button", "aria-label": `Delete ${doc.title}` }, "Delete");
+  remove.addEventListener("click", () => removeDocument(doc));
+  return el("tr", { "data-id": doc.document_id },
+    el("td", {}, doc.title), el("td", { class: "muted" }, doc.metadata.filename || doc.source),
+    el("td", { class: "muted" }, doc.mime), el("td", {}, doc.chunk_count),
+    el("td", { class: "muted" }, doc.ingested_at.replace("T", " ").replace("+00:00", " UTC")), el("td", {}, remove));
+}
+
+async function refresh() {
+  try {
+    const docs = await api("/api/documents");
+    $("documents").tBodies[0].replaceChildren(...docs.map(documentRow));
+    setStatus($("list-status"), docs.length ? `${docs.length} document(s)` : "No documents yet: upload some above.");
+  } catch (error) {
+    setStatus($("list-status"), describe(error), true);
+  }
+}
+
+async function removeDocument(doc) {
+  if (!window.confirm(`Delete “${doc.title}” and its chunks?`)) return;
+  try {
+    await api(`/api/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
+    setStatus($("list-status"), `Deleted ${doc.title}`);
+    await refresh();
+  } catch (error) {
+    setStatus($("list-status"), describe(error), true);
+  }
+}
+
+async function reindex() {
+  $("reindex").disabled = true;
+  setStatus($("list-status"), "Reindexing…");
+  try {
+    const report = await api("/api/documents/reindex", { method: "POST" });
+    setStatus($("list-status"), `Reindexed ${report.documents_processed} document(s), ${report.chunks_written} chunks` +
+      (report.documents_failed ? `, ${report.documents_failed} failed` : ""), report.documents_failed > 0);
+    await refresh();
+  } catch (error) {
+    setStatus($("list-status"), describe(error), true);
+  } finally {
+    $("reindex").disabled = false;
+  }
+}
+
+$("upload-form").addEventListener("submit", upload);
+$("refresh").addEventListener("click", refresh);
+$("reindex").addEventListener("click", reindex);
+refresh();

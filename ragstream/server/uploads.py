@@ -1,0 +1,106 @@
+"""Safe storage of uploaded files (seed 004): ``{upload_dir}/{user_id}/{date}/{uuid}``.
+
+The client's file name never becomes part of a path; the user id is reduced to safe characters.
+Files are copied in bounded reads while their sha256 is computed and their size checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from starlette.types import Message, Receive
+
+from ragstream.errors import FileTooLargeError
+from ragstream.server.errors import RequestTooLargeError
+
+_UNSAFE_USER_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+UPLOADS_DIRNAME = "uploads"
+
+
+@dataclass(frozen=True)
+class StoredUpload:
+    """An uploaded file as stored: where, how big, and its sha256."""
+
+    path: Path
+    relative: str
+    size_bytes: int
+    sha256: str
+
+
+class UploadStore:
+    """Writes uploads under one root directory and removes them again; nothing escapes the root."""
+
+    def __init__(self, root: Path, *, max_file_bytes: int, read_bytes: int) -> None:
+        self.root = root.resolve()
+        self._max_file_bytes = max_file_bytes
+        self._read_bytes = read_bytes
+
+    def save(self, source: BinaryIO, user_id: str, display_name: str) -> StoredUpload:
+        """Copy ``source`` to a fresh path; raises FileTooLargeError (nothing left behind) past the limit."""
+        day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        relative = PurePosixPath(user_id, day, uuid.uuid4().hex)
+        path = self.root.joinpath(*relative.parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with path.open("xb") as out:
+                while block := source.read(self._read_bytes):
+                    size += len(block)
+                    if size > self._max_file_bytes:
+                        raise FileTooLargeError(f"{display_name}: larger than the limit of {self._max_file_bytes} bytes")
+                    digest.update(block)
+                    out.write(block)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return StoredUpload(path=path, relative=str(relative), size_bytes=size, sha256=digest.hexdigest())
+
+    def remove(self, relative: str) -> bool:
+        """Delete a stored upload by its relative path; False when it is gone or not under the root."""
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            return False
+        path.unlink()
+        return True
+
+
+def safe_user_id(raw: str | None, default: str, max_chars: int) -> str:
+    """``raw`` reduced to letters, digits, ``_`` and ``-`` (cut to ``max_chars``), else ``default``."""
+    cleaned = _UNSAFE_USER_CHARS.sub("", raw or "")[:max_chars]
+    return cleaned or default
+
+
+def display_name(raw: str | None, max_chars: int) -> str:
+    """The last path part of a client file name, without control characters (for display only)."""
+    name = PurePosixPath(_CONTROL_CHARS.sub("", raw or "").replace("\\", "/")).name
+    return name[:max_chars] or "upload"
+
+
+def check_content_length(header: str | None, limit: int) -> None:
+    """Reject a request whose declared body is over ``limit`` before reading any of it."""
+    if header is not None and header.isdigit() and int(header) > limit:
+        raise RequestTooLargeError(f"request body of {header} bytes exceeds the limit of {limit} bytes")
+
+
+def limited_receive(receive: Receive, limit: int) -> Receive:
+    """``receive`` that raises RequestTooLargeError once more than ``limit`` body bytes arrived."""
+    received = 0
+
+    async def wrapped() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise RequestTooLargeError(f"request body exceeds the limit of {limit} bytes")
+        return message
+
+    return wrapped

@@ -1,0 +1,86 @@
+"""Start ``ragstream serve`` as a real process on a free port and wait until it answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+STARTUP_SECONDS = 120.0
+POLL_SECONDS = 0.25
+STOP_SECONDS = 20.0
+LOOPBACK = "127.0.0.1"
+SERVE = "from ragstream.cli import app; app()"
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """A live server: its base URL (over loopback), data dir and log file."""
+
+    url: str
+    data_dir: Path
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def serve_command(host: str, port: int) -> list[str]:
+    return [sys.executable, "-c", SERVE, "serve", "--host", host, "--port", str(port)]
+
+
+def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
+    """The environment with a fresh data dir and ``RAGSTREAM_*`` settings (e.g. SERVER__API_KEY)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSTREAM_")}
+    env["RAGSTREAM_DATA_DIR"] = str(data_dir)
+    env.update({f"RAGSTREAM_{key}": value for key, value in settings.items()})
+    return env
+
+
+@contextmanager
+def running_server(tmp: Path, host: str = LOOPBACK, **settings: str) -> Iterator[RunningServer]:
+    """``ragstream serve --host host`` on a free port with its own data dir; stopped afterwards."""
+    port = free_port()
+    data_dir, log = tmp / "data", tmp / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(serve_command(host, port), env=server_env(data_dir, **settings),
+                                   stdout=out, stderr=subprocess.STDOUT)
+    server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log)
+    try:
+        _wait_ready(server, process)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(server: RunningServer, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_text()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=POLL_SECONDS * 4).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(POLL_SECONDS)
+    raise RuntimeError(f"server did not start in {STARTUP_SECONDS} s:\n{server.log_text()}")
