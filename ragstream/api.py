@@ -22,6 +22,7 @@ from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.embedders import Embedder, make_embedder
+from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, VectorStore
 from ragstream.store.catalog import Catalog
@@ -41,10 +42,10 @@ class Ragstream:
         self.config = config or load_config()
         data_dir = Path(self.config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
-        self._embedder = embedder
+        self.catalog = Catalog(data_dir / "catalog.sqlite3")
+        self._embedder = CachedEmbedder(embedder, self.catalog) if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
-        self.catalog = Catalog(data_dir / "catalog.sqlite3")
         self.visibility = Visibility()
         self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
@@ -56,14 +57,17 @@ class Ragstream:
 
     # -- models ----------------------------------------------------------------------------------
 
-    def embedder(self) -> Embedder:
-        """The embedder, loaded on first use; raises EmbedderUnavailableError if it cannot load."""
+    def embedder(self) -> CachedEmbedder:
+        """The embedder (passage vectors cached by text), loaded on first use.
+
+        Raises EmbedderUnavailableError if it cannot load.
+        """
         with self._embedder_lock:
             if self._embedder is None:
                 if self._embedder_error is not None:
                     raise self._embedder_error
                 try:
-                    self._embedder = make_embedder(self.config.embedding)
+                    self._embedder = CachedEmbedder(make_embedder(self.config.embedding), self.catalog)
                 except EmbedderUnavailableError as error:
                     self._embedder_error = error
                     raise

@@ -31,7 +31,7 @@ from ragstream.documents.loaders import load_file
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
 from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument, TextPiece
-from ragstream.providers.embedders.base import Embedder
+from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog import Catalog, DocumentVersion
 from ragstream.store.visibility import Visibility
@@ -57,7 +57,7 @@ class Ingestor:
         config: RagstreamConfig,
         catalog: Catalog,
         store: VectorStore,
-        embedder: Callable[[], Embedder],
+        embedder: Callable[[], CachedEmbedder],
         visibility: Visibility,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
@@ -231,22 +231,12 @@ class Ingestor:
                 progress("processed", pending.doc.source)
 
     def _embed(self, chunks: Sequence[Chunk], report: IngestReport) -> np.ndarray:
-        """Vectors for ``chunks``: from the cache by content hash, the rest from the embedder."""
-        embedder = self._embedder()
-        hashes = [chunk.metadata.content_hash for chunk in chunks]
-        cached = self._catalog.cached_vectors(embedder.model_id, hashes)
-        missing = list(dict.fromkeys(h for h in hashes if h not in cached))
-        report.embedding_cache_hits += sum(1 for h in hashes if h in cached)
-        if missing:
-            texts = {chunk.metadata.content_hash: chunk.text for chunk in chunks}
-            started = time.perf_counter()
-            fresh = embedder.embed_documents([texts[h] for h in missing])
-            report.embedding_seconds += time.perf_counter() - started
-            report.embedding_count += len(missing)
-            new_items = dict(zip(missing, fresh, strict=True))
-            self._catalog.cache_vectors(embedder.model_id, new_items.items())
-            cached.update(new_items)
-        return np.vstack([cached[h] for h in hashes])
+        """Vectors for ``chunks``: from the cache by content hash, the rest from the model."""
+        vectors, stats = self._embedder().embed_documents_with_stats([chunk.text for chunk in chunks])
+        report.embedding_cache_hits += stats.hits
+        report.embedding_count += stats.embedded
+        report.embedding_seconds += stats.model_seconds
+        return vectors
 
 
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:

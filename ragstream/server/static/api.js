@@ -73,22 +73,27 @@ export async function streamEvents(path, body, onEvent, signal) {
   if (!response.ok) throw new ApiError(response.status, await parseBody(response));
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let type = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) type = line.slice(7);
-        else if (line.startsWith("data: ")) data.push(line.slice(6));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let type = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) type = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+        }
+        if (data.length) onEvent(type, JSON.parse(data.join("\n")));
       }
-      if (data.length) onEvent(type, JSON.parse(data.join("\n")));
     }
+  } finally {
+    // Stopped early (abort, or an error event): close the connection so the server cancels the answer.
+    reader.cancel().catch(() => {});
   }
 }
 

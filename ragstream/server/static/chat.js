@@ -1,43 +1,77 @@
-// Chat page: streams POST /api/chat, links [n] markers to the sources panel, shows the confidence badge.
-import { describe, el, streamEvents } from "./api.js";
+// Chat page: streams POST /api/chat, renders [n] markers as links to the sources panel (per answer),
+// and shows each answer's confidence badge with its reason.
+import { api, describe, el, streamEvents } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const MARKER = /\[(\d+)\]/g;
+const FENCE = /(```[\s\S]*?(?:```|$))/;
+const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*|\[\d+\])/;
+const SCORE_DIGITS = 2;
+const FLASH_MS = 1600;
+const answers = new Map();  // answer id -> Map(number -> citation data)
 let conversationId = null;
 let controller = null;
+let shownAnswer = null;
+let answerCount = 0;
 
-function sourceId(number) {
-  return `source-${number}`;
+const sourceId = (answerId, number) => `source-${answerId}-${number}`;
+
+/** Inline pieces: `code`, **bold**, and [n] linked when n is a cited source of this answer. */
+function inline(text, answerId, cited) {
+  return text.split(INLINE).filter(Boolean).map((part) => {
+    if (part.startsWith("`") && part.endsWith("`") && part.length > 2) return el("code", {}, part.slice(1, -1));
+    if (part.startsWith("**") && part.endsWith("**") && part.length > 4) return el("strong", {}, part.slice(2, -2));
+    const marker = /^\[(\d+)\]$/.exec(part);
+    if (marker && cited.has(Number(marker[1]))) {
+      const number = Number(marker[1]);
+      return el("a", { class: "cite", href: `#${sourceId(answerId, number)}`, "data-answer": answerId,
+        "data-number": number, "aria-label": `source ${number}` }, part);
+    }
+    return part;
+  });
 }
 
-/** The answer text with every [n] of a known source turned into a link to it. */
-function renderAnswer(node, text, cited) {
-  const parts = [];
-  let last = 0;
-  for (const match of text.matchAll(MARKER)) {
-    parts.push(text.slice(last, match.index));
-    const number = Number(match[1]);
-    parts.push(cited.has(number)
-      ? el("a", { class: "cite", href: `#${sourceId(number)}`, "aria-label": `source ${number}` }, match[0])
-      : match[0]);
-    last = match.index + match[0].length;
+/** The answer as text nodes: fenced code blocks, inline code, bold and citation links (never HTML). */
+function renderAnswer(node, text, answerId, cited) {
+  const nodes = [];
+  for (const part of text.split(FENCE).filter(Boolean)) {
+    if (part.startsWith("```")) {
+      const body = part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "");
+      nodes.push(el("pre", {}, el("code", {}, body)));
+    } else {
+      nodes.push(...inline(part, answerId, cited));
+    }
   }
-  parts.push(text.slice(last));
-  node.replaceChildren(...parts);
+  node.replaceChildren(...nodes);
 }
 
-function addSource(citation) {
-  if (document.getElementById(sourceId(citation.number))) return;
-  const where = [citation.section, citation.page ? `page ${citation.page}` : ""].filter(Boolean).join(" · ");
-  const score = typeof citation.score === "number" ? `score ${citation.score.toFixed(2)}` : "";
-  const item = el("li", { id: sourceId(citation.number), value: citation.number, tabindex: "-1" },
-    el("strong", {}, citation.title || citation.source || citation.document_id),
-    el("div", { class: "muted" }, [where, score].filter(Boolean).join(" · ")),
-    el("div", { class: "muted" }, citation.source || ""));
-  const list = $("sources");
-  const after = [...list.children].find((child) => Number(child.value) > citation.number);
-  list.insertBefore(item, after || null);
-  $("no-sources").hidden = true;
+function sourceItem(answerId, citation) {
+  const score = typeof citation.score === "number" ? citation.score.toFixed(SCORE_DIGITS) : null;
+  const where = [citation.section ? `§ ${citation.section}` : null, citation.page ? `page ${citation.page}` : null,
+    score === null ? null : el("span", { class: "score" }, `score ${score}`)].filter(Boolean);
+  const separated = where.flatMap((part, index) => (index ? [" · ", part] : [part]));
+  return el("li", {
+    id: sourceId(answerId, citation.number), tabindex: "-1", "data-number": citation.number,
+    "data-document": citation.title || citation.document_id, "data-section": citation.section || null,
+    "data-page": citation.page ?? null, "data-score": score,
+  }, el("span", { class: "n" }, `[${citation.number}]`),
+  el("div", { class: "doc" }, citation.title || citation.source || citation.document_id),
+  el("div", { class: "where" }, ...separated),
+  el("div", { class: "path" }, citation.source || ""));
+}
+
+/** Show the sources of ``answerId`` in the panel. */
+function showSources(answerId) {
+  shownAnswer = answerId;
+  const citations = [...(answers.get(answerId) || new Map()).values()].sort((a, b) => a.number - b.number);
+  $("sources").replaceChildren(...citations.map((citation) => sourceItem(answerId, citation)));
+  $("no-sources").hidden = citations.length > 0;
+}
+
+function addSource(answerId, citation) {
+  const cited = answers.get(answerId);
+  if (cited.has(citation.number)) return;
+  cited.set(citation.number, citation);
+  if (shownAnswer === answerId) showSources(answerId);
 }
 
 function setBusy(busy) {
@@ -45,55 +79,68 @@ function setBusy(busy) {
   $("stop").disabled = !busy;
 }
 
+function setStatus(text, isError = false) {
+  $("chat-status").textContent = text;
+  $("chat-status").classList.toggle("error", isError);
+}
+
+function confidenceBadge(confidence) {
+  return [el("span", { class: `badge ${confidence.level}`, "data-level": confidence.level },
+    `${confidence.level} confidence`), el("span", { class: "muted confidence-reason" }, confidence.reason)];
+}
+
 async function ask(event) {
   event.preventDefault();
   const question = $("question").value.trim();
   if (!question || controller) return;
-  $("messages").append(el("div", { class: "message user" }, question));
-  const answer = el("div", { class: "message assistant" });
-  $("messages").append(answer);
+  const answerId = String(++answerCount);
+  const cited = new Map();
+  answers.set(answerId, cited);
+  const text = el("div", { class: "text" });
+  const meta = el("div", { class: "meta" });
+  const answer = el("article", { class: "message assistant", "data-answer": answerId, "aria-busy": "true" }, text, meta);
+  $("messages").append(el("div", { class: "message user" }, el("div", { class: "text" }, question)), answer);
+  $("empty-state").hidden = true;
   $("question").value = "";
-  $("confidence").replaceChildren();
-  $("sources").replaceChildren();
-  $("no-sources").hidden = false;
-  $("chat-status").textContent = "Retrieving and thinking…";
-  $("chat-status").classList.remove("error");
-  let text = "";
-  const cited = new Set();
+  showSources(answerId);
+  setStatus("Retrieving and thinking…");
+  let written = "";
   controller = new AbortController();
   setBusy(true);
   try {
     await streamEvents("/api/chat", { message: question, conversation_id: conversationId }, (type, data) => {
       if (type === "token") {
-        text += data.token;
-        $("chat-status").textContent = "Answering…";
+        written += data.token;
+        setStatus("Answering…");
       } else if (type === "citation") {
-        cited.add(data.number);
-        addSource(data);
+        addSource(answerId, data);
       } else if (type === "done") {
         conversationId = data.conversation_id;
-        const confidence = data.response.confidence;
-        $("confidence").replaceChildren(el("span", { class: `badge ${confidence.level}`, title: confidence.reason },
-          `${confidence.level} confidence`), " ", el("span", { class: "muted" }, confidence.reason));
-        $("chat-status").textContent = "";
+        answer.dataset.messageId = data.message_id;
+        meta.replaceChildren(...confidenceBadge(data.response.confidence));
+        setStatus("");
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
       }
-      renderAnswer(answer, text, cited);
+      renderAnswer(text, written, answerId, cited);
     }, controller.signal);
   } catch (error) {
     if (error.name === "AbortError") {
       answer.classList.add("incomplete");
-      $("chat-status").textContent = "Stopped.";
+      setStatus("Stopped.");
     } else {
-      $("chat-status").textContent = describe(error);
-      $("chat-status").classList.add("error");
+      setStatus(describe(error), true);
     }
   } finally {
+    answer.removeAttribute("aria-busy");
     controller = null;
     setBusy(false);
     $("question").focus();
   }
+}
+
+function stop() {
+  if (controller) controller.abort();
 }
 
 $("ask-form").addEventListener("submit", ask);
@@ -103,13 +150,37 @@ $("question").addEventListener("keydown", (event) => {
     $("ask-form").requestSubmit();
   }
 });
-$("stop").addEventListener("click", () => controller && controller.abort());
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && controller) stop();
+});
+$("stop").addEventListener("click", stop);
 $("new-chat").addEventListener("click", () => {
+  stop();
   conversationId = null;
+  answers.clear();
   $("messages").replaceChildren();
-  $("sources").replaceChildren();
-  $("confidence").replaceChildren();
-  $("no-sources").hidden = false;
+  $("empty-state").hidden = false;
+  showSources(null);
+  setStatus("");
   $("question").focus();
 });
-$("sources").addEventListener("focusin", (event) => event.target.classList.add("flash"));
+// A citation link shows that answer's sources and moves the focus to the cited entry.
+$("messages").addEventListener("click", (event) => {
+  const link = event.target.closest("a.cite");
+  if (!link) return;
+  event.preventDefault();
+  if (shownAnswer !== link.dataset.answer) showSources(link.dataset.answer);
+  const item = document.getElementById(sourceId(link.dataset.answer, link.dataset.number));
+  if (!item) return;
+  item.scrollIntoView({ block: "nearest" });
+  item.focus();
+  item.classList.add("flash");
+  setTimeout(() => item.classList.remove("flash"), FLASH_MS);
+});
+
+api("/api/documents").then((docs) => {
+  if (docs.length) return;
+  $("empty-state").replaceChildren("No documents are indexed yet: upload some on the ",
+    el("a", { href: "documents.html" }, "Documents page"), " first.");
+}).catch(() => {});
+$("question").focus();

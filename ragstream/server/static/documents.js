@@ -12,24 +12,28 @@ function setStatus(node, text, isError = false) {
 function resultRow(item) {
   const detail = item.error ? `${item.error.code}: ${item.error.message}`
     : item.status === "duplicate" ? `same content as ${item.duplicate_of.join(", ")}` : item.stored_as || "";
-  return el("tr", {}, el("td", {}, item.filename), el("td", {}, el("span", { class: `badge ${item.status}` }, item.status)),
-    el("td", {}, item.chunks ?? ""), el("td", { class: item.error ? "error" : "muted" }, detail));
+  return el("tr", { "data-status": item.status }, el("td", {}, item.filename),
+    el("td", {}, el("span", { class: `badge ${item.status}` }, item.status)),
+    el("td", { class: "num" }, item.chunks ?? ""), el("td", { class: item.error ? "error" : "muted" }, detail));
+}
+
+function showProgress(fraction) {
+  const percent = Math.round(fraction * PERCENT);
+  $("upload-progress").value = fraction;
+  $("upload-percent").textContent = `${percent}%`;
+  setStatus($("upload-status"), fraction < 1 ? `Uploading… ${percent}%` : "Uploaded; indexing…");
 }
 
 async function upload(event) {
   event.preventDefault();
-  const files = $("files").files;
+  const files = [...$("files").files];
   if (!files.length) return;
-  const progress = $("upload-progress");
-  progress.hidden = false;
-  progress.value = 0;
+  $("upload-progress-row").hidden = false;
+  showProgress(0);
   $("upload-button").disabled = true;
   setStatus($("upload-status"), `Uploading ${files.length} file(s)…`);
   try {
-    const { body } = await uploadFiles(files, (fraction) => {
-      progress.value = fraction;
-      setStatus($("upload-status"), fraction < 1 ? `Uploading… ${Math.round(fraction * PERCENT)}%` : "Indexing…");
-    });
+    const { body } = await uploadFiles(files, showProgress);
     const table = $("upload-results");
     table.tBodies[0].replaceChildren(...body.files.map(resultRow));
     table.hidden = false;
@@ -42,7 +46,7 @@ async function upload(event) {
     setStatus($("upload-status"), describe(error), true);
   } finally {
     $("upload-button").disabled = false;
-    progress.hidden = true;
+    $("upload-progress-row").hidden = true;
   }
 }
 
@@ -51,7 +55,7 @@ function documentRow(doc) {
   remove.addEventListener("click", () => removeDocument(doc));
   return el("tr", { "data-id": doc.document_id },
     el("td", {}, doc.title), el("td", { class: "muted" }, doc.metadata.filename || doc.source),
-    el("td", { class: "muted" }, doc.mime), el("td", {}, doc.chunk_count),
+    el("td", { class: "muted" }, doc.mime), el("td", { class: "num" }, doc.chunk_count),
     el("td", { class: "muted" }, doc.ingested_at.replace("T", " ").replace("+00:00", " UTC")), el("td", {}, remove));
 }
 
@@ -60,20 +64,27 @@ async function refresh() {
     const docs = await api("/api/documents");
     $("documents").tBodies[0].replaceChildren(...docs.map(documentRow));
     setStatus($("list-status"), docs.length ? `${docs.length} document(s)` : "No documents yet: upload some above.");
+    return docs;
   } catch (error) {
     setStatus($("list-status"), describe(error), true);
+    return null;
   }
 }
 
 async function removeDocument(doc) {
   if (!window.confirm(`Delete “${doc.title}” and its chunks?`)) return;
+  const rows = [...$("documents").tBodies[0].rows];
+  const index = rows.findIndex((row) => row.dataset.id === doc.document_id);
   try {
     await api(`/api/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
-    setStatus($("list-status"), `Deleted ${doc.title}`);
     await refresh();
+    setStatus($("list-status"), `Deleted ${doc.title}`);
   } catch (error) {
     setStatus($("list-status"), describe(error), true);
   }
+  // Keep the keyboard focus in the list: the row that took its place, or the Refresh button.
+  const buttons = $("documents").querySelectorAll("button.danger");
+  (buttons[Math.min(index, buttons.length - 1)] || $("refresh")).focus();
 }
 
 async function reindex() {
@@ -81,9 +92,9 @@ async function reindex() {
   setStatus($("list-status"), "Reindexing…");
   try {
     const report = await api("/api/documents/reindex", { method: "POST" });
+    await refresh();
     setStatus($("list-status"), `Reindexed ${report.documents_processed} document(s), ${report.chunks_written} chunks` +
       (report.documents_failed ? `, ${report.documents_failed} failed` : ""), report.documents_failed > 0);
-    await refresh();
   } catch (error) {
     setStatus($("list-status"), describe(error), true);
   } finally {

@@ -1,10 +1,12 @@
 // Pipeline page: the eight stage buttons (each enabled once its predecessor ran), Auto, prompt_ready,
-// and per stage the chunk ids with their scores.
+// and the chunk ids with their rank and score in every stage's view.
 import { api, describe, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const VIEW_SCORES = { retrieval: "retrieval", reranked: "reranker" };  // view -> extras key holding its scores
+const VIEW_DECISIONS = { a3: "a3" };  // view -> extras key holding per-chunk keep/drop decisions
 const SCORE_DIGITS = 3;
+const SHORT_ID = 8;
 let stages = [];
 let current = null;
 let busy = false;
@@ -17,44 +19,71 @@ function setStatus(text, isError = false) {
 function renderButtons() {
   const run = current ? current.stages_run : -1;
   $("stages").replaceChildren(...stages.map((name, index) => el("button", {
-    type: "button", class: index < run ? "done" : "secondary", disabled: busy || index !== run,
-    "aria-pressed": index < run ? "true" : "false", onclick: () => runStage(name),
+    type: "button", class: index < run ? "done" : index === run ? "" : "secondary",
+    disabled: busy || index !== run, "data-stage": name, "data-state": index < run ? "done" : index === run ? "next" : "pending",
+    "aria-label": `${index + 1}. ${name}${index < run ? " (done)" : ""}`, onclick: () => runStage(name),
   }, `${index + 1}. ${name}`)));
-  $("auto").disabled = busy || !current || current.next_stage === null;
+  $("auto").disabled = busy || !$("prompt").value.trim();
+  $("create").disabled = busy;
   $("progress").textContent = current ? `(${current.stages_run} of ${stages.length} ran)` : "";
 }
 
-function viewTable(view, ids, sp) {
+/** One row per chunk seen in any view: its rank and score per view, and whether it was finally selected. */
+function renderViews(sp) {
+  const views = Object.entries(sp.views_by_stage);
+  $("no-views").hidden = views.length > 0;
+  $("views").hidden = views.length === 0;
+  if (!views.length) return $("views").replaceChildren();
   const chunks = Object.fromEntries(sp.base_context_chunks.map((chunk) => [chunk.chunk_id, chunk]));
-  const scores = (sp.extras[VIEW_SCORES[view]] || {}).scores || [];
-  const rows = ids.map((id, index) => {
-    const meta = (chunks[id] || {}).metadata || {};
-    const score = typeof scores[index] === "number" ? scores[index].toFixed(SCORE_DIGITS) : "—";
-    return el("tr", {}, el("td", {}, index + 1), el("td", {}, el("code", { title: id }, id.slice(0, 8))),
-      el("td", {}, score), el("td", { class: "muted" }, [meta.title, meta.section].filter(Boolean).join(" › ")));
+  const final = new Set(sp.final_selection_ids || []);
+  const order = [];
+  for (const [, ids] of [...views].reverse()) for (const id of ids) if (!order.includes(id)) order.push(id);
+  const positions = views.map(([view, ids]) => {
+    const scores = (sp.extras[VIEW_SCORES[view]] || {}).scores || [];
+    const decisions = Object.fromEntries(((sp.extras[VIEW_DECISIONS[view]] || {}).decisions || [])
+      .map((d) => [d.id, d.decision]));
+    return { view, scores, decisions, rank: new Map(ids.map((id, index) => [id, index])) };
   });
-  return el("div", {}, el("h3", {}, `${view} (${ids.length})`),
-    el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "chunk"), el("th", {}, "score"),
-      el("th", {}, "where"))), el("tbody", {}, ...rows)));
+  const rows = order.map((id) => {
+    const meta = (chunks[id] || {}).metadata || {};
+    const where = [meta.title, meta.section, meta.page ? `page ${meta.page}` : null].filter(Boolean).join(" › ");
+    const cells = positions.map(({ view, scores, decisions, rank }) => {
+      if (!rank.has(id)) {
+        return el("td", { class: "dropped", "data-view": view }, decisions[id] && decisions[id] !== "keep" ? decisions[id] : "—");
+      }
+      const index = rank.get(id);
+      const score = typeof scores[index] === "number" ? scores[index].toFixed(SCORE_DIGITS) : null;
+      return el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": score },
+        el("span", { class: "rank" }, `#${index + 1}`), score ?? "");
+    });
+    return el("tr", { "data-chunk": id }, el("td", {}, el("code", { title: id }, id.slice(0, SHORT_ID))),
+      el("td", { class: "muted" }, where), ...cells,
+      el("td", { class: final.has(id) ? "final" : "muted" }, final.has(id) ? "✓" : ""));
+  });
+  const heads = positions.map(({ view, rank }) => el("th", { class: "num", scope: "col" }, `${view} (${rank.size})`));
+  $("views").replaceChildren(
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "chunk"), el("th", { scope: "col" }, "document › section"),
+      ...heads, el("th", { scope: "col" }, "final"))),
+    el("tbody", {}, ...rows));
 }
 
 function render(state) {
   current = state;
   const sp = state.superprompt;
   renderButtons();
-  $("prompt-ready").textContent = sp.prompt_ready || "(empty until A0_PreProcessing runs)";
-  $("views").replaceChildren(...Object.entries(sp.views_by_stage).map(([view, ids]) => viewTable(view, ids, sp)));
+  $("prompt-ready").textContent = sp.prompt_ready || "(empty until Prompt_Builder runs)";
+  renderViews(sp);
   $("json").textContent = JSON.stringify(sp, null, 2);
 }
 
 async function call(label, request) {
   setStatus(`${label}…`);
-  const refocus = $("stages").contains(document.activeElement);
+  const refocus = $("stages").contains(document.activeElement) || document.activeElement === $("auto");
   busy = true;
   renderButtons();
   try {
     render(await request());
-    setStatus(current.next_stage ? `${label}: done. Next: ${current.next_stage}` : `${label}: all stages ran.`);
+    setStatus(current.next_stage ? `${label}: done. Next: ${current.next_stage}` : `${label}: all ${stages.length} stages ran.`);
   } catch (error) {
     setStatus(describe(error), true);
   } finally {
@@ -64,16 +93,33 @@ async function call(label, request) {
   }
 }
 
+const create = () => api("/api/pipeline", { method: "POST", body: { text: $("prompt").value } });
+
 function runStage(name) {
   return call(name, () => api(`/api/pipeline/${current.id}/run`, { method: "POST", body: { stage: name } }));
 }
 
+/** Auto: the remaining stages of the current SuperPrompt, or all of a new one when none is pending. */
+function auto() {
+  const reuse = current && current.next_stage !== null && current.superprompt.user_text === $("prompt").value;
+  return call("Auto", async () => {
+    const target = reuse ? current : await create();
+    return api(`/api/pipeline/${target.id}/auto`, { method: "POST", body: {} });
+  });
+}
+
 $("prompt-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  call("New SuperPrompt", () => api("/api/pipeline", { method: "POST", body: { text: $("prompt").value } }));
+  if (!busy) call("New SuperPrompt", create);
 });
-$("auto").addEventListener("click", () => call("Auto", () => api(`/api/pipeline/${current.id}/auto`,
-  { method: "POST", body: {} })));
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    $("prompt-form").requestSubmit();
+  }
+});
+$("prompt").addEventListener("input", renderButtons);
+$("auto").addEventListener("click", auto);
 
 api("/api/pipeline/stages").then((names) => { stages = names; renderButtons(); })
   .catch((error) => setStatus(describe(error), true));
