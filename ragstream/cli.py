@@ -155,17 +155,28 @@ def eval_command(
 
 @app.command()
 def demo(
-    question: Annotated[str, typer.Option(help="Question to search for.")] = DEMO_QUESTION,
+    question: Annotated[str, typer.Option(help="Question to answer from the samples.")] = DEMO_QUESTION,
+    serve_after: Annotated[bool, typer.Option("--serve", help="Then start the HTTP API and web UI.")] = False,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Ingest the bundled sample documents and search them."""
+    """Ingest the bundled sample documents, answer a question from them, optionally serve the UI."""
     samples = resources.files("ragstream") / "samples"
     with resources.as_file(samples) as sample_dir, _open(config, data_dir) as rs:
         console.print(f"[bold]Ingesting the bundled samples[/] from {sample_dir} into {rs.config.data_dir}")
         _print_report(_ingest_with_progress(rs, [sample_dir], quiet=False))
         console.print(f"\n[bold]Search:[/] {question}")
-        _print_result(rs.search(question))
+        _print_result(rs.search(question, top_k=5))
+        console.print(f"\n[bold]Answer:[/] {question}\n")
+        try:
+            _answer(rs, question, None, None, stream=True, json_output=False)
+        except RagstreamError as error:
+            _fail(error)
+        if serve_after:
+            from ragstream.server import serve as run_server
+
+            console.print()
+            run_server(rs, rs.config.server)
 
 
 @app.command()
