@@ -1,9 +1,9 @@
 """Retrieval: the first ranked candidate list from documents and conversation (seed 000 section 5.3).
 
 Every query piece runs the spine's hybrid search (``rs.search``, ``N1`` hits per piece). A chunk's
-score for a piece is its cosine to the piece (the hybrid hit's dense score; 0 when the piece's
-dense ranking did not reach it, e.g. a BM25-only hit); conversation pairs are embedded and scored
-the same way. Scores are aggregated over all pieces with LogAvgExp (``pipeline.logavgexp_tau``);
+score for a piece is its cosine to the piece, for every candidate of every piece (BM25-only hits
+included; passage vectors come from the embedding cache, so this costs no model run);
+conversation pairs are embedded and scored the same way. Scores are aggregated over all pieces with LogAvgExp (``pipeline.logavgexp_tau``);
 ties go to the better hybrid rank, then the id. The top ``N1`` ids form the view.
 """
 
@@ -38,28 +38,23 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
 
     chunks: dict[str, Chunk] = {}
     best_rank: dict[str, float] = {}
-    cosines: dict[str, np.ndarray] = {}
     modes: list[str] = []
-    for index, (piece, vector) in enumerate(zip(pieces, piece_vectors, strict=True)):
+    for piece, vector in zip(pieces, piece_vectors, strict=True):
         result = ctx.rs.search(piece, mode=SEARCH_MODE, top_k=limits.N1_RETR_MAX_CANDIDATES, query_vector=vector)
         modes.append(result.mode)
         for hit in result.hits:
             chunk_id = hit.chunk.chunk_id
             chunks.setdefault(chunk_id, hit.chunk)
             best_rank[chunk_id] = min(best_rank.get(chunk_id, NOT_RANKED), hit.rank)
-            cosines.setdefault(chunk_id, np.zeros(len(pieces)))[index] = hit.dense_score or 0.0
 
     conversation = [c for c in conversation_chunks(sp.recentConversation) if c.chunk_id not in chunks]
-    if conversation:
-        vectors = embedder.embed_documents([chunk.text for chunk in conversation])
-        for chunk, row in zip(conversation, vectors @ piece_vectors.T, strict=True):
-            chunks[chunk.chunk_id] = chunk
-            cosines[chunk.chunk_id] = row.astype(np.float64)
+    chunks.update((chunk.chunk_id, chunk) for chunk in conversation)
     if not chunks:
         raise NoRetrievalResultsError(f"no chunk matched any of the {len(pieces)} query piece(s)")
 
     ids = list(chunks)
-    scores = log_avg_exp(np.stack([cosines[chunk_id] for chunk_id in ids]), limits.logavgexp_tau)
+    cosines = embedder.embed_documents([chunks[chunk_id].text for chunk_id in ids]) @ piece_vectors.T
+    scores = log_avg_exp(cosines.astype(np.float64), limits.logavgexp_tau)
     ranked = sorted(zip(ids, scores.tolist(), strict=True),
                     key=lambda item: (-item[1], best_rank.get(item[0], NOT_RANKED), item[0]))
     kept = ranked[: limits.N1_RETR_MAX_CANDIDATES]
