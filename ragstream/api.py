@@ -201,6 +201,10 @@ class Ragstream:
         """Seed 001 stream: ``token`` and ``citation`` events, then ``done``."""
         return self.answers().stream_answer(question, conversation_id, selected_text)
 
+    def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        """A conversation's kept turns, oldest first (``incomplete`` marks answers cut short)."""
+        return self.answers().conversations.messages(conversation_id)
+
     def answers(self) -> AnswerService:
         """The answer path (retrieve gate, generation, citations), built once."""
         from ragstream.answer.service import AnswerService

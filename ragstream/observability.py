@@ -7,6 +7,7 @@ records, LLM and embedding calls, worker threads started with a copied context) 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,10 +36,25 @@ def request_id_scope(request_id: str) -> Iterator[None]:
         _request_id.reset(token)
 
 
+ORIGINAL_REQUEST_ID_HEADER = "X-Ragstream-Request-ID"
+
+
 def request_id_headers() -> dict[str, str]:
-    """Headers a provider call should send: the request id when there is one."""
+    """Headers a provider call should send: the request id when there is one.
+
+    Some providers (llama-cpp-python's server) refuse an ``X-Request-ID`` that is not a UUID, so a
+    client-chosen id in another shape travels as ``X-Ragstream-Request-ID`` and the provider gets
+    a UUID derived from it (the same id always maps to the same UUID).
+    """
     request_id = current_request_id()
-    return {REQUEST_ID_HEADER: request_id} if request_id else {}
+    if not request_id:
+        return {}
+    try:
+        uuid.UUID(request_id)
+    except ValueError:
+        derived = str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragstream-request:{request_id}"))
+        return {REQUEST_ID_HEADER: derived, ORIGINAL_REQUEST_ID_HEADER: request_id}
+    return {REQUEST_ID_HEADER: request_id}
 
 
 class RequestIdFilter(logging.Filter):

@@ -131,3 +131,16 @@ def test_invalid_questions(make_index):
         rs.ask("  ")
     with pytest.raises(InvalidQueryError):
         rs.ask("x" * (rs.config.answer.max_question_chars + 1))
+
+
+def test_a_stream_closed_early_is_recorded_incomplete(make_index):
+    rs = make_index()
+    rs.ingest(MARKDOWN_SAMPLES)
+    events = rs.stream_answer("How do I set a timeout on a client?", conversation_id="leaving")
+    assert next(events).type == "token"
+    events.close()  # the consumer goes away before "done"
+    turns = rs.conversation("leaving")
+    assert len(turns) == 1 and turns[0]["incomplete"] is True
+    finished = list(rs.stream_answer("And how do I disable it?", conversation_id="leaving"))
+    assert finished[-1].type == "done"
+    assert [turn["incomplete"] for turn in rs.conversation("leaving")] == [True, False]

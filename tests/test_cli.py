@@ -94,3 +94,19 @@ def test_eval_prints_metrics_per_mode(data_dir: Path, tmp_path: Path, shared_dat
         assert set(mode_scores) == {"ndcg@10", "precision@5", "recall@100", "mrr"}
         assert all(0.0 <= value <= 1.0 for value in mode_scores.values())
     assert scores["hybrid"]["ndcg@10"] > 0.3
+
+
+def test_ask_and_chat_without_an_llm(data_dir: Path):
+    _run("ingest", str(SAMPLES / "httpx-timeouts.md"), str(SAMPLES / "httpx-async.md"))
+    answer = json.loads(_run("ask", "How do I set a timeout on a client?", "--json"))
+    assert answer["metadata"]["mode"] == "extractive"
+    assert answer["citations"] and answer["sources"]
+    assert answer["confidence"]["level"] in {"High", "Medium", "Low"}
+
+    events = [json.loads(line) for line in _run("ask", "How do I disable timeouts?", "--stream", "--json").splitlines()]
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "token" and kinds[-1] == "done" and "citation" in kinds
+
+    chat = runner.invoke(app, ["chat"], input="How do I set a timeout?\nAnd for async clients?\n\n")
+    assert chat.exit_code == 0, chat.output
+    assert chat.output.count("[1]") >= 2, "both answers cite their sources"

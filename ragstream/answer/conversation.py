@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from typing import Any
 
 from ragstream.pipeline.super_prompt import ConversationPair
 from ragstream.store.catalog import Catalog
@@ -26,7 +27,12 @@ class ConversationStore:
         return [ConversationPair(user=user, assistant=assistant)
                 for user, assistant in self._catalog.recent_turns(conversation_id, self._max_pairs)]
 
-    def append(self, conversation_id: str, message_id: str, user: str, assistant: str) -> None:
-        """Record one answered turn."""
+    def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False) -> None:
+        """Record one turn; ``incomplete`` when the answer was cut short."""
         created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs)
+        self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
+                               incomplete=incomplete)
+
+    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The kept turns, oldest first: message_id, user, assistant, created_at, incomplete."""
+        return self._catalog.conversation_turns(conversation_id)

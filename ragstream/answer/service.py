@@ -133,6 +133,7 @@ class AnswerService:
                 received[0] += 1
                 yield delta
 
+        completed = False
         try:
             for event in stream_events(counted(), tracker, self._config.citations.max_marker_chars):
                 if event.type == "token":
@@ -140,10 +141,14 @@ class AnswerService:
                         turn.lap("first_token", started)
                     parts.append(event.data["token"])
                 yield event
+            completed = True
         finally:
             close = getattr(deltas, "close", None)
             if callable(close):
                 close()  # the consumer stopped early: release the LLM connection
+            if not completed:  # the client left or generation failed: keep what was said, marked incomplete
+                self.conversations.append(turn.conversation_id, turn.message_id, turn.question, "".join(parts),
+                                          incomplete=True)
         if mode == "llm":
             result = deltas.result
             model = result.model

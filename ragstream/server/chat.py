@@ -3,19 +3,23 @@ Events (seed 001) and ``POST /api/retrieve`` (seed 003)."""
 
 from __future__ import annotations
 
+import uuid
+
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 
 from ragstream.answer.models import Answer, RAGContext, StreamEvent
 from ragstream.errors import InvalidQueryError
-from ragstream.server.schemas import ChatRequest, ErrorResponse, QueryRequest, RetrieveRequest
+from ragstream.server.schemas import ChatRequest, ConversationTurn, ErrorResponse, QueryRequest, RetrieveRequest
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
 
 router = APIRouter(prefix="/api", tags=["answers"])
 ERRORS = {status: {"model": ErrorResponse} for status in (422, 502, 503)}
+CONVERSATION_HEADER = "X-Conversation-ID"
 SSE_DOC = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
-                 "description": "`event: token|citation|done|error` + `data: <json>` messages."}}
+                 "description": "`event: token|citation|done|error` + `data: <json>` messages.",
+                 "headers": {CONVERSATION_HEADER: {"schema": {"type": "string"}}}}}
 
 
 @router.post("/query", response_model=Answer, responses=ERRORS, summary="Ask a question (one JSON answer)")
@@ -29,9 +33,18 @@ def query(body: QueryRequest, state: ServerState = Depends(get_state)) -> Answer
 async def chat(body: ChatRequest, state: ServerState = Depends(get_state)) -> StreamingResponse:
     """``token`` events as the answer is written, a ``citation`` event per cited chunk, then ``done``
     (ids, tokens, latency and the whole seed-002 response); an ``error`` event if it fails midway.
-    Closing the connection stops the generation."""
-    events = state.rs.stream_answer(body.message, body.conversation_id, body.selected_text)
-    return await stream_response(events, _render)
+    Closing the connection stops the generation and records the partial answer as incomplete. The
+    conversation id (new unless given) is in the ``X-Conversation-ID`` response header."""
+    conversation_id = body.conversation_id or str(uuid.uuid4())
+    events = state.rs.stream_answer(body.message, conversation_id, body.selected_text)
+    return await stream_response(events, _render, headers={CONVERSATION_HEADER: conversation_id})
+
+
+@router.get("/conversations/{conversation_id}", response_model=list[ConversationTurn], responses=ERRORS,
+            summary="A conversation's kept turns")
+def conversation(conversation_id: str, state: ServerState = Depends(get_state)) -> list[ConversationTurn]:
+    """Oldest first; ``incomplete`` marks an answer cut short (the client left mid-stream)."""
+    return [ConversationTurn(**turn) for turn in state.rs.conversation(conversation_id)]
 
 
 @router.post("/retrieve", response_model=RAGContext, responses=ERRORS, summary="Retrieve context chunks")

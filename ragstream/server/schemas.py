@@ -135,6 +135,16 @@ class ChatRequest(BaseModel):
     selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
 
 
+class ConversationTurn(BaseModel):
+    """One kept (question, answer) turn of a conversation."""
+
+    message_id: str
+    user: str
+    assistant: str
+    created_at: str
+    incomplete: bool = Field(description="True when the answer was cut short (client left, or generation failed).")
+
+
 class RetrieveRequest(BaseModel):
     """``POST /api/retrieve`` (seed 003)."""
 

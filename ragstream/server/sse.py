@@ -44,30 +44,42 @@ def error_frame(error: Exception) -> str:
     return frame("error", {**detail, "request_id": current_request_id()})
 
 
-async def stream_response(events: Iterator[T], render: Callable[[T], str], closing: str = "") -> StreamingResponse:
+async def stream_response(events: Iterator[T], render: Callable[[T], str], closing: str = "",
+                          headers: dict[str, str] | None = None) -> StreamingResponse:
     """A streaming response of ``render(event)`` frames, then ``closing``.
 
     Raises the iterator's first error before anything is sent (so it becomes a JSON error response).
     """
     first = await run_in_threadpool(next, events, _END)
-    return StreamingResponse(_frames(events, first, render, closing), media_type=MEDIA_TYPE, headers=NO_BUFFERING)
+    return StreamingResponse(_frames(events, first, render, closing), media_type=MEDIA_TYPE,
+                             headers={**NO_BUFFERING, **(headers or {})})
 
 
 async def _frames(events: Iterator[T], first: Any, render: Callable[[T], str], closing: str) -> AsyncIterator[str]:
     item = first
+    sent = 0
+    ended = False  # False while the client may still be reading: any other exit is a disconnect
     try:
         while item is not _END:
             yield render(item)
+            sent += 1
             item = await run_in_threadpool(next, events, _END)
+        ended = True
         if closing:
             yield closing
     except RagstreamError as error:
+        ended = True
         yield error_frame(error)
     except Exception as error:  # noqa: BLE001 - reported to the client as an error event, logged in full
+        ended = True
         logger.exception("stream failed")
         yield error_frame(error)
     finally:
+        if not ended:
+            logger.info("client disconnected after %d events: cancelling the stream", sent)
         close = getattr(events, "close", None)
         if callable(close):
             with anyio.CancelScope(shield=True):
                 await run_in_threadpool(close)
+        if not ended:
+            logger.info("stream cancelled after %d events", sent)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,8 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
     seq INTEGER NOT NULL,
     user_text TEXT NOT NULL,
     assistant_text TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    incomplete INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
 """
@@ -84,6 +86,7 @@ class Catalog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        _migrate(self._db)
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -235,13 +238,17 @@ class Catalog:
     # -- conversations -----------------------------------------------------------------------
 
     def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
-                 created_at: str, keep: int) -> None:
-        """Append a (user, assistant) turn pair and keep only the conversation's last ``keep`` pairs."""
+                 created_at: str, keep: int, *, incomplete: bool = False) -> None:
+        """Append a (user, assistant) turn pair and keep only the conversation's last ``keep`` pairs.
+
+        ``incomplete`` marks an answer cut short (the client left, or generation failed midway).
+        """
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO conversation_turns VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
-                "WHERE conversation_id = ?), ?, ?, ?)",
-                (message_id, conversation_id, conversation_id, user_text, assistant_text, created_at),
+                "INSERT INTO conversation_turns (message_id, conversation_id, seq, user_text, assistant_text, "
+                "created_at, incomplete) VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
+                "WHERE conversation_id = ?), ?, ?, ?, ?)",
+                (message_id, conversation_id, conversation_id, user_text, assistant_text, created_at, int(incomplete)),
             )
             db.execute(
                 "DELETE FROM conversation_turns WHERE conversation_id = ? AND seq NOT IN "
@@ -258,6 +265,25 @@ class Catalog:
                 (conversation_id, max(limit, 0)),
             ).fetchall()
         return [(user, assistant) for user, assistant in reversed(rows)]
+
+
+    def conversation_turns(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every kept turn of a conversation, oldest first, with its message id and completeness."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT message_id, user_text, assistant_text, created_at, incomplete FROM conversation_turns "
+                "WHERE conversation_id = ? ORDER BY seq",
+                (conversation_id,),
+            ).fetchall()
+        keys = ("message_id", "user", "assistant", "created_at", "incomplete")
+        return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring catalogs written by earlier versions up to the current schema."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
+    if "incomplete" not in columns:
+        db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
 
 
 def _record(row: tuple) -> DocumentRecord:

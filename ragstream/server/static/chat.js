@@ -4,6 +4,7 @@ import { api, describe, el, streamEvents } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const FENCE = /(```[\s\S]*?(?:```|$))/;
+const BULLET = /^([ \t]*)[-*] (?=\S)/gm;  // Markdown list items read as bullets
 const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*|\[\d+\])/;
 const SCORE_DIGITS = 2;
 const FLASH_MS = 1600;
@@ -38,7 +39,7 @@ function renderAnswer(node, text, answerId, cited) {
       const body = part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "");
       nodes.push(el("pre", {}, el("code", {}, body)));
     } else {
-      nodes.push(...inline(part, answerId, cited));
+      nodes.push(...inline(part.replace(BULLET, "$1• "), answerId, cited));
     }
   }
   node.replaceChildren(...nodes);

@@ -71,7 +71,7 @@ function render(state) {
   current = state;
   const sp = state.superprompt;
   renderButtons();
-  $("prompt-ready").textContent = sp.prompt_ready || "(empty until Prompt_Builder runs)";
+  $("prompt-ready").textContent = sp.prompt_ready || "(empty: no stage has written it yet)";
   renderViews(sp);
   $("json").textContent = JSON.stringify(sp, null, 2);
 }
