@@ -47,6 +47,9 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=1000, help="Other corpus documents indexed (-1: all).")
     parser.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint; extractive without it.")
     parser.add_argument("--llm-model", default="local-model")
+    parser.add_argument("--llm-agents", action="store_true",
+                        help="Also run the pipeline agents A2-A5 through the LLM (default: their deterministic fallbacks).")
+    parser.add_argument("--llm-max-tokens", type=int, default=None, help="Cap on generated tokens per answer.")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -59,7 +62,12 @@ def main() -> None:
     distractors = islice((d for d in dataset.documents() if d.metadata[DOC_ID_KEY] not in wanted), limit)
     documents = [d for d in dataset.documents() if d.metadata[DOC_ID_KEY] in wanted] + list(distractors)
 
-    llm = {"llm": {"base_url": args.llm_base_url, "model": args.llm_model}} if args.llm_base_url else {}
+    llm: dict = {}
+    if args.llm_base_url:
+        llm["llm"] = {"base_url": args.llm_base_url, "model": args.llm_model,
+                      **({"max_tokens": args.llm_max_tokens} if args.llm_max_tokens else {})}
+        if not args.llm_agents:
+            llm["agents"] = {agent: {"use_llm": False} for agent in ("a2", "a3", "a4", "a5")}
     with tempfile.TemporaryDirectory(prefix="ragstream-answers-") as scratch:
         config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
         with Ragstream(config) as rs:
