@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import httpx
@@ -11,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 
 from server_process import RunningServer, running_server
 
-MAX_EXAMPLES = 15
+MAX_EXAMPLES = int(os.environ.get("RAGSTREAM_FUZZ_EXAMPLES", "15"))
+"""Examples per operation; raise it locally for a deeper hunt (CI keeps the default)."""
 SEED_DOC = ("seed.md", b"# Seed\n\nA small document so that searches and pipelines have something to find.")
 
 

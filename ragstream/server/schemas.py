@@ -118,11 +118,16 @@ class PipelineState(BaseModel):
     superprompt: SuperPrompt
 
 
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+"""Conversation ids travel in an HTTP header (``X-Conversation-ID``): letters, digits and ``._:-`` only."""
+
+
 class QueryRequest(BaseModel):
     """``POST /api/query`` (seed 002)."""
 
     query: str = Field(description="The question (non-empty, at most answer.max_question_chars).")
-    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.")
+    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.",
+                                        pattern=CONVERSATION_ID_PATTERN)
     selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
 
 
@@ -130,7 +135,8 @@ class ChatRequest(BaseModel):
     """``POST /api/chat`` (seed 001): the answer streams back as Server-Sent Events."""
 
     message: str = Field(description="The question.")
-    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.")
+    conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.",
+                                        pattern=CONVERSATION_ID_PATTERN)
     session_id: str | None = Field(None, description="The client's session (accepted; not used for retrieval).")
     selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
 
