@@ -282,6 +282,8 @@ def test_openai_compatible(api: httpx.Client, ingested: dict[str, dict]):
 
 def test_metrics(api: httpx.Client, ingested: dict[str, dict]):
     api.post("/api/search", json={"query": "async client"})
+    for _ in range(2):  # a miss, then a hit of the retrieval cache
+        api.post("/api/retrieve", json={"query": "metrics cache probe", "context_key": "metrics:test"})
     response = api.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain")
     samples = {}
@@ -296,6 +298,8 @@ def test_metrics(api: httpx.Client, ingested: dict[str, dict]):
     assert samples["ragstream_documents"] >= len(PDFS) + len(MARKDOWN)
     assert any(name.startswith("ragstream_search_seconds_bucket") for name in samples)
     assert samples['ragstream_http_requests_total{method="POST",route="/api/search",status="200"}'] > 0
+    assert samples['ragstream_cache_lookups_total{cache="retrieval",outcome="hit"}'] >= 1
+    assert samples['ragstream_cache_lookups_total{cache="retrieval",outcome="miss"}'] >= 1
 
 
 def test_ui_and_docs_are_served(api: httpx.Client):

@@ -7,6 +7,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+from ragstream import metrics
 from ragstream.config import RetrievalCacheConfig
 from ragstream.answer.models import RAGContext
 
@@ -34,8 +35,10 @@ class RetrievalCache:
             entry = self._entries.get(key)
             if entry is not None and now - entry[0] < self._config.ttl_seconds:
                 self.hits += 1
+                metrics.record_cache_lookup("retrieval", hit=True)
                 return entry[1], True
             self.misses += 1
+            metrics.record_cache_lookup("retrieval", hit=False)
             generation = self.invalidations
         value = compute()
         with self._lock:
