@@ -161,7 +161,7 @@ def demo(
     data_dir: DataDirOption = None,
 ) -> None:
     """Ingest the bundled sample documents, answer a question from them, optionally serve the UI."""
-    samples = resources.files("ragstream") / "samples"
+    samples = resources.files("ragstream") / "samples" / "docs"
     with resources.as_file(samples) as sample_dir, _open(config, data_dir) as rs:
         console.print(f"[bold]Ingesting the bundled samples[/] from {sample_dir} into {rs.config.data_dir}")
         _print_report(_ingest_with_progress(rs, [sample_dir], quiet=False))

@@ -12,7 +12,7 @@ from ragstream import Ragstream, load_config
 from ragstream.providers.embedders import Embedder, make_embedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = REPO_ROOT / "ragstream" / "samples"
+SAMPLES = REPO_ROOT / "ragstream" / "samples" / "docs"
 
 
 @pytest.fixture(scope="session")
