@@ -317,6 +317,9 @@ class AnswerConfig(ConfigSection):
     )
     extractive_max_sentences: int = Field(3, description="Sentences quoted in an extractive answer.")
     extractive_min_sentence_chars: int = Field(20, description="Shorter sentences are not quoted.")
+    extractive_max_example_chars: int = Field(
+        800, description="A quoted sentence ending in ':' keeps the fenced code example after it up to this size."
+    )
     citations: CitationConfig = CitationConfig()
     confidence: ConfidenceConfig = ConfidenceConfig()
 

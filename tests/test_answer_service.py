@@ -144,3 +144,12 @@ def test_a_stream_closed_early_is_recorded_incomplete(make_index):
     finished = list(rs.stream_answer("And how do I disable it?", conversation_id="leaving"))
     assert finished[-1].type == "done"
     assert [turn["incomplete"] for turn in rs.conversation("leaving")] == [True, False]
+
+
+def test_extractive_quotes_keep_the_code_example_they_introduce(make_index):
+    rs = make_index()
+    rs.ingest(MARKDOWN_SAMPLES)
+    answer = rs.ask("How do I set a timeout on a client?")
+    assert "```" in answer.answer and "timeout=" in answer.answer
+    assert answer.answer.count("```") % 2 == 0, "examples are whole fenced blocks"
+    assert answer.metadata["unmatched_citations"] == [] and answer.citations

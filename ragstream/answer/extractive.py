@@ -1,9 +1,14 @@
-"""The answer without an LLM: the context sentences closest to the question, each cited ``[n]``."""
+"""The answer without an LLM: the context sentences closest to the question, each cited ``[n]``.
+
+A quoted sentence that introduces a code example (it ends with ``:`` right before a fenced block)
+keeps that example, quoted verbatim after it, so "how do I ..." answers show the code.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,26 +21,58 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MARKER_LIKE = re.compile(r"\[[^\]\n]*\]")
 
 
-def sentences(text: str, min_chars: int) -> list[str]:
-    """The prose sentences of a chunk: code blocks and headings removed, bracketed text dropped."""
-    prose = " ".join(_HEADING_LINE.sub(" ", _CODE_BLOCK.sub(" ", text)).split())
-    cleaned = (" ".join(_MARKER_LIKE.sub("", s).split()) for s in _SENTENCE_END.split(prose))
-    return [s for s in cleaned if len(s) >= min_chars]
+@dataclass(frozen=True)
+class Quote:
+    """A sentence of a chunk, and the code example it introduces (if any)."""
+
+    sentence: str
+    example: str | None = None
+
+
+def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
+    """The chunk's prose sentences; one ending with ``:`` before a fenced block (at most
+    ``max_example_chars`` long) keeps it as its example."""
+    found: list[Quote] = []
+    position = 0
+    for block in [*_CODE_BLOCK.finditer(text), None]:
+        prose_end = block.start() if block else len(text)
+        prose = " ".join(_HEADING_LINE.sub(" ", text[position:prose_end]).split())
+        cleaned = [" ".join(_MARKER_LIKE.sub("", s).split()) for s in _SENTENCE_END.split(prose)]
+        kept = [Quote(s) for s in cleaned if len(s) >= min_chars]
+        if block and kept and kept[-1].sentence.endswith(":") and _closed(block.group(0)) \
+                and len(block.group(0)) <= max_example_chars:
+            kept[-1] = Quote(kept[-1].sentence, block.group(0).strip())
+        found.extend(kept)
+        position = block.end() if block else len(text)
+    return found
 
 
 def extractive_answer(question: str, chunks: Sequence[DocumentChunk], embedder: Embedder, *,
-                      label: str, max_sentences: int, min_chars: int) -> str:
+                      label: str, max_sentences: int, min_chars: int, max_example_chars: int) -> str:
     """``label`` then the ``max_sentences`` sentences most similar to the question, best first.
 
-    Each sentence carries the marker of its chunk's place in ``chunks`` (1-based). Bracketed text is
-    removed from quotes so no quote can carry a marker that is not its own.
+    Each sentence carries the marker of its chunk's place in ``chunks`` (1-based), followed by the
+    code example it introduces. Bracketed text is removed from prose quotes so no quote can carry a
+    marker that is not its own; markers inside code fences are never read as citations.
     """
-    candidates = [(number, sentence) for number, chunk in enumerate(chunks, start=1)
-                  for sentence in sentences(chunk.text, min_chars)]
+    candidates = [(number, quote) for number, chunk in enumerate(chunks, start=1)
+                  for quote in quotes(chunk.text, min_chars, max_example_chars)]
     if not candidates:
-        candidates = [(number, " ".join(_MARKER_LIKE.sub("", chunk.text).split())) for number, chunk in enumerate(chunks, start=1)]
+        candidates = [(number, Quote(" ".join(_MARKER_LIKE.sub("", chunk.text).split())))
+                      for number, chunk in enumerate(chunks, start=1)]
     question_vector = embedder.embed_queries([question])[0]
-    scores = embedder.embed_documents([sentence for _, sentence in candidates]) @ question_vector
+    scores = embedder.embed_documents([quote.sentence for _, quote in candidates]) @ question_vector
     best = np.argsort(-scores, kind="stable")[:max_sentences]
-    lines = [f"- {candidates[i][1]} [{candidates[i][0]}]" for i in best]
-    return "\n".join([label, "", *lines])
+    lines: list[str] = []
+    for i in best:
+        number, quote = candidates[i]
+        lines.append(f"- {quote.sentence} [{number}]")
+        if quote.example:
+            lines.extend(["", quote.example, ""])
+    return "\n".join([label, "", *lines]).rstrip()
+
+
+def _closed(block: str) -> bool:
+    """True for a complete fenced block (a chunk may end inside one)."""
+    fence = block[:3]
+    return len(block) > 6 and block.rstrip().endswith(fence)

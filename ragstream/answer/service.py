@@ -212,7 +212,8 @@ class AnswerService:
         config = self._config
         return extractive_answer(turn.question, turn.chunks, self._rs.embedder(), label=config.extractive_label,
                                  max_sentences=config.extractive_max_sentences,
-                                 min_chars=config.extractive_min_sentence_chars)
+                                 min_chars=config.extractive_min_sentence_chars,
+                                 max_example_chars=config.extractive_max_example_chars)
 
     def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any]) -> Answer:
         """Citations, confidence, the conversation record and the response."""
