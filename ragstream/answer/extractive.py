@@ -68,7 +68,7 @@ def extractive_answer(question: str, chunks: Sequence[DocumentChunk], embedder: 
         number, quote = candidates[i]
         lines.append(f"- {quote.sentence} [{number}]")
         if quote.example:
-            lines.extend(["", quote.example, ""])
+            lines.extend(["", quote.example])
     return "\n".join([label, "", *lines]).rstrip()
 
 
