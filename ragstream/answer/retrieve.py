@@ -23,8 +23,9 @@ import numpy as np
 
 from ragstream.answer.models import DocumentChunk, RAGContext
 from ragstream.config import AnswerConfig
-from ragstream.errors import EmbeddingFailureError, InvalidQueryError, RagstreamError, VectorDBUnavailableError
+from ragstream.errors import EmbeddingFailureError, RagstreamError, VectorDBUnavailableError
 from ragstream.models import Chunk, SearchResult
+from ragstream.retrieval.searcher import validate_query
 
 T = TypeVar("T")
 SearchFn = Callable[..., SearchResult]
@@ -64,15 +65,6 @@ def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
         chunk_id=chunk.chunk_id, document_id=chunk.metadata.document_id, text=chunk.text,
         metadata=chunk_metadata(chunk), relevance_score=score, position_in_doc=chunk.metadata.chunk_index,
     )
-
-
-def validate_query(query: object, max_chars: int) -> str:
-    """The query, or InvalidQueryError when it is not a non-empty string of at most ``max_chars``."""
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidQueryError("query is empty")
-    if len(query) > max_chars:
-        raise InvalidQueryError(f"query is {len(query)} characters; the limit is {max_chars}")
-    return query
 
 
 class Retriever:

@@ -29,12 +29,13 @@ from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.extractive import extractive_answer
 from ragstream.answer.generate import build_messages, fit_context
 from ragstream.answer.models import Answer, Confidence, DocumentChunk, RAGContext, StreamEvent
-from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk, validate_query
+from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import stream_events
 from ragstream.errors import InvalidQueryError, NoRelevantContextError, NoRetrievalResultsError
 from ragstream.pipeline.conversation import CONVERSATION_SOURCE
 from ragstream.pipeline.super_prompt import ConversationPair
 from ragstream.providers.llm_client import LLMClient
+from ragstream.retrieval.searcher import validate_query
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream

@@ -50,7 +50,7 @@ class Searcher:
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
         score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1).
         """
-        self._validate(query)
+        validate_query(query, self._max_query_chars)
         requested: SearchMode = mode or self._config.mode
         limit = top_k or self._config.top_k
         threshold = score_threshold if score_threshold is not None else self._config.score_threshold
@@ -88,12 +88,6 @@ class Searcher:
         metrics.record_search(result)
         return result
 
-    def _validate(self, query: str) -> None:
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidQueryError("query is empty")
-        if len(query) > self._max_query_chars:
-            raise InvalidQueryError(f"query is {len(query)} characters; the limit is {self._max_query_chars}")
-
     def _fuse(self, dense: list[tuple[Chunk, float]], bm25: list[tuple[Chunk, float]]) -> list[SearchHit]:
         chunks = {chunk.chunk_id: chunk for chunk, _ in dense + bm25}
         dense_scores = {chunk.chunk_id: score for chunk, score in dense}
@@ -108,6 +102,15 @@ class Searcher:
             )
         ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
         return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in ordered]
+
+
+def validate_query(query: object, max_chars: int) -> str:
+    """The query, or InvalidQueryError when it is not a non-empty string of at most ``max_chars``."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("query is empty")
+    if len(query) > max_chars:
+        raise InvalidQueryError(f"query is {len(query)} characters; the limit is {max_chars}")
+    return query
 
 
 def _hit(chunk: Chunk, score: float, *, dense: float | None, bm25: float | None) -> SearchHit:
