@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragstream.providers.embedders.base import Embedder
 from ragstream.answer.models import DocumentChunk
+from ragstream.documents.prose import CODE_BLOCK, prose_sentences
+from ragstream.providers.embedders.base import Embedder
 
-_CODE_BLOCK = re.compile(r"(```|~~~).*?(\1|$)", re.DOTALL)
-_HEADING_LINE = re.compile(r"^\s*#.*$", re.MULTILINE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MARKER_LIKE = re.compile(r"\[[^\]\n]*\]")
 
 
@@ -34,10 +32,9 @@ def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
     ``max_example_chars`` long) keeps it as its example."""
     found: list[Quote] = []
     position = 0
-    for block in [*_CODE_BLOCK.finditer(text), None]:
+    for block in [*CODE_BLOCK.finditer(text), None]:
         prose_end = block.start() if block else len(text)
-        prose = " ".join(_HEADING_LINE.sub(" ", text[position:prose_end]).split())
-        cleaned = [" ".join(_MARKER_LIKE.sub("", s).split()) for s in _SENTENCE_END.split(prose)]
+        cleaned = [" ".join(_MARKER_LIKE.sub("", s).split()) for s in prose_sentences(text[position:prose_end])]
         kept = [Quote(s) for s in cleaned if len(s) >= min_chars]
         if block and kept and kept[-1].sentence.endswith(":") and _closed(block.group(0)) \
                 and len(block.group(0)) <= max_example_chars:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ragstream.agents.prompts import A4_PROMPT, A4Output
 from ragstream.config import A4CondenserSettings
+from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 from ragstream.errors import NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent, fallback
@@ -24,9 +25,6 @@ S_CTX_HEADING = "## S_CTX"
 FACTS_HEADING = "### Facts"
 CODE_ONLY = "(code or data only; see attachment)"
 ELLIPSIS = "…"
-_CODE_BLOCK = re.compile(r"(```|~~~).*?(\1|$)", re.DOTALL)
-_HEADING_LINE = re.compile(r"^\s*#.*$", re.MULTILINE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -90,8 +88,7 @@ def _extractive(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
 
 
 def _prose_sentences(text: str) -> list[str]:
-    prose = " ".join(_HEADING_LINE.sub(" ", _CODE_BLOCK.sub(" ", text)).split())
-    return [s for s in _SENTENCE_END.split(prose) if _LETTER.search(s)]
+    return [s for s in prose_sentences(CODE_BLOCK.sub(" ", text)) if _LETTER.search(s)]
 
 
 def _cut(sentence: str, max_chars: int) -> str:
