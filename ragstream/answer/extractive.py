@@ -44,9 +44,10 @@ def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
     return found
 
 
-def extractive_answer(question: str, chunks: Sequence[DocumentChunk], embedder: Embedder, *,
+def extractive_answer(question_vector: np.ndarray, chunks: Sequence[DocumentChunk], embedder: Embedder, *,
                       label: str, max_sentences: int, min_chars: int, max_example_chars: int) -> str:
-    """``label`` then the ``max_sentences`` sentences most similar to the question, best first.
+    """``label`` then the ``max_sentences`` sentences most similar to the question (its query
+    embedding ``question_vector``), best first.
 
     Each sentence carries the marker of its chunk's place in ``chunks`` (1-based), followed by the
     code example it introduces. Bracketed text is removed from prose quotes so no quote can carry a
@@ -57,7 +58,6 @@ def extractive_answer(question: str, chunks: Sequence[DocumentChunk], embedder: 
     if not candidates:
         candidates = [(number, Quote(" ".join(_MARKER_LIKE.sub("", chunk.text).split())))
                       for number, chunk in enumerate(chunks, start=1)]
-    question_vector = embedder.embed_queries([question])[0]
     scores = embedder.embed_documents([quote.sentence for _, quote in candidates]) @ question_vector
     best = np.argsort(-scores, kind="stable")[:max_sentences]
     lines: list[str] = []

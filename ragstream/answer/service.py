@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citations import (
     CitationResolver,
@@ -58,6 +60,7 @@ class _Turn:
     latencies: dict[str, float] = field(default_factory=dict)
     gate: RAGContext | None = None
     cache_hit: bool = False
+    question_vector: np.ndarray | None = None
     chunks: list[DocumentChunk] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     pipeline: dict[str, Any] = field(default_factory=dict)
@@ -176,7 +179,8 @@ class AnswerService:
         if not turn.gate.meets_threshold:
             return turn
         selected = self._run_pipeline(turn)
-        context, turn.chunks = fit_context(self._scored(question, selected), self._config.max_context_chars)
+        turn.question_vector = self._rs.embedder().embed_queries([question])[0]
+        context, turn.chunks = fit_context(self._scored(turn.question_vector, selected), self._config.max_context_chars)
         turn.messages = build_messages(self._config.system_prompt, context, question, turn.history, selected_text,
                                        self._config.citation_reminder)
         return turn
@@ -201,17 +205,16 @@ class AnswerService:
         chunks = [chunk for chunk in sp.chunks(sp.final_selection_ids) if chunk.metadata.source != CONVERSATION_SOURCE]
         return [to_document_chunk(chunk, 0.0) for chunk in chunks[: self._config.prompt_max_chunks]]
 
-    def _scored(self, question: str, chunks: list[DocumentChunk]) -> list[DocumentChunk]:
+    def _scored(self, question_vector: np.ndarray, chunks: list[DocumentChunk]) -> list[DocumentChunk]:
         """``chunks`` with their relevance (dense cosine to the question, clipped to 0..1)."""
         if not chunks:
             return []
-        embedder = self._rs.embedder()
-        cosines = embedder.embed_documents([chunk.text for chunk in chunks]) @ embedder.embed_queries([question])[0]
+        cosines = self._rs.embedder().embed_documents([chunk.text for chunk in chunks]) @ question_vector
         return [chunk.model_copy(update={"relevance_score": relevance(float(c))}) for chunk, c in zip(chunks, cosines, strict=True)]
 
     def _extractive(self, turn: _Turn) -> str:
         config = self._config
-        return extractive_answer(turn.question, turn.chunks, self._rs.embedder(), label=config.extractive_label,
+        return extractive_answer(turn.question_vector, turn.chunks, self._rs.embedder(), label=config.extractive_label,
                                  max_sentences=config.extractive_max_sentences,
                                  min_chars=config.extractive_min_sentence_chars,
                                  max_example_chars=config.extractive_max_example_chars)
