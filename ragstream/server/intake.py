@@ -45,7 +45,7 @@ def _load(state: ServerState, stored: StoredUpload, filename: str, user_id: str)
 
 def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile) -> UploadedFile:
     with state.write_lock:
-        same = [r.document_id for r in state.rs.documents() if r.checksum == stored.sha256]
+        same = [r.document_id for r in state.rs.catalog.find_by_checksum(stored.sha256)]
         result = result.model_copy(update={"document_id": doc.document_id, "duplicate_of": same})
         if same and state.config.dedupe_uploads:
             state.uploads.remove(stored.relative)

@@ -182,7 +182,7 @@ class Catalog:
     def find_by_checksum(self, checksum: str) -> list[DocumentRecord]:
         """Documents whose source file had this sha256."""
         with self._lock:
-            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = ?", (checksum,)).fetchall()
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = ? ORDER BY source", (checksum,)).fetchall()
         return [_record(row) for row in rows]
 
     def list(self) -> list[DocumentRecord]:
