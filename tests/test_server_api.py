@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from server_process import RunningServer, running_server
 MAX_FILE_BYTES = 1_000_000
 MAX_REQUEST_BYTES = 3_000_000
 TIMEOUT = httpx.Timeout(180.0)
+LOG_WAIT_SECONDS = 10.0
 PDFS = ("002-trivial-libre-office-writer.pdf", "pdflatex-outline.pdf")
 MARKDOWN = ("advanced/timeouts.md", "async.md", "quickstart.md")
 QUESTION = "How do I set a timeout on a client?"
@@ -204,7 +206,11 @@ def test_request_ids(server: RunningServer, api: httpx.Client):
     unsafe = api.get("/healthz", headers={"X-Request-ID": "bad id\twith spaces"})
     assert unsafe.headers["x-request-id"] != "bad id\twith spaces"
     api.get("/api/documents", headers={"X-Request-ID": "find-me-in-the-log"})
-    assert "[find-me-in-the-log] ragstream.server: GET /api/documents 200" in server.log_text()
+    line = "[find-me-in-the-log] ragstream.server: GET /api/documents 200"
+    deadline = time.monotonic() + LOG_WAIT_SECONDS  # the server logs the request after answering it
+    while line not in server.log_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert line in server.log_text()
 
 
 def test_reindex(api: httpx.Client, ingested: dict[str, dict]):
