@@ -2,16 +2,19 @@
 
 Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DIR] [--max-queries 50]
                                [--distractors 1000] [--llm-base-url URL --llm-model NAME]
+                               [--llm-stages a3,a4] [--llm-context-window 2048]
 
 Indexes the documents judged relevant for the chosen claims plus the first ``--distractors`` other
 corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pass
 ``--distractors -1`` for all of it), then asks each claim through ``Ragstream.ask``. Without
 ``--llm-base-url`` the answers are extractive (no LLM). Prints one JSON object:
 
-* ``citations_resolve_share``: answers whose citations all name a prompt chunk (goal 1.0);
+* ``citations_resolve_share``: answers whose citations all name an attachment (goal 1.0);
 * ``cites_relevant_share``: answers citing at least one document judged relevant (of answered claims);
-* ``no_results_share``, confidence levels, and the latency percentiles per stage (seed 003's
-  latency budget: retrieve p95 <= 5 s).
+* ``high_confidence_correct_share``: of the answers rated High, the share citing a relevant document;
+* ``truncated_share``, ``degraded_share``, ``no_results_share``, confidence levels;
+* ``llm_calls_per_question`` (mean and max, from ``metadata.llm_calls``) and the answer time p50/p95
+  with the latency percentiles per stage.
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=1000, help="Other corpus documents indexed (-1: all).")
     parser.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint; extractive without it.")
     parser.add_argument("--llm-model", default="local-model")
-    parser.add_argument("--llm-agents", action="store_true",
-                        help="Also run the pipeline agents A2-A5 through the LLM (default: their deterministic fallbacks).")
+    parser.add_argument("--llm-stages", default="", help="Agent stages that call the LLM, e.g. a3,a4 (default none).")
     parser.add_argument("--llm-max-tokens", type=int, default=None, help="Cap on generated tokens per answer.")
+    parser.add_argument("--llm-context-window", type=int, default=None, help="The model's context window in tokens.")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -63,11 +66,12 @@ def main() -> None:
     documents = [d for d in dataset.documents() if d.metadata[DOC_ID_KEY] in wanted] + list(distractors)
 
     llm: dict = {}
+    stages = [stage for stage in args.llm_stages.split(",") if stage]
     if args.llm_base_url:
         llm["llm"] = {"base_url": args.llm_base_url, "model": args.llm_model,
-                      **({"max_tokens": args.llm_max_tokens} if args.llm_max_tokens else {})}
-        if not args.llm_agents:
-            llm["agents"] = {agent: {"use_llm": False} for agent in ("a2", "a3", "a4", "a5")}
+                      **({"max_tokens": args.llm_max_tokens} if args.llm_max_tokens else {}),
+                      **({"context_window": args.llm_context_window} if args.llm_context_window else {})}
+        llm["pipeline"] = {"llm_stages": stages}
     with tempfile.TemporaryDirectory(prefix="ragstream-answers-") as scratch:
         config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
         with Ragstream(config) as rs:
@@ -79,41 +83,54 @@ def main() -> None:
         "documents_indexed": len(documents),
         "ingest_seconds": round(ingest.duration_seconds, 1),
         "generation": "llm" if args.llm_base_url else "extractive",
-        "config": {"min_relevance": config.answer.min_relevance, "prompt_max_chunks": config.answer.prompt_max_chunks,
+        "config": {"min_relevance": config.answer.min_relevance, "context_tokens": config.answer.context_tokens,
+                   "llm_stages": config.pipeline.llm_stages, "max_tokens": config.llm.max_tokens,
                    "embedding": config.embedding.model},
     })
     print(json.dumps(report, indent=2))
 
 
 def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]]) -> dict:
-    resolved = cites_relevant = answered = 0
+    resolved = cites_relevant = answered = truncated = degraded = high = high_correct = 0
     levels: Counter[str] = Counter()
     latencies: dict[str, list[float]] = {}
-    retrieve_ms: list[float] = []
+    totals: list[float] = []
+    calls: list[int] = []
     for qid in query_ids:
         started = time.perf_counter()
-        rs.retrieve(queries[qid], f"bench:{qid}")
-        retrieve_ms.append((time.perf_counter() - started) * 1000)
         answer = rs.ask(queries[qid])
+        totals.append((time.perf_counter() - started) * 1000)
+        meta = answer.metadata
         levels[answer.confidence.level] += 1
-        for stage, ms in answer.metadata["latencies_ms"].items():
+        calls.append(meta["llm_calls"])
+        truncated += bool(meta.get("truncated"))
+        degraded += bool(meta.get("degraded_reason"))
+        for stage, ms in meta["latencies_ms"].items():
             latencies.setdefault(stage, []).append(ms)
-        context = set(answer.metadata["context_chunk_ids"])
+        context = set(meta["context_chunk_ids"])
         resolved += all(c.matched and c.chunk_id in context for c in answer.citations)
-        if answer.metadata["mode"] == "no_results":
+        if meta["mode"] == "no_results":
             continue
         answered += 1
         cited_docs = {c.document_id.split(":", 1)[-1] for c in answer.citations if c.matched and c.document_id}
-        cites_relevant += bool(cited_docs & relevant[qid])
+        correct = bool(cited_docs & relevant[qid])
+        cites_relevant += correct
+        if answer.confidence.level == "High":
+            high += 1
+            high_correct += correct
     total = len(query_ids)
     return {
         "queries": total,
         "answered": answered,
         "citations_resolve_share": round(resolved / total, 4) if total else 0.0,
         "cites_relevant_share": round(cites_relevant / answered, 4) if answered else 0.0,
+        "high_confidence_correct_share": round(high_correct / high, 4) if high else None,
+        "truncated_share": round(truncated / total, 4) if total else 0.0,
+        "degraded_share": round(degraded / total, 4) if total else 0.0,
         "no_results_share": round((total - answered) / total, 4) if total else 0.0,
         "confidence": dict(levels),
-        "retrieve_ms": {f"p{p}": percentile(retrieve_ms, p) for p in PERCENTILES},
+        "llm_calls_per_question": {"mean": round(sum(calls) / total, 2) if total else 0.0, "max": max(calls, default=0)},
+        "answer_ms": {f"p{p}": percentile(totals, p) for p in PERCENTILES},
         "answer_latency_ms": {stage: {f"p{p}": percentile(values, p) for p in PERCENTILES}
                               for stage, values in latencies.items()},
     }

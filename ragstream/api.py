@@ -21,6 +21,7 @@ from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
+from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
@@ -43,7 +44,8 @@ class Ragstream:
         data_dir = Path(self.config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(data_dir / "catalog.sqlite3")
-        self._embedder = CachedEmbedder(embedder, self.catalog) if embedder else None
+        self._embedder = CachedEmbedder(embedder, self.catalog, self.config.embedding.query_cache_size) \
+            if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
         self.visibility = Visibility()
@@ -53,6 +55,8 @@ class Ragstream:
                                  on_change=self.retrieval_cache.invalidate)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.visibility,
                                  self.config.limits.max_query_chars)
+        self._pipeline_context: StageContext | None = None
+        self._answer_service: AnswerService | None = None
         self.ingestor.recover()
 
     # -- models ----------------------------------------------------------------------------------
@@ -67,7 +71,8 @@ class Ragstream:
                 if self._embedder_error is not None:
                     raise self._embedder_error
                 try:
-                    self._embedder = CachedEmbedder(make_embedder(self.config.embedding), self.catalog)
+                    self._embedder = CachedEmbedder(make_embedder(self.config.embedding), self.catalog,
+                                                    self.config.embedding.query_cache_size)
                 except EmbedderUnavailableError as error:
                     self._embedder_error = error
                     raise
@@ -155,50 +160,65 @@ class Ragstream:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- SuperPrompt pipeline (seed 000) ---------------------------------------------------------
+    # -- SuperPrompt pipeline (docs/pipeline.md) --------------------------------------------------
 
-    def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None) -> SuperPrompt:
+    def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None,
+                   selected_text: str | None = None) -> SuperPrompt:
         """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs."""
         pairs = [p if isinstance(p, ConversationPair) else ConversationPair(user=p[0], assistant=p[1])
                  for p in conversation or []]
-        return SuperPrompt(user_text=text, recentConversation=pairs)
+        return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
 
     def run_stage(self, sp: SuperPrompt, stage: str | None = None) -> SuperPrompt:
         """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last)."""
         from ragstream.pipeline import controller
 
-        return controller.run_stage(sp, self._stage_context(), stage)
+        return controller.run_stage(sp, self._turn_context(), stage)
 
     def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None) -> SuperPrompt:
         """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt."""
         from ragstream.pipeline import controller
 
         sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
-        return controller.run_pipeline(sp, self._stage_context(), until)
+        return controller.run_pipeline(sp, self._turn_context(), until)
 
-    def _stage_context(self) -> StageContext:
-        """The pipeline's StageContext (LLM client, reranker, prompt schema), built once."""
-        from ragstream.pipeline.context import build_context
+    def _turn_context(self) -> StageContext:
+        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``)."""
+        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds))
 
-        context: StageContext | None = getattr(self, "_pipeline_context", None)
-        if context is None:
-            context = self._pipeline_context = build_context(self)
-        return context
+    def stage_context(self) -> StageContext:
+        """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""
+        if self._pipeline_context is not None:
+            return self._pipeline_context
+        from ragstream.agents.factory import AgentFactory
+        from ragstream.pipeline.context import StageContext
+        from ragstream.pipeline.prompt_schema import load_prompt_schema
+        from ragstream.providers.rerankers import make_reranker
+        from ragstream.providers.tokens import make_token_counter
 
-    # -- answers (seeds 001-003) -----------------------------------------------------------------
+        reranker, unavailable = make_reranker(self.config.reranker, self.embedder)
+        context = StageContext(config=self.config, search=self.search, embedder=self.embedder, reranker=reranker,
+                               reranker_unavailable=unavailable, agents=AgentFactory(self.config),
+                               schema=load_prompt_schema(self.config.preprocessing.prompt_schema),
+                               count_tokens=make_token_counter(self.config.llm))
+        with self._embedder_lock:
+            self._pipeline_context = self._pipeline_context or context
+            return self._pipeline_context
+
+    # -- answers (docs/answers.md) --------------------------------------------------------------
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
                  min_relevance: float | None = None) -> RAGContext:
-        """Seed 003: chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first; cached."""
+        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first; cached."""
         return self.answers().retrieve(query, context_key, max_chunks, min_relevance)
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
-        """A cited answer (LLM, or extractive without one) in seed 002's response shape."""
+        """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata."""
         return self.answers().ask(question, conversation_id, selected_text)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
-        """Seed 001 stream: ``token`` and ``citation`` events, then ``done``."""
+        """The answer as ``token`` and ``citation`` events, then ``done``."""
         return self.answers().stream_answer(question, conversation_id, selected_text)
 
     def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -206,10 +226,26 @@ class Ragstream:
         return self.answers().conversations.messages(conversation_id)
 
     def answers(self) -> AnswerService:
-        """The answer path (retrieve gate, generation, citations), built once."""
+        """The answer path (pipeline, answering model, citations), built once."""
+        if self._answer_service is not None:
+            return self._answer_service
+        from ragstream.answer.conversation import ConversationStore
+        from ragstream.answer.retrieve import Retriever
         from ragstream.answer.service import AnswerService
+        from ragstream.pipeline import controller
 
-        service: AnswerService | None = getattr(self, "_answer_service", None)
-        if service is None:
-            service = self._answer_service = AnswerService(self, self.retrieval_cache)
-        return service
+        context = self.stage_context()
+
+        def run(sp: SuperPrompt, deadline: Deadline) -> SuperPrompt:
+            return controller.run_pipeline(sp, context.for_turn(deadline))
+
+        service = AnswerService(
+            self.config, pipeline=run, embedder=self.embedder,
+            conversations=ConversationStore(self.catalog, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS),
+            llm=context.agents.client,
+            retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
+                                self.config.answer, self.config.limits.max_query_chars),
+            cache=self.retrieval_cache)
+        with self._embedder_lock:
+            self._answer_service = self._answer_service or service
+            return self._answer_service

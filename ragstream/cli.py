@@ -132,17 +132,23 @@ def eval_command(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object keyed by mode.")] = False,
+    mode: Annotated[str, typer.Option(
+        help="search: bm25, dense and hybrid; pipeline: the answer path's ranking (Retrieval + ReRanker) beside them.",
+    )] = "search",
 ) -> None:
-    """Score bm25, dense and hybrid retrieval on a BEIR dataset (NDCG@10, P@5, R@100, MRR)."""
-    from ragstream.evaluation.beir import METRICS, evaluate_retrieval, load_beir
+    """Score retrieval on a BEIR dataset (NDCG@10, P@5, R@100, MRR), per mode."""
+    from ragstream.evaluation.beir import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
 
+    if mode not in ("search", PIPELINE):
+        raise typer.BadParameter("expected search or pipeline", param_hint="--mode")
+    modes = (*MODES, PIPELINE) if mode == PIPELINE else MODES
     dataset = load_beir(beir, split)
     base = load_config(config, **({"data_dir": data_dir} if data_dir else {}))
     eval_config = base.model_copy(update={"data_dir": Path(base.data_dir) / "eval" / dataset.name})
     if not json_output:
         err_console.print(f"ingesting {dataset.name} into {eval_config.data_dir} and scoring {len(dataset.queries)} queries ...")
     with Ragstream(eval_config) as rs:
-        result = evaluate_retrieval(rs, dataset, max_queries=max_queries)
+        result = evaluate_retrieval(rs, dataset, modes=modes, max_queries=max_queries)
     if json_output:
         console.print_json(json.dumps(result.metrics))
         return
@@ -198,6 +204,8 @@ def prompt(
         print(sp.model_dump_json(indent=2))
     else:
         print(sp.prompt_ready)
+        for stage, reason in sp.fallbacks().items():
+            err_console.print(f"[yellow]stage {stage} fell back:[/] {reason}")
 
 
 @app.command()
@@ -271,17 +279,20 @@ def _answer(rs: Ragstream, question: str, conversation: str | None, selected_tex
         answer = rs.ask(question, conversation, selected_text)
         print(answer.model_dump_json(indent=2) if json_output else f"{answer.answer}\n\n{sources_text(answer)}")
         return answer.metadata["conversation_id"]
-    done: dict = {}
+    answer: Answer | None = None
     for event in rs.stream_answer(question, conversation, selected_text):
         if json_output:
             print(event.model_dump_json(), flush=True)
         elif event.type == "token":
-            print(event.data["token"], end="", flush=True)
+            print(event.token, end="", flush=True)
         if event.type == "done":
-            done = event.data
+            answer = event.response
+    if answer is None:
+        raise RuntimeError("the answer stream ended without a done event")
     if not json_output:
-        print(f"\n\n{sources_text(Answer.model_validate(done['response']))}")
-    return done["conversation_id"]
+        print(f"\n\n{sources_text(answer)}")
+    conversation_id: str = answer.metadata["conversation_id"]
+    return conversation_id
 
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:
     total = sum(1 for _ in expand_paths(paths))

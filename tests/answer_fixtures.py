@@ -8,7 +8,7 @@ from index_fixtures import SAMPLES
 
 SEED_003_METADATA = {"source": "HTTPX documentation", "doc_type": "core-rules", "last_update_date": "2024-05-01"}
 REQUIRED_KEYS = ["source", "doc_type", "last_update_date"]
-NO_AGENT_LLM = {key: {"use_llm": False} for key in ("a2", "a3", "a4", "a5")}
+NO_AGENT_LLM: dict[str, Any] = {}  # agent stages are deterministic unless listed in pipeline.llm_stages
 MARKDOWN_SAMPLES = sorted(SAMPLES.glob("httpx-*.md"))
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 from answer_fixtures import MARKDOWN_SAMPLES, llm_overrides
 
 QUESTION = "How do I set a timeout on a request?"
-SMALL_CONTEXT = {"prompt_max_chunks": 3, "max_context_chars": 2400}
+SMALL_CONTEXT = {"context_tokens": 700}
+MAX_ATTACHMENTS = 3
 
 
 def test_stream_with_citation_events(make_index, qwen_server):
-    rs = make_index(**llm_overrides(qwen_server, max_tokens=120), answer=SMALL_CONTEXT)
+    rs = make_index(**llm_overrides(qwen_server, max_tokens=120), answer=SMALL_CONTEXT,
+                    pipeline={"N3_FINAL_SELECTION_MAX": MAX_ATTACHMENTS})
     rs.ingest(MARKDOWN_SAMPLES)
     events = list(rs.stream_answer(QUESTION))
     assert events[-1].type == "done"
@@ -22,7 +24,7 @@ def test_stream_with_citation_events(make_index, qwen_server):
     response = done["response"]
     context = response["metadata"]["context_chunk_ids"]
     assert response["metadata"]["mode"] == "llm" and response["metadata"]["model"]
-    assert 1 <= len(context) <= SMALL_CONTEXT["prompt_max_chunks"]
+    assert 1 <= len(context) <= MAX_ATTACHMENTS
 
     tokens = "".join(e.data["token"] for e in events if e.type == "token")
     assert tokens.strip() and tokens == response["answer"]

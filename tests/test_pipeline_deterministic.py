@@ -79,7 +79,7 @@ def test_unique_ids_and_no_chunk_mutated(full):
     ids = [chunk.chunk_id for chunk in full[-1].base_context_chunks]
     assert len(ids) == len(set(ids))
     assert [chunk.model_dump_json() for chunk in full[-1].base_context_chunks] == snapshot
-    assert any(chunk_id.startswith("conv-") for chunk_id in ids), "conversation pairs are merged in"
+    assert full[3].extras["retrieval"]["conversation_candidates"] == len(CONVERSATION), "conversation pairs compete"
     for view in full[-1].views_by_stage.values():
         assert len(view) == len(set(view)) and set(view) <= set(ids)
 
@@ -111,7 +111,12 @@ def test_without_llm_every_agent_records_its_deterministic_fallback(full):
         assert extras[key]["mode"] == "deterministic"
         assert "no LLM configured" in extras[key]["reason"]
     assert "contradiction" in extras["a3"]["checks_skipped"]
-    assert extras["reranker"]["backend"] == "bi_encoder" and "could not be loaded" in extras["reranker"]["degraded_reason"]
+    reranked = full[-1].stage_reports["reranked"]
+    assert extras["reranker"]["backend"] == "none" and reranked.fallback and "could not be loaded" in reranked.reason
+    assert full[-1].views_by_stage["reranked"] == full[-1].views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]]
+    reports = full[-1].stage_reports
+    assert set(reports) == set(full[-1].history_of_stages)
+    assert all(reports[key].mode == "deterministic" and not reports[key].fallback for key in ("a2", "a4", "a5"))
     assert extras["a0"]["semantic_used"] is False
     body = full[-1].body
     for name, allowed in A2_ENUMS.items():

@@ -40,18 +40,32 @@ def test_reranker_stage_runs_the_cross_encoder(make_index, cross_encoder_dir):
     rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
     sp = rs.run_pipeline("How do I set a timeout on a request?", until="ReRanker")
     record = sp.extras["reranker"]
-    assert record["backend"] == "cross_encoder" and record["degraded_reason"] is None
+    report = sp.stage_reports["reranked"]
+    assert record["backend"] == "cross_encoder" and not report.fallback and report.reason is None
     assert record["candidates_scored"] <= CAPS["N2_RERANK_TOP_K"]
     top = sp.views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]]
     assert sorted(sp.views_by_stage["reranked"]) == sorted(top)
-    assert record["scores"] == sorted(record["scores"], reverse=True)
+    scores = sp.scores_by_stage["reranked"]
+    assert scores == sorted(scores, reverse=True)
     assert rs.run_pipeline(sp).extras["reranker"]["backend"] == "cross_encoder"
 
 
-def test_unloadable_cross_encoder_degrades_to_bi_encoder(tmp_path, embedder):
-    reranker = make_reranker(RerankerConfig(model=str(tmp_path / "missing")), lambda: embedder)
-    assert reranker.backend == "bi_encoder" and "could not be loaded" in (reranker.degraded_reason or "")
-    scores = reranker.score("request timeout", ["Set a timeout on the request.", "Pasta recipe."])
+def test_unloadable_cross_encoder_leaves_no_reranker(tmp_path, embedder):
+    reranker, why = make_reranker(RerankerConfig(model=str(tmp_path / "missing")), lambda: embedder)
+    assert reranker is None and "could not be loaded" in (why or "")
+    assert make_reranker(RerankerConfig(backend="none"), lambda: embedder) == (None, "reranker.backend is none")
+    configured, why = make_reranker(RerankerConfig(backend="bi_encoder"), lambda: embedder)
+    assert why is None and configured is not None and configured.degraded_reason == "reranker.backend is bi_encoder"
+    scores = configured.score("request timeout", ["Set a timeout on the request.", "Pasta recipe."])
     assert scores[0] > scores[1]
-    configured = make_reranker(RerankerConfig(backend="bi_encoder"), lambda: embedder)
-    assert configured.degraded_reason == "reranker.backend is bi_encoder"
+
+
+def test_without_a_cross_encoder_the_stage_keeps_the_fused_order(make_index, tmp_path):
+    rs = make_index(pipeline=CAPS, reranker={"model": str(tmp_path / "missing")})
+    rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
+    sp = rs.run_pipeline("How do I set a timeout on a request?", until="ReRanker")
+    assert sp.views_by_stage["reranked"] == sp.views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]]
+    hybrid = [hit.chunk.chunk_id for hit in rs.search("How do I set a timeout on a request?", mode="hybrid",
+                                                         top_k=CAPS["N2_RERANK_TOP_K"]).hits]
+    assert sp.views_by_stage["reranked"] == hybrid  # one query piece: exactly the plain hybrid ranking
+    assert sp.stage_reports["reranked"].fallback and "kept the retrieval order" in sp.stage_reports["reranked"].reason

@@ -44,21 +44,27 @@ def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
     return found
 
 
-def extractive_answer(question_vector: np.ndarray, chunks: Sequence[DocumentChunk], embedder: Embedder, *,
+def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[DocumentChunk], embedder: Embedder | None, *,
                       label: str, max_sentences: int, min_chars: int, max_example_chars: int) -> str:
-    """``label`` then the ``max_sentences`` sentences most similar to the question (its query
-    embedding ``question_vector``), best first.
+    """``label`` then the ``max_sentences`` sentences closest to the question, best first.
 
-    Each sentence carries the marker of its chunk's place in ``chunks`` (1-based), followed by the
-    code example it introduces. Bracketed text is removed from prose quotes so no quote can carry a
-    marker that is not its own; markers inside code fences are never read as citations.
+    A sentence's score is its best cosine to the question's query vectors (one per query piece).
+    Without vectors (the embedder is unavailable) the sentences keep the attachments' order, so the
+    best-ranked attachment's leading sentences come first. Each sentence carries the marker of its
+    chunk's place in ``chunks`` (1-based), followed by the code example it introduces. Bracketed text
+    is removed from prose quotes so no quote can carry a marker that is not its own; markers inside
+    code fences are never read as citations.
     """
     candidates = [(number, quote) for number, chunk in enumerate(chunks, start=1)
                   for quote in quotes(chunk.text, min_chars, max_example_chars)]
     if not candidates:
         candidates = [(number, Quote(" ".join(_MARKER_LIKE.sub("", chunk.text).split())))
                       for number, chunk in enumerate(chunks, start=1)]
-    scores = embedder.embed_documents([quote.sentence for _, quote in candidates]) @ question_vector
+    if query_vectors is not None and embedder is not None:
+        vectors = np.atleast_2d(query_vectors)
+        scores = (embedder.embed_documents([quote.sentence for _, quote in candidates]) @ vectors.T).max(axis=1)
+    else:
+        scores = -np.arange(len(candidates), dtype=np.float64)
     best = np.argsort(-scores, kind="stable")[:max_sentences]
     lines: list[str] = []
     for i in best:

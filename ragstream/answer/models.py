@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 
 class DocumentChunk(BaseModel):
-    """Seed 003: one retrieved chunk with its calibrated relevance."""
+    """One retrieved chunk with its calibrated relevance (the ``retrieve`` contract, docs/http-api.md)."""
 
     chunk_id: str
     document_id: str
@@ -87,8 +87,82 @@ class Answer(BaseModel):
     metadata: dict[str, Any]
 
 
-class StreamEvent(BaseModel):
-    """Seed 001: ``token`` ({token}), ``citation`` ({chunk_id, title, chapter, section, url, page, ...}) or ``done``."""
+class CitationPayload(BaseModel):
+    """What a ``citation`` event says about one cited chunk (``chapter`` is the document title)."""
 
-    type: Literal["token", "citation", "done"]
-    data: dict[str, Any]
+    chunk_id: str | None
+    document_id: str | None
+    number: int | None
+    marker: str
+    title: str | None
+    chapter: str | None
+    section: str | None
+    url: str | None
+    source: str | None
+    page: int | None
+    score: float | None
+
+
+class TokenEvent(BaseModel):
+    """A piece of the answer text."""
+
+    type: Literal["token"] = "token"
+    token: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload."""
+        return {"token": self.token}
+
+
+class CitationEvent(BaseModel):
+    """A marker that resolved to an attachment, sent right after the token that completed it."""
+
+    type: Literal["citation"] = "citation"
+    citation: CitationPayload
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload."""
+        return self.citation.model_dump()
+
+
+class DoneEvent(BaseModel):
+    """The last event of an answer: ids, tokens, latency, how it was made, and the whole response."""
+
+    type: Literal["done"] = "done"
+    conversation_id: str
+    message_id: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    latency_ms: float
+    unmatched_citations: list[str] = Field(default_factory=list)
+    mode: Literal["llm", "extractive", "no_results"]
+    degraded_reason: str | None = Field(None, description="Why the answer is not what the configuration asked for.")
+    incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")
+    response: Answer
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload."""
+        return self.model_dump(exclude={"type"})
+
+
+class ErrorEvent(BaseModel):
+    """A failure after the stream started (errors before it are plain JSON error responses)."""
+
+    type: Literal["error"] = "error"
+    code: str
+    error_type: str
+    message: str
+    request_id: str | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload: ``{code, type, message, request_id}``."""
+        return {"code": self.code, "type": self.error_type, "message": self.message, "request_id": self.request_id}
+
+
+StreamEvent = Annotated[TokenEvent | CitationEvent | DoneEvent | ErrorEvent, Field(discriminator="type")]
+"""One event of a streamed answer: token, citation, done or error."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragstream.answer.models import Answer
 
 
@@ -16,4 +18,19 @@ def sources_text(answer: Answer) -> str:
     unmatched = answer.metadata.get("unmatched_citations") or []
     if unmatched:
         lines.append("Unmatched citations: " + ", ".join(f"[{marker}]" for marker in unmatched))
+    lines += notices(answer.metadata)
     return "\n".join(lines)
+
+
+def notices(metadata: dict[str, Any]) -> list[str]:
+    """What the user must know about how the answer was made: degradation, truncation, stage fallbacks."""
+    lines: list[str] = []
+    if metadata.get("degraded_reason"):
+        lines.append(f"Degraded: {metadata['degraded_reason']}")
+    if metadata.get("truncated"):
+        lines.append("Incomplete: the answer was cut at the token limit (llm.max_tokens)")
+    elif metadata.get("incomplete"):
+        lines.append("Incomplete: generation stopped early")
+    for stage, reason in (metadata.get("pipeline") or {}).get("fallbacks", {}).items():
+        lines.append(f"Stage {stage} fell back: {reason}")
+    return lines

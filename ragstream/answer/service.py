@@ -1,12 +1,14 @@
-"""``ask`` and ``stream_answer``: validate -> retrieve gate -> SuperPrompt pipeline -> generate ->
-citations -> confidence -> the seed-002 response.
+"""``ask`` and ``stream_answer``: one road from a question to a cited answer (docs/answers.md).
 
-The gate is :meth:`AnswerService.retrieve` on the question: when no chunk reaches
-``answer.min_relevance`` the no-results answer comes back at once (Low confidence, no pipeline
-run, zero LLM calls). Otherwise the pipeline selects the context (its ``final_selection_ids``,
-conversation pairs excluded), the first ``answer.prompt_max_chunks`` that fit
-``answer.max_context_chars`` become the numbered passages of the prompt, and the answer comes from
-the LLM (when ``llm.base_url`` is set) or, without one, is extractive.
+validate -> SuperPrompt through the eight stages -> the no-results gate on the pipeline's own
+selection -> the answering model reads Prompt_Builder's messages (or, without an LLM, the
+extractive answer reads the same attachments) -> citations against the attachment numbers ->
+confidence -> the response and its stream events.
+
+One deadline per question (``answer.deadline_seconds``) bounds every LLM call and retry of the
+question, agent stages included. When the LLM is unavailable or out of time the answer degrades to
+the extractive one and says so (``metadata.mode``, ``metadata.degraded_reason``, the ``done``
+event); when the embedder is unavailable retrieval runs BM25 only and the answer says that too.
 """
 
 from __future__ import annotations
@@ -14,38 +16,42 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
-from ragstream.answer.citations import (
-    CitationResolver,
-    CitationTracker,
-    build_related_docs,
-    build_sources,
-    track_text,
-)
+from ragstream.answer.citations import CitationResolver, CitationTracker, build_related_docs, build_sources, track_text
 from ragstream.answer.confidence import calculate_confidence
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.extractive import extractive_answer
-from ragstream.answer.generate import build_messages, fit_context
-from ragstream.answer.models import Answer, Confidence, DocumentChunk, RAGContext, StreamEvent
+from ragstream.answer.models import Answer, Confidence, DocumentChunk, DoneEvent, RAGContext, StreamEvent
 from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import stream_events
-from ragstream.errors import InvalidQueryError, NoRelevantContextError, NoRetrievalResultsError
-from ragstream.pipeline.conversation import CONVERSATION_SOURCE
-from ragstream.pipeline.super_prompt import ConversationPair
-from ragstream.providers.llm_client import LLMClient
+from ragstream.config import RagstreamConfig
+from ragstream.errors import (
+    EmbeddingFailureError,
+    InvalidQueryError,
+    LLMError,
+    NoRelevantContextError,
+    NoRetrievalResultsError,
+)
+from ragstream.pipeline.context import EmbedderSource
+from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
 from ragstream.retrieval.searcher import validate_query
-
-if TYPE_CHECKING:
-    from ragstream.api import Ragstream
 
 Mode = Literal["llm", "extractive", "no_results"]
 MS = 1000.0
-STAGES_TO_RETRIEVAL = "Retrieval"
-STAGES_TO_RERANK = "ReRanker"
+LENGTH = "length"
+BM25 = "bm25"
+
+
+class PipelineRunner(Protocol):
+    """Runs the eight stages on a fresh SuperPrompt within one question's deadline."""
+
+    def __call__(self, sp: SuperPrompt, deadline: Deadline) -> SuperPrompt: ...
 
 
 @dataclass
@@ -55,15 +61,16 @@ class _Turn:
     question: str
     conversation_id: str
     message_id: str
-    history: list[ConversationPair]
+    deadline: Deadline
     started: float
+    sp: SuperPrompt
     latencies: dict[str, float] = field(default_factory=dict)
-    gate: RAGContext | None = None
-    cache_hit: bool = False
-    question_vector: np.ndarray | None = None
     chunks: list[DocumentChunk] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    pipeline: dict[str, Any] = field(default_factory=dict)
+    query_vectors: np.ndarray | None = None
+    no_results_reason: str | None = None
+    degraded: list[str] = field(default_factory=list)
+    incomplete: bool = False
+    truncated: bool = False
 
     def lap(self, stage: str, since: float) -> float:
         """Record ``stage``'s latency since ``since``; returns now."""
@@ -71,48 +78,57 @@ class _Turn:
         self.latencies[stage] = self.latencies.get(stage, 0.0) + (now - since) * MS
         return now
 
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """Prompt_Builder's messages, as sent."""
+        return [message.model_dump() for message in self.sp.messages]
+
 
 class AnswerService:
-    """The answer path over one :class:`Ragstream` index."""
+    """The answer path: the pipeline, the answering model, citations and conversation memory."""
 
-    def __init__(self, rs: Ragstream, cache: RetrievalCache) -> None:
-        self._rs = rs
-        self._config = rs.config.answer
+    def __init__(self, config: RagstreamConfig, *, pipeline: PipelineRunner, embedder: EmbedderSource,
+                 conversations: ConversationStore, llm: LLMClient | None, retriever: Retriever,
+                 cache: RetrievalCache) -> None:
+        self._config = config.answer
+        self._limits = config.limits
+        self._pipeline = pipeline
+        self._embedder = embedder
+        self.conversations = conversations
+        self.llm = llm
+        self.retriever = retriever
         self.cache = cache
-        self.retriever = Retriever(rs.search, lambda query: rs.embedder().embed_queries([query])[0],
-                                   self._config, rs.config.limits.max_query_chars)
-        self.conversations = ConversationStore(rs.catalog, rs.config.pipeline.N4_RECENT_CONV_MAX_PAIRS)
-        self.llm: LLMClient | None = LLMClient(rs.config.llm) if rs.config.llm.enabled else None
 
-    # -- retrieve (seed 003) -----------------------------------------------------------------------
+    # -- retrieve (the standalone context contract) -------------------------------------------------
 
     def retrieve(self, query: str, context_key: str, max_chunks: int | None = None,
                  min_relevance: float | None = None) -> RAGContext:
-        """Seed-003 retrieve, served from the cache for the same (query, context_key, limits)."""
-        return self._cached_retrieve(query, context_key, max_chunks, min_relevance)[0]
-
-    def _cached_retrieve(self, query: str, context_key: str, max_chunks: int | None,
-                         min_relevance: float | None) -> tuple[RAGContext, bool]:
+        """Chunks of dense relevance >= ``min_relevance``, served from the cache for the same arguments."""
         key = (query, context_key, max_chunks, min_relevance)
         return self.cache.get_or_compute(key, lambda: self.retriever.retrieve(
-            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance))
+            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance))[0]
 
-    # -- answers (seeds 001, 002) ------------------------------------------------------------------
+    # -- answers ---------------------------------------------------------------------------------
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
         """Answer ``question`` in one piece."""
         turn = self._prepare(question, conversation_id, selected_text)
-        if not turn.chunks:
+        if turn.no_results_reason is not None:
             return self._finish(turn, self._config.no_results_message, "no_results", None, {})
         started = time.perf_counter()
-        if self.llm is None:
-            text, mode, model, tokens = self._extractive(turn), "extractive", None, {}
-        else:
-            result = self.llm.chat(turn.messages)
-            text, mode, model = result.text, "llm", result.model
-            tokens = {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+        if self.llm is not None:
+            try:
+                result = self.llm.chat(turn.messages, deadline=turn.deadline)
+            except LLMError as error:
+                turn.degraded.append(_llm_reason(error))
+            else:
+                turn.lap("generation", started)
+                turn.truncated = result.finish_reason == LENGTH
+                turn.incomplete = turn.truncated
+                return self._finish(turn, result.text, "llm", result.model, _tokens(result))
+        text = self._extractive(turn)
         turn.lap("generation", started)
-        return self._finish(turn, text, mode, model, tokens)
+        return self._finish(turn, text, "extractive", None, {})
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
@@ -120,22 +136,18 @@ class AnswerService:
         turn = self._prepare(question, conversation_id, selected_text)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         started = time.perf_counter()
-        model: str | None = None
-        tokens: dict[str, Any] = {}
-        if not turn.chunks:
-            mode: Mode = "no_results"
-            deltas: Any = [self._config.no_results_message]
-        elif self.llm is None:
-            mode, deltas = "extractive", [self._extractive(turn)]
-        else:
-            mode, deltas = "llm", self.llm.stream_chat(turn.messages)
+        mode, deltas = self._open_stream(turn)
         parts: list[str] = []
         received = [0]
 
         def counted() -> Iterator[str]:
-            for delta in deltas:
-                received[0] += 1
-                yield delta
+            try:
+                for delta in deltas:
+                    received[0] += 1
+                    yield delta
+            except LLMError as error:  # the LLM failed midway: keep what was said, marked incomplete
+                turn.degraded.append(_llm_reason(error))
+                turn.incomplete = True
 
         completed = False
         try:
@@ -143,7 +155,7 @@ class AnswerService:
                 if event.type == "token":
                     if not parts:
                         turn.lap("first_token", started)
-                    parts.append(event.data["token"])
+                    parts.append(event.token)
                 yield event
             completed = True
         finally:
@@ -153,68 +165,85 @@ class AnswerService:
             if not completed:  # the client left or generation failed: keep what was said, marked incomplete
                 self.conversations.append(turn.conversation_id, turn.message_id, turn.question, "".join(parts),
                                           incomplete=True)
+        model: str | None = None
+        tokens: dict[str, Any] = {}
         if mode == "llm":
             result = deltas.result
-            model = result.model
-            tokens = {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+            model, tokens = result.model, _tokens(result)
+            turn.truncated = result.finish_reason == LENGTH
+            turn.incomplete = turn.incomplete or turn.truncated
             if result.completion_tokens is None:  # the server sent no usage: one delta is about one token
                 tokens["completion_tokens"], tokens["completion_tokens_estimated"] = received[0], True
         turn.lap("generation", started)
         answer = self._finish(turn, "".join(parts), mode, model, tokens)
-        yield StreamEvent(type="done", data=_done_data(answer))
+        yield _done_event(answer)
+
+    def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
+        """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
+        if turn.no_results_reason is not None:
+            return "no_results", [self._config.no_results_message]
+        if self.llm is not None:
+            try:
+                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline)
+            except LLMError as error:
+                turn.degraded.append(_llm_reason(error))
+        return "extractive", [self._extractive(turn)]
 
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None) -> _Turn:
-        """Validate, load the conversation, gate on retrieve, run the pipeline, build the prompt."""
+        """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
             raise InvalidQueryError("selected_text must be a string")
+        if selected_text and len(selected_text) > self._config.max_selected_text_chars:
+            raise InvalidQueryError(f"selected_text is {len(selected_text)} characters; "
+                                    f"the limit is {self._config.max_selected_text_chars}")
         conversation_id = conversation_id or ConversationStore.new_id()
+        sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id),
+                         selected_text=selected_text or "")
         turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
-                     history=self.conversations.recent(conversation_id), started=time.perf_counter())
-        started = time.perf_counter()
-        turn.gate, turn.cache_hit = self._cached_retrieve(question, conversation_id, None, None)
-        turn.lap("retrieval", started)
-        if not turn.gate.meets_threshold:
-            return turn
-        selected = self._run_pipeline(turn)
-        turn.question_vector = self._rs.embedder().embed_queries([question])[0]
-        context, turn.chunks = fit_context(self._scored(turn.question_vector, selected), self._config.max_context_chars)
-        turn.messages = build_messages(self._config.system_prompt, context, question, turn.history, selected_text,
-                                       self._config.citation_reminder)
-        return turn
-
-    def _run_pipeline(self, turn: _Turn) -> list[DocumentChunk]:
-        """The pipeline's final selection (document chunks only, at most ``prompt_max_chunks``)."""
-        rs = self._rs
+                     deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp)
         started = time.perf_counter()
         try:
-            sp = rs.run_pipeline(rs.new_prompt(turn.question, turn.history), until=STAGES_TO_RETRIEVAL)
-            started = turn.lap("retrieval", started)
-            sp = rs.run_pipeline(sp, until=STAGES_TO_RERANK)
-            started = turn.lap("rerank", started)
-            sp = rs.run_pipeline(sp)
+            turn.sp = self._pipeline(sp, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
-            turn.pipeline = {"error": error.to_dict()}
-            return []
+            turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
+            return turn
         finally:
-            turn.lap("selection", started)
-        turn.pipeline = {"stages": list(sp.history_of_stages), "selected": len(sp.final_selection_ids),
-                         "reranker": sp.extras.get("reranker", {}).get("backend")}
-        chunks = [chunk for chunk in sp.chunks(sp.final_selection_ids) if chunk.metadata.source != CONVERSATION_SOURCE]
-        return [to_document_chunk(chunk, 0.0) for chunk in chunks[: self._config.prompt_max_chunks]]
+            turn.lap("pipeline", started)
+        if turn.sp.retrieval_mode == BM25:
+            turn.degraded.append(turn.sp.stage_reports["retrieval"].reason or "embedder unavailable: BM25 only")
+        self._score(turn)
+        return turn
 
-    def _scored(self, question_vector: np.ndarray, chunks: list[DocumentChunk]) -> list[DocumentChunk]:
-        """``chunks`` with their relevance (dense cosine to the question, clipped to 0..1)."""
-        if not chunks:
-            return []
-        cosines = self._rs.embedder().embed_documents([chunk.text for chunk in chunks]) @ question_vector
-        return [chunk.model_copy(update={"relevance_score": relevance(float(c))}) for chunk, c in zip(chunks, cosines, strict=True)]
+    def _score(self, turn: _Turn) -> None:
+        """Attachments with their relevance (best cosine to the query pieces, 0..1) and the gate."""
+        sp = turn.sp
+        chunks = sp.chunks(sp.final_selection_ids)
+        try:
+            embedder = self._embedder()
+            turn.query_vectors = embedder.embed_queries(sp.query_pieces)  # cached since Retrieval
+            cosines = (embedder.embed_documents([c.text for c in chunks]) @ turn.query_vectors.T).max(axis=1)
+            scores = [relevance(float(value)) for value in cosines]
+        except EmbeddingFailureError:
+            turn.query_vectors, scores = None, [0.0] * len(chunks)  # BM25 only: no calibrated relevance
+        turn.chunks = [to_document_chunk(chunk, score) for chunk, score in zip(chunks, scores, strict=True)]
+        threshold = self._config.min_relevance
+        if turn.query_vectors is not None and max(scores, default=0.0) < threshold:
+            turn.no_results_reason = (f"No source reached the relevance threshold {threshold:.0%} "
+                                      f"(best {max(scores, default=0.0):.0%})")
+            turn.chunks = []
 
     def _extractive(self, turn: _Turn) -> str:
         config = self._config
-        return extractive_answer(turn.question_vector, turn.chunks, self._rs.embedder(), label=config.extractive_label,
+        label = config.extractive_label if not turn.degraded else config.degraded_label.format(
+            reason="; ".join(turn.degraded))
+        try:
+            embedder = self._embedder() if turn.query_vectors is not None else None
+        except EmbeddingFailureError:
+            embedder = None
+        return extractive_answer(turn.query_vectors if embedder else None, turn.chunks, embedder, label=label,
                                  max_sentences=config.extractive_max_sentences,
                                  min_chars=config.extractive_min_sentence_chars,
                                  max_example_chars=config.extractive_max_example_chars)
@@ -224,12 +253,16 @@ class AnswerService:
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         track_text(text, tracker, self._config.citations)
         if mode == "no_results":
-            confidence = Confidence(level="Low", reason=self._no_results_reason(turn))
+            confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
         else:
             confidence = calculate_confidence([c.relevance_score for c in turn.chunks], len(tracker.matched),
                                               self._config.confidence)
-        self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text)
+            if turn.incomplete and confidence.level == "High":
+                confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
+        self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
+                                  incomplete=turn.incomplete)
         turn.latencies["total"] = (time.perf_counter() - turn.started) * MS
+        sp = turn.sp
         return Answer(
             answer=text,
             sources=build_sources(tracker.matched),
@@ -241,32 +274,49 @@ class AnswerService:
                 "message_id": turn.message_id,
                 "mode": mode,
                 "extractive": mode == "extractive",
+                "degraded_reason": "; ".join(turn.degraded) or None,
+                "incomplete": turn.incomplete,
+                "truncated": turn.truncated,
                 "model": model,
                 "chunksRetrieved": len(turn.chunks),
                 "context_chunk_ids": [chunk.chunk_id for chunk in turn.chunks],
                 "unmatched_citations": tracker.unmatched,
-                "avg_relevance": turn.gate.avg_relevance if turn.gate else 0.0,
-                "retrieval_cache_hit": turn.cache_hit,
-                "pipeline": turn.pipeline,
+                "avg_relevance": (sum(c.relevance_score for c in turn.chunks) / len(turn.chunks)) if turn.chunks else 0.0,
+                "retrieval_mode": sp.retrieval_mode or None,
+                "pipeline": {"stages": list(sp.history_of_stages), "selected": len(sp.final_selection_ids),
+                             "fallbacks": sp.fallbacks(),
+                             "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
+                             "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
+                "llm_calls": _llm_calls(sp, mode, turn),
                 "tokens": tokens,
                 "latencies_ms": {stage: round(ms, 1) for stage, ms in turn.latencies.items()},
             },
         )
 
-    def _no_results_reason(self, turn: _Turn) -> str:
-        if turn.gate is not None and not turn.gate.meets_threshold:
-            return (f"No source reached the relevance threshold {turn.gate.min_relevance:.0%} "
-                    f"(best average {turn.gate.avg_relevance:.0%})")
-        return "The pipeline selected no document passage"
+
+def _llm_calls(sp: SuperPrompt, mode: Mode, turn: _Turn) -> int:
+    """Logical LLM calls of the question (retries not counted): the agent stages', plus the answer's."""
+    answer_call = mode == "llm" or any(reason.startswith("LLM") for reason in turn.degraded)
+    return sum(report.llm_calls for report in sp.stage_reports.values()) + int(answer_call)
 
 
-def _done_data(answer: Answer) -> dict[str, Any]:
-    """Seed 001's ``done`` payload plus token counts, latency and the whole response."""
+def _llm_reason(error: LLMError) -> str:
+    return f"LLM unavailable ({error.code}): {error.message}"
+
+
+def _tokens(result: ChatCompletionResult) -> dict[str, Any]:
+    return {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+
+
+def _done_event(answer: Answer) -> DoneEvent:
+    """The ``done`` event: ids, token counts, latency, mode and the whole response."""
     meta = answer.metadata
     tokens = meta["tokens"]
     counts = [tokens.get("prompt_tokens"), tokens.get("completion_tokens")]
-    total = sum(count for count in counts if count) or None
-    return {"conversation_id": meta["conversation_id"], "message_id": meta["message_id"],
-            "prompt_tokens": tokens.get("prompt_tokens"), "completion_tokens": tokens.get("completion_tokens"),
-            "total_tokens": total, "latency_ms": meta["latencies_ms"]["total"],
-            "unmatched_citations": meta["unmatched_citations"], "response": answer.model_dump()}
+    return DoneEvent(conversation_id=meta["conversation_id"], message_id=meta["message_id"],
+                     prompt_tokens=tokens.get("prompt_tokens"), completion_tokens=tokens.get("completion_tokens"),
+                     total_tokens=sum(count for count in counts if count) or None,
+                     latency_ms=meta["latencies_ms"]["total"], unmatched_citations=meta["unmatched_citations"],
+                     mode=meta["mode"], degraded_reason=meta["degraded_reason"], incomplete=meta["incomplete"],
+                     response=answer)
+

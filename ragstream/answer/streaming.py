@@ -1,4 +1,4 @@
-"""LLM token deltas -> seed-001 stream events: ``token`` and ``citation`` (``done`` is the service's).
+"""LLM token deltas -> stream events: ``token`` and ``citation`` (``done`` is the service's).
 
 A citation event follows the token that completes its marker, once per cited chunk. Partial
 markers are held back until decided; markers inside code are plain text; markers naming no prompt
@@ -8,19 +8,18 @@ chunk are only recorded on the tracker (reported as unmatched at the end), never
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from ragstream.answer.citations import CitationTracker
 from ragstream.answer.markers import MarkerScanner, Piece
-from ragstream.answer.models import Citation, StreamEvent
+from ragstream.answer.models import Citation, CitationEvent, CitationPayload, StreamEvent, TokenEvent
 
 
-def citation_event_data(citation: Citation) -> dict[str, Any]:
-    """Seed 001's citation payload (``chapter`` is the document title) plus its number and score."""
-    return {"chunk_id": citation.chunk_id, "document_id": citation.document_id, "number": citation.number,
-            "marker": citation.marker, "title": citation.title, "chapter": citation.title,
-            "section": citation.section, "url": citation.url, "source": citation.source,
-            "page": citation.page, "score": citation.score}
+def citation_payload(citation: Citation) -> CitationPayload:
+    """The citation event's payload (``chapter`` is the document title) with its number and score."""
+    return CitationPayload(chunk_id=citation.chunk_id, document_id=citation.document_id, number=citation.number,
+                           marker=citation.marker, title=citation.title, chapter=citation.title,
+                           section=citation.section, url=citation.url, source=citation.source,
+                           page=citation.page, score=citation.score)
 
 
 def stream_events(deltas: Iterable[str], tracker: CitationTracker, max_marker_chars: int) -> Iterator[StreamEvent]:
@@ -39,9 +38,9 @@ def _events(pieces: list[Piece], tracker: CitationTracker) -> Iterator[StreamEve
             continue
         new = tracker.add(piece.content)
         if new:
-            yield StreamEvent(type="token", data={"token": "".join(text)})
+            yield TokenEvent(token="".join(text))
             text.clear()
             for citation in new:
-                yield StreamEvent(type="citation", data=citation_event_data(citation))
+                yield CitationEvent(citation=citation_payload(citation))
     if text:
-        yield StreamEvent(type="token", data={"token": "".join(text)})
+        yield TokenEvent(token="".join(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,10 +13,13 @@ from pathlib import Path
 from ranx import Qrels, Run, evaluate
 
 from ragstream.api import Ragstream
-from ragstream.models import LoadedDocument, Page, SearchMode
+from ragstream.models import ChunkMetadata, LoadedDocument, Page, SearchMode
 
 METRICS = ("ndcg@10", "precision@5", "recall@100", "mrr")
 MODES: tuple[SearchMode, ...] = ("bm25", "dense", "hybrid")
+PIPELINE = "pipeline"
+"""The answer path's ranking: the SuperPrompt's reranked view (Retrieval, then ReRanker), per document."""
+RANKING_STAGE = "ReRanker"
 DOC_ID_KEY = "beir_id"
 
 
@@ -73,7 +77,7 @@ class EvalResult:
 
 
 def evaluate_retrieval(
-    rs: Ragstream, dataset: BeirDataset, *, modes: Sequence[SearchMode] = MODES, depth: int = 100, max_queries: int | None = None
+    rs: Ragstream, dataset: BeirDataset, *, modes: Sequence[str] = MODES, depth: int = 100, max_queries: int | None = None
 ) -> EvalResult:
     """Ingest the corpus (unchanged documents are skipped) and score every mode on the split."""
     report = rs.ingest_documents(dataset.documents())
@@ -94,22 +98,28 @@ def evaluate_retrieval(
         run: dict[str, dict[str, float]] = {}
         timings: list[float] = []
         for qid, text in zip(query_ids, texts, strict=True):
-            result = rs.search(text, mode=mode, top_k=depth)  # end to end, query embedding included
-            timings.append(result.latencies_ms["total"])
-            run[qid] = _document_scores(result.hits)
+            if mode == PIPELINE:
+                started = time.perf_counter()
+                sp = rs.run_pipeline(text, until=RANKING_STAGE)
+                timings.append((time.perf_counter() - started) * 1000)
+                run[qid] = _document_scores([chunk.metadata for chunk in sp.chunks(sp.views_by_stage["reranked"])])
+            else:
+                result = rs.search(text, mode=mode, top_k=depth)  # type: ignore[arg-type]  # end to end
+                timings.append(result.latencies_ms["total"])
+                run[qid] = _document_scores([hit.chunk.metadata for hit in result.hits])
         scores = evaluate(qrels, Run(run), list(METRICS))
         metrics[mode] = {name: round(float(scores[name]), 4) for name in METRICS}
         latency[mode] = _percentiles(timings)
     return EvalResult(metrics=metrics, ingest=ingest, query_latency_ms=latency, queries=len(query_ids))
 
 
-def _document_scores(hits: Sequence) -> dict[str, float]:
-    """Chunk hits -> corpus-document scores (best chunk wins); ranks are kept as strictly decreasing scores."""
+def _document_scores(ranked: Sequence[ChunkMetadata]) -> dict[str, float]:
+    """Ranked chunks -> corpus-document scores (best chunk wins); ranks are kept as strictly decreasing scores."""
     scores: dict[str, float] = {}
-    for hit in hits:
-        doc_id = str(hit.chunk.metadata.extra.get(DOC_ID_KEY, hit.chunk.metadata.document_id))
+    for meta in ranked:
+        doc_id = str(meta.extra.get(DOC_ID_KEY, meta.document_id))
         if doc_id not in scores:
-            scores[doc_id] = float(len(hits) - len(scores))
+            scores[doc_id] = float(len(ranked) - len(scores))
     return scores or {"__none__": 0.0}
 
 

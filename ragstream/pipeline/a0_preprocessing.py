@@ -62,6 +62,8 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     sp.body = {key: body[key] for key in ctx.schema.canonical_keys if key in body}
     sp.extras["unknown_attributes"] = unknown
     sp.extras["a0"] = _log(sections, sources, ctx.schema)
+    sp.user_given_fields = sorted(key for key, source in sources.items() if source == "user")
+    sp.report("preprocessed", "deterministic", reason="header-mapping ladder of the prompt schema")
     sp.advance("preprocessed")
     sp.prompt_ready = preview(sp)
     return sp

@@ -47,7 +47,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     limit = ctx.config.agents.a2.field_chars
     payload = {name: sp.body.get(name, "")[:limit] for name in INPUT_FIELDS}
     output, record = call_agent(ctx, "a2", A2_PROMPT, payload)
-    user_given = {key for key, source in sp.extras.get("a0", {}).get("sources", {}).items() if source == "user"}
+    user_given = set(sp.user_given_fields)
     rule_choices = _rule_choices(" ".join(payload.values()))
     decisions: dict[str, Any] = {}
     for name in FIELDS:
@@ -62,8 +62,9 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
         else:
             decisions[name] = {"value": _fallback_default(name, rule_choices), "source": "default"}
         sp.body[name] = decisions[name]["value"]
-    sp.extras["a2"] = record
+    sp.extras["a2"] = record.log()
     sp.extras["a2_decisions"] = decisions
+    record.report(sp, "a2")
     sp.advance("a2")
     sp.prompt_ready = preview(sp)
     return sp

@@ -1,11 +1,12 @@
-"""A3_NLI_Gate: keep or drop reranked candidates (seed 000 section 5.5).
+"""A3_NLI_Gate: keep or drop reranked candidates (docs/pipeline.md).
 
 Always, deterministically: cap the working set (``agents.a3.max_candidates``), drop empty chunks
 and near-duplicates of better-ranked ones (embedding cosine >= ``duplicate_cosine``). Then the
 LLM Chooser decides keep/drop per candidate (relevance, duplicates, contradictions). Without an
 LLM, or when its answer is unusable, the fallback drops off-topic chunks (cosine to the prompt
-below ``offtopic_cosine``) and records that the contradiction check was skipped. Chunks are
-never changed; only ids survive or not.
+below ``offtopic_cosine``; the cosine is the best over the query pieces, whose vectors Retrieval
+already computed) and records that the contradiction check was skipped. Without the embedder the
+vector checks are skipped and the report says so. Chunks are never changed; only ids survive or not.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ragstream.agents.prompts import A3_PROMPT, A3Output
-from ragstream.errors import NoRelevantContextError
+from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
-from ragstream.pipeline.agent_call import call_agent, fallback
+from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.render import provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -38,9 +39,9 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     working = sp.chunks(sp.views_by_stage["reranked"][: settings.max_candidates])
     decisions: dict[str, str] = {}
     candidates = [c for c in working if not _is_empty(c, settings.min_chunk_chars, decisions)]
-    vectors = ctx.rs.embedder().embed_documents([c.text for c in candidates])
-    candidates, vectors = _drop_duplicates(candidates, vectors, settings.duplicate_cosine, decisions)
-
+    vectors, no_vectors = _vectors(ctx, candidates, sp.query_pieces or [query_text(sp.body)])
+    if vectors is not None:
+        candidates, passage_vectors = _drop_duplicates(candidates, vectors[0], settings.duplicate_cosine, decisions)
     if not candidates:
         raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
 
@@ -49,26 +50,43 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     output, record = call_agent(ctx, "a3", A3_PROMPT, payload)
     kept: list[Chunk] = []
     if isinstance(output, A3Output):
-        kept, record["clamped"] = _apply_llm(output, candidates, decisions)
-        record["checks_run"] = ["empty", "duplicate", "llm_relevance", "llm_duplicate", "llm_contradiction"]
+        kept, record.details["clamped"] = _apply_llm(output, candidates, decisions)
+        record.details["checks_run"] = ["empty", "duplicate", "llm_relevance", "llm_duplicate", "llm_contradiction"]
         if not kept:
-            record = fallback(record, "the LLM dropped every candidate")
-    if not kept:
-        threshold = settings.offtopic_cosine
-        query_vector = ctx.rs.embedder().embed_queries([query])[0]
-        kept = [c for c, v in zip(candidates, vectors, strict=True)
-                if _on_topic(c, float(v @ query_vector), threshold, decisions)]
-        record["checks_run"] = ["empty", "duplicate", "off_topic"]
-        record["checks_skipped"] = SKIPPED_WITHOUT_LLM
+            record.fall_back("the LLM dropped every candidate")
+    if not kept and vectors is not None:
+        best = (passage_vectors @ vectors[1].T).max(axis=1)
+        kept = [c for c, cosine in zip(candidates, best.tolist(), strict=True)
+                if _on_topic(c, cosine, settings.offtopic_cosine, decisions)]
+        record.details["checks_run"] = ["empty", "duplicate", "off_topic"]
+        record.details["checks_skipped"] = SKIPPED_WITHOUT_LLM
+    elif not kept:
+        kept = list(candidates)
+        decisions.update((c.chunk_id, KEEP) for c in kept)
+        record.details["checks_run"] = ["empty"]
+        record.details["checks_skipped"] = {"duplicate": no_vectors, "off_topic": no_vectors, **SKIPPED_WITHOUT_LLM}
     if not kept:
         raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
 
     sp.views_by_stage["a3"] = [c.chunk_id for c in kept]
     sp.final_selection_ids = list(sp.views_by_stage["a3"])
-    sp.extras["a3"] = {**record, "working_set": len(working), "counts": _counts(decisions),
-                       "decisions": [{"id": c.chunk_id, "decision": decisions[c.chunk_id]} for c in working]}
+    sp.chunk_decisions = {c.chunk_id: decisions[c.chunk_id] for c in working}
+    sp.extras["a3"] = {**record.log(), "working_set": len(working), "counts": _counts(decisions)}
+    record.report(sp, "a3")
+    if no_vectors and not record.llm_attempted and record.mode != "llm":
+        sp.report("a3", record.mode, fallback=True, reason=no_vectors)
     sp.advance("a3")
     return sp
+
+
+def _vectors(ctx: StageContext, chunks: list[Chunk],
+             pieces: list[str]) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
+    """``((passage vectors, piece vectors), None)``, or ``(None, why)`` without the embedder."""
+    try:
+        embedder = ctx.embedder()
+        return (embedder.embed_documents([c.text for c in chunks]), embedder.embed_queries(pieces)), None
+    except EmbeddingFailureError as error:
+        return None, f"embedder unavailable, duplicate and off-topic checks skipped: {error.message}"
 
 
 def _is_empty(chunk: Chunk, min_chars: int, decisions: dict[str, str]) -> bool:

@@ -1,24 +1,27 @@
-"""A4_Condenser: token-budgeted selection and the authoritative S_CTX block (seed 000 section 5.6).
+"""A4_Condenser: the token-budgeted selection and the authoritative S_CTX block (docs/pipeline.md).
 
-Selection (both paths): walk ``final_selection_ids`` in A3 order and keep each chunk whose text
-still fits ``agents.a4.token_budget`` (embedder tokens), up to ``N3`` chunks. Condensation: the
-LLM Writer summarises facts, constraints and open issues citing ``[n]``; the deterministic
-fallback quotes the leading prose sentences of each selected chunk, cited the same way.
+Selection: walk ``final_selection_ids`` in A3 order, skip conversation pairs (they have their own
+block), and keep each chunk whose attachment plus its S_CTX facts still fit the one context budget
+(:func:`context_budget`, counted in the answering model's tokens), up to ``N3`` chunks. What fits
+here is exactly what the answering model reads. Condensation: the LLM Writer summarises facts,
+constraints and open issues citing ``[n]``, and must not take more room than the deterministic
+facts it replaces; the fallback quotes the leading prose sentences of each selected chunk. S_CTX
+quotes documents, so it sits in a fence its text cannot close, like every attachment.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from ragstream.agents.prompts import A4_PROMPT, A4Output
 from ragstream.config import A4CondenserSettings
 from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 from ragstream.errors import NoRelevantContextError
 from ragstream.models import Chunk
-from ragstream.pipeline.agent_call import call_agent, fallback
+from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
-from ragstream.pipeline.render import preview, provenance, query_text
+from ragstream.pipeline.conversation import CONVERSATION_SOURCE
+from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
 
 S_CTX_HEADING = "## S_CTX"
@@ -31,46 +34,69 @@ _LETTER = re.compile(r"[^\W\d_]")
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     """Write ``S_CTX_MD``, the budgeted ``final_selection_ids`` and ``views_by_stage["a4"]``."""
     settings = ctx.config.agents.a4
-    count_tokens = ctx.rs.embedder().count_tokens
-    selected, used, over_budget = _select(sp.chunks(sp.final_selection_ids), settings.token_budget,
-                                          ctx.config.pipeline.N3_FINAL_SELECTION_MAX, count_tokens)
+    budget = context_budget(sp, ctx)
+    candidates = [c for c in sp.chunks(sp.final_selection_ids) if c.metadata.source != CONVERSATION_SOURCE]
+    selected, facts, used, over_budget = _select(candidates, budget, ctx, settings)
     if not selected:
         raise NoRelevantContextError(
-            f"none of the {len(sp.final_selection_ids)} selected chunks fits agents.a4.token_budget={settings.token_budget}")
+            f"none of the {len(candidates)} selected document chunks fits the context budget of {budget} tokens")
 
+    deterministic = "\n".join([FACTS_HEADING, *facts])
     payload = {"prompt_md": query_text(sp.body)[: settings.field_chars], "passages": _passages(selected, settings)}
     output, record = call_agent(ctx, "a4", A4_PROMPT, payload)
     condensed = output.s_ctx_md.strip() if isinstance(output, A4Output) else ""
-    if isinstance(output, A4Output) and count_tokens(condensed) > settings.token_budget:
-        record, condensed = fallback(record, "the LLM condensation exceeds agents.a4.token_budget"), ""
-    if not condensed:
-        condensed = _extractive(selected, settings)
+    if condensed and ctx.count_tokens(condensed) > ctx.count_tokens(deterministic):
+        record.fall_back("the LLM condensation is longer than the room the budget leaves for S_CTX")
+        condensed = ""
+    if isinstance(output, A4Output) and not condensed and record.mode == "llm":
+        record.fall_back("the LLM returned an empty condensation")
 
-    sp.S_CTX_MD = f"{S_CTX_HEADING}\n\n{condensed}\n\n{_sources(selected)}"
+    sp.S_CTX_MD = f"{S_CTX_HEADING}\n\n{fenced(f'{condensed or deterministic}{chr(10) * 2}{_sources(selected)}')}"
     sp.final_selection_ids = [chunk.chunk_id for chunk in selected]
     sp.views_by_stage["a4"] = list(sp.final_selection_ids)
-    sp.extras["a4"] = {**record, "token_budget": settings.token_budget, "tokens_used": used,
+    sp.extras["a4"] = {**record.log(), "context_budget_tokens": budget, "tokens_used": used,
                        "skipped_over_budget": over_budget}
+    record.report(sp, "a4")
     sp.advance("a4")
     sp.prompt_ready = preview(sp)
     return sp
 
 
-def _select(chunks: list[Chunk], budget: int, max_chunks: int, count_tokens: Callable[[str], int]) -> tuple[list[Chunk], int, list[str]]:
-    """Greedy in order: every chunk that still fits, at most ``max_chunks``."""
+def context_budget(sp: SuperPrompt, ctx: StageContext) -> int:
+    """Tokens the attachments and S_CTX may take: ``answer.context_tokens``, and with an LLM no more
+    than its context window leaves after the answer (``llm.max_tokens``), the prompt, the recent
+    conversation and ``answer.prompt_reserve_tokens`` for the system block."""
+    config = ctx.config
+    budget = config.answer.context_tokens
+    if config.llm.enabled:
+        pairs = sp.recentConversation[-config.pipeline.N4_RECENT_CONV_MAX_PAIRS:] \
+            if config.pipeline.N4_RECENT_CONV_MAX_PAIRS > 0 else []
+        rest = ctx.count_tokens(prompt_md(sp.body)) + (ctx.count_tokens(conversation_md(pairs)) if pairs else 0)
+        room = ctx.agents.context_window - config.llm.max_tokens - config.answer.prompt_reserve_tokens - rest
+        budget = min(budget, room)
+    return max(0, budget)
+
+
+def _select(chunks: list[Chunk], budget: int, ctx: StageContext,
+            settings: A4CondenserSettings) -> tuple[list[Chunk], list[str], int, list[str]]:
+    """Greedy in order: every chunk whose attachment and fact lines still fit, at most ``N3``."""
     selected: list[Chunk] = []
+    facts: list[str] = []
     skipped: list[str] = []
     used = 0
     for chunk in chunks:
-        if len(selected) == max_chunks:
+        if len(selected) == ctx.config.pipeline.N3_FINAL_SELECTION_MAX:
             break
-        tokens = count_tokens(chunk.text)
-        if used + tokens > budget:
+        number = len(selected) + 1
+        lines = _fact_lines(chunk, number, settings)
+        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(lines))
+        if used + cost > budget:
             skipped.append(chunk.chunk_id)
             continue
         selected.append(chunk)
-        used += tokens
-    return selected, used, skipped
+        facts.extend(lines)
+        used += cost
+    return selected, facts, used, skipped
 
 
 def _passages(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
@@ -78,13 +104,10 @@ def _passages(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
                        for n, c in enumerate(chunks, start=1))
 
 
-def _extractive(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
-    """The leading prose sentences of each chunk, as cited bullets."""
-    lines = [FACTS_HEADING]
-    for number, chunk in enumerate(chunks, start=1):
-        sentences = _prose_sentences(chunk.text)[: settings.sentences_per_chunk] or [CODE_ONLY]
-        lines += [f"- {_cut(sentence, settings.sentence_max_chars)} [{number}]" for sentence in sentences]
-    return "\n".join(lines)
+def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings) -> list[str]:
+    """The leading prose sentences of a chunk, as cited bullets."""
+    sentences = _prose_sentences(chunk.text)[: settings.sentences_per_chunk] or [CODE_ONLY]
+    return [f"- {_cut(sentence, settings.sentence_max_chars)} [{number}]" for sentence in sentences]
 
 
 def _prose_sentences(text: str) -> list[str]:

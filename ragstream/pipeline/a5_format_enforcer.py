@@ -1,9 +1,12 @@
-"""A5_Format_Enforcer: a normalized format spec and hard rules for the final answer (seed 000 section 5.7).
+"""A5_Format_Enforcer: a normalized format spec and hard rules for the final answer (docs/pipeline.md).
 
 The deterministic path matches ``body["format"]`` against the format kinds of the prompt schema
 (first kind with a keyword wins; no format means the schema's default) and restates each line of
 ``body["constraints"]`` as a hard rule. The LLM Writer does the same in its own words, its
-``format_kind`` clamped to the schema's kinds. Never touches retrieval fields or S_CTX_MD.
+``format_kind`` clamped to the schema's kinds. The LLM may only rephrase: a rule or spec naming
+something that is in neither the prompt nor the attachments (a proper noun, a product or version
+name, a number) is dropped and logged, and the deterministic spec stands in for a dropped spec.
+Never touches retrieval fields or S_CTX_MD.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from ragstream.pipeline.prompt_schema import FormatRules
 from ragstream.pipeline.render import preview
 from ragstream.pipeline.super_prompt import SuperPrompt
 
+_TOKEN = re.compile(r"[^\W_][\w\-.+#]*[\w+#]|[^\W_]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*(?:[-*•]|\d+[.)])?\s*[\"'(]?$")
+
 CUSTOM_FORMAT = "custom"
 """``format_kind`` of a requested format that matches no kind of the schema."""
 _WORDS = re.compile(r"[\w\-]+")
@@ -25,7 +31,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Write ``extras["format_enforcer"]`` and the normalized ``body["format"]``."""
+    """Write ``hard_rules``, ``format_kind`` and the normalized ``body["format"]``."""
     rules = ctx.schema.formats
     requested = " ".join(sp.body.get("format", "").split())
     kind, spec, example = _deterministic_spec(requested, rules)
@@ -37,18 +43,58 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     output, record = call_agent(ctx, "a5", prompt, payload)
     hard_rules = constraint_rules
     if isinstance(output, A5Output):
-        kind, record["format_kind_allowed"] = prompt.clamp("format_kind", output.format_kind)
-        spec = " ".join(output.normalized_format_spec.split())
-        example = output.example_shape or rules.kinds[kind].example_shape
-        hard_rules = [rule for rule in (" ".join(r.split()) for r in output.hard_rules) if rule] or constraint_rules
+        known = _vocabulary(sp, rules)
+        kind, record.details["format_kind_allowed"] = prompt.clamp("format_kind", output.format_kind)
+        llm_spec = " ".join(output.normalized_format_spec.split())
+        llm_rules = [rule for rule in (" ".join(r.split()) for r in output.hard_rules) if rule]
+        dropped = [text for text in [llm_spec, *llm_rules] if ungrounded(text, known)]
+        if llm_spec not in dropped:
+            spec = llm_spec
+            example = output.example_shape if not ungrounded(output.example_shape, known) else example
+        hard_rules = [rule for rule in llm_rules if rule not in dropped] or constraint_rules
+        if dropped:
+            record.details["dropped_ungrounded"] = dropped
 
     sp.body["format"] = spec
-    sp.extras["format_enforcer"] = {**record, "requested_format": requested, "format_kind": kind,
+    sp.hard_rules = hard_rules
+    sp.format_kind = kind
+    sp.extras["format_enforcer"] = {**record.log(), "requested_format": requested, "format_kind": kind,
                                     "normalized_format_spec": spec, "example_shape": example,
                                     "hard_rules": hard_rules}
+    record.report(sp, "a5")
     sp.advance("a5")
     sp.prompt_ready = preview(sp)
     return sp
+
+
+def ungrounded(text: str, known: set[str]) -> list[str]:
+    """The named things in ``text`` (capitalised words not opening a sentence, words with digits or
+    inner capitals) that ``known`` (casefolded words of the prompt and attachments) lacks."""
+    missing: list[str] = []
+    for match in _TOKEN.finditer(text):
+        word = match.group(0)
+        named = (word[0].isupper() and not _SENTENCE_START.search(text[: match.start()])) \
+            or any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:])
+        if named and word.casefold() not in known and not all(p in known for p in _parts(word)):
+            missing.append(word)
+    return missing
+
+
+def _parts(word: str) -> list[str]:
+    return [part for part in re.split(r"[\-.+#]", word.casefold()) if part]
+
+
+def _vocabulary(sp: SuperPrompt, rules: FormatRules) -> set[str]:
+    """Casefolded words of the prompt body, the selected attachments and the schema's format kinds."""
+    texts = [*sp.body.values(), sp.selected_text, *(chunk.text for chunk in sp.chunks(sp.final_selection_ids))]
+    for name, kind in rules.kinds.items():
+        texts += [name, kind.spec, kind.example_shape, *kind.keywords]
+    words: set[str] = set()
+    for text in texts:
+        for match in _TOKEN.finditer(text):
+            words.add(match.group(0).casefold())
+            words.update(_parts(match.group(0)))
+    return words
 
 
 def _deterministic_spec(requested: str, rules: FormatRules) -> tuple[str, str, str]:

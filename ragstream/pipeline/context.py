@@ -1,38 +1,66 @@
-"""``StageContext``: everything a stage may use besides the SuperPrompt. Stages hold no state."""
+"""``StageContext``: what a stage may use besides the SuperPrompt, as small protocols.
+
+Stages hold no state and never see the ``Ragstream`` facade: they get a search function, an
+embedder source, an optional reranker, the agents, the prompt schema, a token counter and the
+question's deadline. ``api.py`` builds the context once and ``for_turn`` gives each question its
+own deadline. See docs/pipeline.md.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import numpy as np
 
 from ragstream.agents.factory import AgentFactory
 from ragstream.config import RagstreamConfig
-from ragstream.pipeline.prompt_schema import PromptSchema, load_prompt_schema
-from ragstream.providers.llm_client import LLMClient
-from ragstream.providers.rerankers import Reranker, make_reranker
+from ragstream.models import SearchMode, SearchResult
+from ragstream.pipeline.prompt_schema import PromptSchema
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.embedders.base import Embedder
+from ragstream.providers.rerankers.base import Reranker
+from ragstream.store.base import Filters
 
-if TYPE_CHECKING:
-    from ragstream.api import Ragstream
+
+class Search(Protocol):
+    """The index's search (hybrid, dense or BM25) over committed document versions."""
+
+    def __call__(
+        self,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        score_threshold: float | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> SearchResult: ...
+
+
+EmbedderSource = Callable[[], Embedder]
+"""Returns the embedder; raises ``EmbeddingFailureError`` when it is unavailable."""
+
+TokenCounter = Callable[[str], int]
+"""Tokens of a text for the answering model (its tokenizer, or the documented estimate)."""
 
 
 @dataclass(frozen=True)
 class StageContext:
-    """Config, the index (retrieval and embedder), the agents, the reranker and the prompt schema."""
+    """Everything a stage may use; each stage reads only the fields it needs."""
 
     config: RagstreamConfig
-    rs: Ragstream
+    search: Search
+    embedder: EmbedderSource
+    reranker: Reranker | None
+    reranker_unavailable: str | None
     agents: AgentFactory
-    reranker: Reranker
     schema: PromptSchema
+    count_tokens: TokenCounter
+    deadline: Deadline = dataclasses.field(default_factory=Deadline.unbounded)
 
-
-def build_context(rs: Ragstream, llm: LLMClient | None = None) -> StageContext:
-    """A context over ``rs``; the LLM client is built from ``rs.config.llm`` unless given."""
-    config = rs.config
-    return StageContext(
-        config=config,
-        rs=rs,
-        agents=AgentFactory(config, llm),
-        reranker=make_reranker(config.reranker, rs.embedder),
-        schema=load_prompt_schema(config.preprocessing.prompt_schema),
-    )
+    def for_turn(self, deadline: Deadline) -> StageContext:
+        """This context with the deadline of one question."""
+        return dataclasses.replace(self, deadline=deadline)

@@ -1,4 +1,4 @@
-"""The seed-000 section-3 invariants and the N-caps, checked by the controller after every stage.
+"""The pipeline invariants (docs/pipeline.md) and the N-caps, checked by the controller after every stage.
 
 Each check raises :class:`InvariantViolationError` whose ``invariant`` names what broke:
 ``stage_order``, ``I1_unique_chunk_ids``, ``I1_single_corpus``, ``I2_views``,
@@ -58,6 +58,9 @@ def _check_views(sp: SuperPrompt, ran: set[str], base: set[str]) -> None:
         parent = VIEW_PARENTS.get(stage)
         if parent is not None and not set(view) <= set(sp.views_by_stage.get(parent, [])):
             _fail("I2_views", f"views_by_stage[{stage!r}] holds ids not in views_by_stage[{parent!r}]")
+    for stage, scores in sp.scores_by_stage.items():
+        if len(scores) != len(sp.views_by_stage.get(stage, [])):
+            _fail("I2_views", f"scores_by_stage[{stage!r}] does not match views_by_stage[{stage!r}]")
     missing = [stage for stage in VIEW_STAGES if stage in ran and stage not in sp.views_by_stage]
     if missing:
         _fail("I2_views", f"stages {missing} ran without writing their view")
@@ -87,6 +90,24 @@ def _check_blocks(sp: SuperPrompt, ran: set[str]) -> None:
         if found < 0:
             _fail("I5_rendered_blocks", "prompt_ready lacks System, Prompt, S_CTX or Attachments, or their order")
         position = found + len(block)
+    _check_messages(sp)
+
+
+def _check_messages(sp: SuperPrompt) -> None:
+    """The model reads System_MD as the system message and the other blocks, in order, as the user
+    turn; no attached document text is in the system message."""
+    roles = [message.role for message in sp.messages]
+    if roles != ["system", "user"] or sp.messages[0].content != sp.System_MD:
+        _fail("I5_rendered_blocks", "messages must be System_MD (system) then the user turn")
+    user, position = sp.messages[1].content, 0
+    for block in (sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD):
+        found = user.find(block, position)
+        if found < 0:
+            _fail("I5_rendered_blocks", "the user turn lacks Prompt, S_CTX or Attachments, or their order")
+        position = found + len(block)
+    leaked = [chunk.chunk_id for chunk in sp.chunks(sp.final_selection_ids) if chunk.text.strip() in sp.System_MD]
+    if leaked:
+        _fail("I5_rendered_blocks", f"attached document text is in the system message: {leaked[:3]}")
 
 
 def _check_caps(sp: SuperPrompt, limits: PipelineLimits) -> None:

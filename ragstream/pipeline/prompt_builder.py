@@ -1,31 +1,40 @@
-"""Prompt_Builder: render the final blocks and ``prompt_ready`` (seed 000 section 5.8). No LLM.
+"""Prompt_Builder: render the final blocks, ``prompt_ready`` and the chat messages (docs/pipeline.md). No LLM.
 
-Order: System_MD, Prompt_MD, S_CTX_MD (A4's, unedited), Attachments_MD (raw excerpts of
-``final_selection_ids`` in provenance fences), then the last ``N4`` conversation pairs. The
-lifecycle stage stays ``a5``.
+System_MD (role, meta-fields, the answer rules, A5's hard rules) is the system message; it holds no
+document text. The user turn is Prompt_MD, S_CTX_MD (A4's, unedited), Attachments_MD (raw excerpts
+of ``final_selection_ids`` numbered from 1, each in its own fence), the last ``N4`` conversation
+pairs, then the closing instruction. Attachment ``[n]`` is ``final_selection_ids[n-1]``: the one
+numbering citations resolve against. The lifecycle stage stays ``a5``.
 """
 
 from __future__ import annotations
 
 from ragstream.pipeline.context import StageContext
-from ragstream.pipeline.render import attachments_md, conversation_md, hard_rules, prompt_md, system_md
-from ragstream.pipeline.super_prompt import BUILT, SuperPrompt
+from ragstream.pipeline.render import attachments_md, conversation_md, prompt_md, system_md
+from ragstream.pipeline.super_prompt import BUILT, PromptMessage, SuperPrompt
 
 BLOCK_SEPARATOR = "\n\n"
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Fill System_MD, Prompt_MD, Attachments_MD and ``prompt_ready``."""
+    """Fill System_MD, Prompt_MD, Attachments_MD, ``prompt_ready`` and ``messages``."""
+    answer = ctx.config.answer
     max_pairs = ctx.config.pipeline.N4_RECENT_CONV_MAX_PAIRS
     pairs = sp.recentConversation[-max_pairs:] if max_pairs > 0 else []
-    sp.System_MD = system_md(sp.body, hard_rules(sp))
-    sp.Prompt_MD = prompt_md(sp.body)
+    sp.System_MD = system_md(sp.body, sp.hard_rules, answer.system_rules)
+    sp.Prompt_MD = prompt_md(sp.body, selected_text=sp.selected_text)
     sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids))
-    blocks = [sp.System_MD, sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD]
+    user_blocks = [sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD]
     if pairs:
-        blocks.append(conversation_md(pairs))
-    sp.prompt_ready = BLOCK_SEPARATOR.join(blocks)
+        user_blocks.append(conversation_md(pairs))
+    if answer.closing_instruction:
+        user_blocks.append(answer.closing_instruction)
+    user = BLOCK_SEPARATOR.join(block for block in user_blocks if block)
+    sp.messages = [PromptMessage(role="system", content=sp.System_MD), PromptMessage(role="user", content=user)]
+    sp.prompt_ready = BLOCK_SEPARATOR.join([sp.System_MD, user])
     sp.extras["prompt_builder"] = {"attachments": len(sp.final_selection_ids), "conversation_pairs": len(pairs),
-                                   "conversation_pairs_dropped": len(sp.recentConversation) - len(pairs)}
+                                   "conversation_pairs_dropped": len(sp.recentConversation) - len(pairs),
+                                   "prompt_tokens": sum(ctx.count_tokens(m.content) for m in sp.messages)}
+    sp.report(BUILT, "function")
     sp.advance(BUILT)
     return sp

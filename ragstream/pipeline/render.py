@@ -1,4 +1,8 @@
-"""Render the Markdown blocks of a SuperPrompt: System, Prompt, Attachments, Recent Conversation."""
+"""Render the Markdown blocks of a SuperPrompt: System, Prompt, Attachments, Recent Conversation.
+
+Document text (attachments, S_CTX) and user-selected text always sit in a fence longer than any
+backtick run inside them, so nothing they contain can close the fence or pose as prompt structure.
+"""
 
 from __future__ import annotations
 
@@ -19,19 +23,22 @@ _BACKTICKS = re.compile(r"`+")
 _MIN_FENCE = 3
 
 
-def system_md(body: dict[str, str], hard_rules: Sequence[str] = ()) -> str:
-    """The System block: the role, the A2 meta-fields and A5's hard rules."""
+def system_md(body: dict[str, str], hard_rules: Sequence[str] = (), answer_rules: Sequence[str] = ()) -> str:
+    """The System block: the role, the A2 meta-fields, the answer rules and A5's hard rules."""
     lines = ["## System", "", f"Role: {body.get('system', '')}", ""]
     lines += [f"- {name.capitalize()}: {body[name]}" for name in SYSTEM_FIELDS if body.get(name)]
-    if hard_rules:
-        lines += ["", "Rules:", *(f"- {rule}" for rule in hard_rules)]
+    rules = [*answer_rules, *hard_rules]
+    if rules:
+        lines += ["", "Rules:", *(f"- {rule}" for rule in rules)]
     return "\n".join(lines).strip()
 
 
-def prompt_md(body: dict[str, str], fields: Sequence[str] = PROMPT_FIELDS) -> str:
-    """The Prompt block: one section per non-empty field of ``fields``."""
+def prompt_md(body: dict[str, str], fields: Sequence[str] = PROMPT_FIELDS, selected_text: str = "") -> str:
+    """The Prompt block: one section per non-empty field of ``fields``, then the selected text (fenced)."""
     parts = ["## Prompt"]
     parts += [f"### {name.capitalize()}\n{body[name].strip()}" for name in fields if body.get(name, "").strip()]
+    if selected_text.strip():
+        parts.append(f"### Selected text\n{fenced(selected_text.strip())}")
     return "\n\n".join(parts)
 
 
@@ -59,14 +66,20 @@ def fence_for(text: str) -> str:
     return "`" * max(_MIN_FENCE, longest + 1)
 
 
+def fenced(text: str) -> str:
+    """``text`` in a fence that nothing inside it can close."""
+    fence = fence_for(text)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def attachment_md(number: int, chunk: Chunk) -> str:
+    """Attachment ``[number]``: a fence holding ``SOURCE:`` and ``SPAN:`` lines, then the raw text."""
+    return fenced(f"[{number}] SOURCE: {provenance(chunk)}\nSPAN: {span(chunk)}\n---\n{chunk.text}")
+
+
 def attachments_md(chunks: Sequence[Chunk]) -> str:
-    """Raw excerpts, each in a provenance fence with ``SOURCE:`` and ``SPAN:`` lines."""
-    parts = ["## Attachments"]
-    for number, chunk in enumerate(chunks, start=1):
-        fence = fence_for(chunk.text)
-        parts.append(f"{fence}text\n[{number}] SOURCE: {provenance(chunk)}\nSPAN: {span(chunk)}\n"
-                     f"---\n{chunk.text}\n{fence}")
-    return "\n\n".join(parts)
+    """Raw excerpts, numbered from 1, each in its own provenance fence."""
+    return "\n\n".join(["## Attachments", *(attachment_md(n, chunk) for n, chunk in enumerate(chunks, start=1))])
 
 
 def conversation_md(pairs: Sequence[ConversationPair]) -> str:
@@ -77,12 +90,7 @@ def conversation_md(pairs: Sequence[ConversationPair]) -> str:
     return "\n\n".join(parts)
 
 
-def hard_rules(sp: SuperPrompt) -> list[str]:
-    """A5's hard rules, once it ran."""
-    return list(sp.extras.get("format_enforcer", {}).get("hard_rules", []))
-
-
 def preview(sp: SuperPrompt) -> str:
     """The GUI snapshot before Prompt_Builder: System, Prompt and (once A4 ran) S_CTX."""
-    blocks = [system_md(sp.body, hard_rules(sp)), prompt_md(sp.body), sp.S_CTX_MD]
+    blocks = [system_md(sp.body, sp.hard_rules), prompt_md(sp.body, selected_text=sp.selected_text), sp.S_CTX_MD]
     return "\n\n".join(block for block in blocks if block)

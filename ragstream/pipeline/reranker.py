@@ -1,12 +1,14 @@
-"""ReRanker: re-order the top ``N2`` retrieval candidates by a cross-encoder (seed 000 section 5.4).
+"""ReRanker: re-order the top ``N2`` retrieval candidates with a cross-encoder (docs/pipeline.md).
 
 The query is Prompt_MD over task, purpose, context and format (no System block, no attachments).
-When the cross-encoder cannot load, the context's reranker is the bi-encoder re-score and
-``extras["reranker"]`` says so. Ties keep the retrieval order.
+Without a reranker (the cross-encoder cannot load, or reranking is off) the stage keeps the fused
+retrieval order, so it never lowers the ranking it was given, and its report says why. Ties keep
+the retrieval order.
 """
 
 from __future__ import annotations
 
+from ragstream.errors import EmbeddingFailureError
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.render import query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -15,16 +17,26 @@ from ragstream.pipeline.super_prompt import SuperPrompt
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     """Write ``views_by_stage["reranked"]``: at most ``N2`` ids, best first."""
     candidates = sp.views_by_stage["retrieval"][: ctx.config.pipeline.N2_RERANK_TOP_K]
-    query = query_text(sp.body)
-    scores = ctx.reranker.score(query, [chunk.text for chunk in sp.chunks(candidates)])
-    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-    sp.views_by_stage["reranked"] = [candidates[i] for i in order]
-    sp.extras["reranker"] = {
-        "backend": ctx.reranker.backend,
-        "model": ctx.reranker.model,
-        "degraded_reason": ctx.reranker.degraded_reason,
-        "candidates_scored": len(candidates),
-        "scores": [scores[i] for i in order],
-    }
+    retrieval_scores = sp.scores_by_stage.get("retrieval", [])[: len(candidates)]
+    reranker, reason = ctx.reranker, ctx.reranker_unavailable
+    scores: list[float] | None = None
+    if reranker is not None:
+        try:
+            scores = reranker.score(query_text(sp.body), [chunk.text for chunk in sp.chunks(candidates)])
+        except EmbeddingFailureError as error:
+            reason = f"the reranker's embedder is unavailable: {error.message}"
+    if scores is None:
+        sp.views_by_stage["reranked"] = list(candidates)
+        sp.scores_by_stage["reranked"] = list(retrieval_scores)
+        sp.report("reranked", "function", fallback=True, reason=f"kept the retrieval order: {reason}")
+    else:
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        sp.views_by_stage["reranked"] = [candidates[i] for i in order]
+        sp.scores_by_stage["reranked"] = [round(scores[i], 6) for i in order]
+        assert reranker is not None
+        sp.report("reranked", "function", fallback=reranker.degraded_reason is not None,
+                  reason=reranker.degraded_reason, model=reranker.model)
+    sp.extras["reranker"] = {"backend": reranker.backend if scores is not None and reranker else "none",
+                             "candidates_scored": len(candidates) if scores is not None else 0}
     sp.advance("reranked")
     return sp

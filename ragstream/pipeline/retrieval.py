@@ -1,19 +1,22 @@
-"""Retrieval: the first ranked candidate list from documents and conversation (seed 000 section 5.3).
+"""Retrieval: the first ranked candidate list from documents and conversation (docs/pipeline.md).
 
-Every query piece runs the spine's hybrid search (``rs.search``, ``N1`` hits per piece). A chunk's
-score for a piece is its cosine to the piece, for every candidate of every piece (BM25-only hits
-included; passage vectors come from the embedding cache, so this costs no model run);
-conversation pairs are embedded and scored the same way. Scores are aggregated over all pieces with LogAvgExp (``pipeline.logavgexp_tau``);
-ties go to the better hybrid rank, then the id. The top ``N1`` ids form the view.
+The query (task, context, purpose) is split into at most ``N0`` pieces. Every piece runs the same
+fused hybrid search as ``ragstream search`` (``N1`` hits per piece), so the stage ranks at least as
+well as the plain search. A chunk's score for a piece is its fused score relative to that piece's
+best hit (0..1; a chunk the piece did not return scores 0). Conversation pairs are scored by their
+cosine to the piece, clipped to 0..1. Scores are aggregated over pieces with LogAvgExp
+(``pipeline.logavgexp_tau``); ties go to the better fused rank, then the id. The top ``N1`` ids
+form the view.
+
+Each piece is embedded once (the embedder's query cache serves every later stage). When the
+embedder is unavailable the searches run BM25 only and the stage report says so.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ragstream.errors import NoRetrievalResultsError
+from ragstream.errors import EmbeddingFailureError, NoRetrievalResultsError
 from ragstream.models import Chunk
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import conversation_chunks
@@ -21,59 +24,78 @@ from ragstream.pipeline.query_pieces import normalized_query, split_query
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.super_prompt import SuperPrompt
 
-SEARCH_MODE = "hybrid"
+HYBRID = "hybrid"
+BM25 = "bm25"
 NOT_RANKED = float("inf")
-"""Hybrid rank of a chunk no piece's hybrid search returned (conversation pairs)."""
+"""Fused rank of a chunk no piece's search returned (conversation pairs)."""
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Populate ``base_context_chunks`` and ``views_by_stage["retrieval"]``."""
+    """Populate ``base_context_chunks``, ``views_by_stage["retrieval"]`` and its scores."""
     limits = ctx.config.pipeline
     query = normalized_query(sp.body)
     pieces = split_query(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars)
     if not pieces:
         raise NoRetrievalResultsError("the prompt has no task, context or purpose text to search with")
-    embedder = ctx.rs.embedder()
-    piece_vectors = embedder.embed_queries(pieces)
+    vectors, degraded = piece_vectors(ctx, pieces)
 
     chunks: dict[str, Chunk] = {}
     best_rank: dict[str, float] = {}
+    relative: list[dict[str, float]] = []
     modes: list[str] = []
-    for piece, vector in zip(pieces, piece_vectors, strict=True):
-        result = ctx.rs.search(piece, mode=SEARCH_MODE, top_k=limits.N1_RETR_MAX_CANDIDATES, query_vector=vector)
+    for index, piece in enumerate(pieces):
+        result = ctx.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=limits.N1_RETR_MAX_CANDIDATES,
+                            query_vector=vectors[index] if vectors is not None else None)
         modes.append(result.mode)
+        if result.fallback_reason and degraded is None:
+            degraded = result.fallback_reason
+        top = max((hit.score for hit in result.hits), default=0.0)
+        relative.append({hit.chunk.chunk_id: hit.score / top if top > 0 else 0.0 for hit in result.hits})
         for hit in result.hits:
-            chunk_id = hit.chunk.chunk_id
-            chunks.setdefault(chunk_id, hit.chunk)
-            best_rank[chunk_id] = min(best_rank.get(chunk_id, NOT_RANKED), hit.rank)
+            chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
+            best_rank[hit.chunk.chunk_id] = min(best_rank.get(hit.chunk.chunk_id, NOT_RANKED), hit.rank)
 
     conversation = [c for c in conversation_chunks(sp.recentConversation) if c.chunk_id not in chunks]
-    chunks.update((chunk.chunk_id, chunk) for chunk in conversation)
-    if not chunks:
+    if not chunks and not conversation:
         raise NoRetrievalResultsError(f"no chunk matched any of the {len(pieces)} query piece(s)")
-
-    ids = list(chunks)
-    cosines = embedder.embed_documents([chunks[chunk_id].text for chunk_id in ids]) @ piece_vectors.T
-    scores = log_avg_exp(cosines.astype(np.float64), limits.logavgexp_tau)
+    ids = list(chunks) + [c.chunk_id for c in conversation]
+    matrix = np.array([[scores.get(chunk_id, 0.0) for scores in relative] for chunk_id in chunks],
+                      dtype=np.float64).reshape(len(chunks), len(pieces))
+    if conversation:
+        matrix = np.vstack([matrix, _conversation_scores(ctx, conversation, vectors, len(pieces))])
+        chunks.update((chunk.chunk_id, chunk) for chunk in conversation)
+    scores = log_avg_exp(matrix, limits.logavgexp_tau)
     ranked = sorted(zip(ids, scores.tolist(), strict=True),
                     key=lambda item: (-item[1], best_rank.get(item[0], NOT_RANKED), item[0]))
     kept = ranked[: limits.N1_RETR_MAX_CANDIDATES]
 
     sp.base_context_chunks = [chunks[chunk_id] for chunk_id, _ in kept]
     sp.views_by_stage["retrieval"] = [chunk_id for chunk_id, _ in kept]
-    sp.extras["retrieval"] = _log(query, pieces, modes, len(ranked), kept, len(conversation))
+    sp.scores_by_stage["retrieval"] = [round(score, 6) for _, score in kept]
+    sp.query_pieces = pieces
+    sp.retrieval_mode = modes[0] if len(set(modes)) == 1 else ",".join(modes)
+    sp.extras["retrieval"] = {"query": query, "pieces": pieces, "search_modes": modes, "candidates": len(ranked),
+                              "conversation_candidates": len(conversation), "kept": len(kept)}
+    sp.report("retrieval", "function", fallback=degraded is not None, reason=degraded)
     sp.advance("retrieval")
     return sp
 
 
-def _log(query: str, pieces: list[str], modes: list[str], candidates: int,
-         kept: list[tuple[str, float]], conversation: int) -> dict[str, Any]:
-    return {
-        "query": query,
-        "pieces": pieces,
-        "search_modes": modes,
-        "candidates": candidates,
-        "conversation_candidates": conversation,
-        "kept": len(kept),
-        "scores": [score for _, score in kept],
-    }
+def piece_vectors(ctx: StageContext, pieces: list[str]) -> tuple[np.ndarray | None, str | None]:
+    """Query vectors of ``pieces``, or ``(None, why)`` when the embedder is unavailable."""
+    try:
+        return ctx.embedder().embed_queries(pieces), None
+    except EmbeddingFailureError as error:
+        return None, f"embedder unavailable, BM25 only: {error.message}"
+
+
+def _conversation_scores(ctx: StageContext, conversation: list[Chunk], vectors: np.ndarray | None,
+                         pieces: int) -> np.ndarray:
+    """Cosine of each conversation pair to each piece, clipped to 0..1 (0 without vectors)."""
+    if vectors is None:
+        return np.zeros((len(conversation), pieces))
+    try:
+        passages = ctx.embedder().embed_documents([chunk.text for chunk in conversation])
+    except EmbeddingFailureError:
+        return np.zeros((len(conversation), pieces))
+    return np.clip(passages @ vectors.T, 0.0, 1.0).astype(np.float64)

@@ -1,4 +1,4 @@
-"""``SuperPrompt``: the one state object every pipeline stage reads and returns (seed 000 section 3)."""
+"""``SuperPrompt``: the one state object every pipeline stage reads and returns (docs/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,35 @@ class ConversationPair(BaseModel):
     assistant: str = ""
 
 
+class PromptMessage(BaseModel):
+    """One chat message of the rendered prompt, exactly as the answering model receives it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user"]
+    content: str
+
+
+StageMode = Literal["llm", "deterministic", "function"]
+"""How a stage ran: its LLM agent, the agent's deterministic fallback, or a plain function."""
+
+
+class StageReport(BaseModel):
+    """What one stage did, where the user looks (CLI, pipeline page, answer metadata).
+
+    ``fallback`` is True when a stage that was meant to use a model (the LLM agent, the embedder,
+    a cross-encoder) ran its deterministic replacement instead; ``reason`` says why.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: StageMode
+    fallback: bool = False
+    reason: str | None = None
+    model: str | None = None
+    llm_calls: int = Field(0, description="LLM requests the stage made (retries not counted).")
+
+
 class SuperPrompt(BaseModel):
     """The canonical state carrier of the pipeline; serialises to and from JSON losslessly.
 
@@ -56,20 +85,52 @@ class SuperPrompt(BaseModel):
     views_by_stage: dict[str, list[str]] = Field(
         default_factory=dict, description="Per stage (retrieval, reranked, a3, a4): ordered chunk ids."
     )
+    scores_by_stage: dict[str, list[float]] = Field(
+        default_factory=dict, description="Per ranked view (retrieval, reranked): the score of each id, same order."
+    )
     final_selection_ids: list[str] = Field(
         default_factory=list, description="The chunk ids that feed S_CTX_MD and Attachments_MD."
+    )
+    selected_text: str = Field("", description="Text the user selected to ask about (quoted in the prompt).")
+    user_given_fields: list[str] = Field(
+        default_factory=list, description="Body fields the user wrote as headers (A0); A2 never overrides them."
+    )
+    query_pieces: list[str] = Field(default_factory=list, description="The pieces Retrieval searched with.")
+    retrieval_mode: str = Field("", description="hybrid, or bm25 when the embedder was unavailable.")
+    chunk_decisions: dict[str, str] = Field(
+        default_factory=dict, description="A3's keep/drop decision per chunk id of its working set."
+    )
+    hard_rules: list[str] = Field(default_factory=list, description="A5's rules for the answer, rendered in System_MD.")
+    format_kind: str = Field("", description="A5's format kind (a kind of the prompt schema, or custom).")
+    stage_reports: dict[str, StageReport] = Field(
+        default_factory=dict, description="Per history entry: how that stage ran (model, fallback and why)."
     )
     System_MD: str = ""  # noqa: N815
     Prompt_MD: str = ""  # noqa: N815
     S_CTX_MD: str = ""  # noqa: N815
     Attachments_MD: str = ""  # noqa: N815
     prompt_ready: str = Field("", description="The composed prompt (a preview until Prompt_Builder runs).")
+    messages: list[PromptMessage] = Field(
+        default_factory=list,
+        description="Prompt_Builder's chat messages: System_MD as the system message; Prompt_MD, S_CTX_MD, "
+        "Attachments_MD and the recent conversation as the user turn. The answering model reads exactly these.",
+    )
 
     def advance(self, entry: HistoryEntry) -> None:
         """Record a completed stage: append to the history and, for lifecycle stages, set ``stage``."""
         self.history_of_stages.append(entry)
         if entry != BUILT:
             self.stage = entry
+
+    def report(self, entry: HistoryEntry, mode: StageMode, *, fallback: bool = False, reason: str | None = None,
+               model: str | None = None, llm_calls: int = 0) -> None:
+        """Record how stage ``entry`` ran."""
+        self.stage_reports[entry] = StageReport(mode=mode, fallback=fallback, reason=reason, model=model,
+                                                llm_calls=llm_calls)
+
+    def fallbacks(self) -> dict[str, str]:
+        """The stages that fell back, with their reasons."""
+        return {entry: report.reason or "" for entry, report in self.stage_reports.items() if report.fallback}
 
     def chunk_map(self) -> dict[str, Chunk]:
         """``base_context_chunks`` by id."""

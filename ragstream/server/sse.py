@@ -17,6 +17,7 @@ import anyio
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
+from ragstream.answer.models import ErrorEvent
 from ragstream.errors import RagstreamError
 from ragstream.observability import current_request_id
 
@@ -38,10 +39,12 @@ def frame(event: str | None, data: Any) -> str:
 def error_frame(error: Exception) -> str:
     """The ``error`` event: a ragstream error's code, or ``internal_error``."""
     if isinstance(error, RagstreamError):
-        detail = error.to_dict()
+        event = ErrorEvent(code=error.code, error_type=type(error).__name__, message=error.message,
+                           request_id=current_request_id())
     else:
-        detail = {"code": "internal_error", "type": "InternalError", "message": "internal server error; see the server log"}
-    return frame("error", {**detail, "request_id": current_request_id()})
+        event = ErrorEvent(code="internal_error", error_type="InternalError",
+                           message="internal server error; see the server log", request_id=current_request_id())
+    return frame(event.type, event.data)
 
 
 async def stream_response(events: Iterator[T], render: Callable[[T], str], closing: str = "",

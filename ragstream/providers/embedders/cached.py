@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,13 +33,19 @@ class CachedEmbedder:
     """:class:`Embedder` whose passages are embedded once per model and text, ever.
 
     Ingest fills the cache, so later stages that re-score stored chunks (bi-encoder reranking,
-    near-duplicate checks) read vectors instead of running the model again.
+    near-duplicate checks) read vectors instead of running the model again. Query vectors are kept
+    in memory (the last ``query_cache_size`` texts), so every stage of a question reuses the vector
+    Retrieval computed: a question is embedded once.
     """
 
-    def __init__(self, inner: Embedder, catalog: Catalog) -> None:
+    def __init__(self, inner: Embedder, catalog: Catalog, query_cache_size: int = 1024) -> None:
         self.inner = inner
         self._catalog = catalog
         self.model_id = inner.model_id
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._lock = threading.Lock()
+        self.query_model_calls = 0
 
     @property
     def dimensions(self) -> int:
@@ -66,7 +74,24 @@ class CachedEmbedder:
         return np.vstack([cached[h] for h in hashes]), CacheStats(hits, len(missing), seconds)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
+        """Query vectors, from memory for texts seen lately; the rest from the model in one call."""
+        with self._lock:
+            known = {text: self._queries[text] for text in texts if text in self._queries}
+            for text in known:
+                self._queries.move_to_end(text)
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            fresh = self.inner.embed_queries(missing)
+            with self._lock:
+                self.query_model_calls += 1
+                for text, vector in zip(missing, fresh, strict=True):
+                    known[text] = vector
+                    self._queries[text] = vector
+                while len(self._queries) > self._query_cache_size:
+                    self._queries.popitem(last=False)
+        if not texts:
+            return self.inner.embed_queries([])
+        return np.vstack([known[text] for text in texts])
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

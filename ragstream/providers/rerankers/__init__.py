@@ -1,4 +1,4 @@
-"""Rerankers for the ReRanker stage: a cross-encoder, or the bi-encoder re-score as its degradation."""
+"""Rerankers for the ReRanker stage: a cross-encoder; the bi-encoder re-score only when asked for."""
 
 from __future__ import annotations
 
@@ -13,12 +13,18 @@ from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker, Cr
 __all__ = ["BiEncoderReranker", "CrossEncoderReranker", "Reranker", "make_reranker"]
 
 
-def make_reranker(config: RerankerConfig, embedder: Callable[[], Embedder]) -> Reranker:
-    """The configured reranker; a cross-encoder that cannot load degrades to the bi-encoder,
-    whose ``degraded_reason`` says why."""
+def make_reranker(config: RerankerConfig, embedder: Callable[[], Embedder]) -> tuple[Reranker | None, str | None]:
+    """``(reranker, None)``, or ``(None, why)`` when no reranker can run.
+
+    A cross-encoder that cannot load leaves the ReRanker stage a no-op that keeps the fused
+    retrieval order (the bi-encoder re-score measured below it on SciFact); ``backend = "bi_encoder"``
+    asks for the bi-encoder explicitly, ``backend = "none"`` switches reranking off.
+    """
+    if config.backend == "none":
+        return None, "reranker.backend is none"
     if config.backend == "bi_encoder":
-        return BiEncoderReranker(embedder, reason="reranker.backend is bi_encoder")
+        return BiEncoderReranker(embedder, reason="reranker.backend is bi_encoder"), None
     try:
-        return CrossEncoderReranker(config)
+        return CrossEncoderReranker(config), None
     except CrossEncoderUnavailable as error:
-        return BiEncoderReranker(embedder, reason=str(error))
+        return None, str(error)

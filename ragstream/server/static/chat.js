@@ -85,6 +85,16 @@ function setStatus(text, isError = false) {
   $("chat-status").classList.toggle("error", isError);
 }
 
+/** What the reader must know about how the answer was made: degraded, incomplete, stage fallbacks. */
+function notices(done) {
+  const fallbacks = Object.entries(((done.response.metadata || {}).pipeline || {}).fallbacks || {});
+  const lines = [];
+  if (done.degraded_reason) lines.push(`Degraded: ${done.degraded_reason}`);
+  if (done.incomplete) lines.push("Incomplete: the answer stopped early.");
+  for (const [stage, reason] of fallbacks) lines.push(`Stage ${stage} fell back: ${reason}`);
+  return lines.map((line) => el("span", { class: "notice", role: "note" }, line));
+}
+
 function confidenceBadge(confidence) {
   return [el("span", { class: `badge ${confidence.level}`, "data-level": confidence.level },
     `${confidence.level} confidence`), el("span", { class: "muted confidence-reason" }, confidence.reason)];
@@ -118,7 +128,7 @@ async function ask(event) {
       } else if (type === "done") {
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
-        meta.replaceChildren(...confidenceBadge(data.response.confidence));
+        meta.replaceChildren(...confidenceBadge(data.response.confidence), ...notices(data));
         setStatus("");
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);

@@ -3,8 +3,6 @@
 import { api, describe, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const VIEW_SCORES = { retrieval: "retrieval", reranked: "reranker" };  // view -> extras key holding its scores
-const VIEW_DECISIONS = { a3: "a3" };  // view -> extras key holding per-chunk keep/drop decisions
 const SCORE_DIGITS = 3;
 const SHORT_ID = 8;
 let stages = [];
@@ -39,9 +37,8 @@ function renderViews(sp) {
   const order = [];
   for (const [, ids] of [...views].reverse()) for (const id of ids) if (!order.includes(id)) order.push(id);
   const positions = views.map(([view, ids]) => {
-    const scores = (sp.extras[VIEW_SCORES[view]] || {}).scores || [];
-    const decisions = Object.fromEntries(((sp.extras[VIEW_DECISIONS[view]] || {}).decisions || [])
-      .map((d) => [d.id, d.decision]));
+    const scores = (sp.scores_by_stage || {})[view] || [];
+    const decisions = view === "a3" ? (sp.chunk_decisions || {}) : {};
     return { view, scores, decisions, rank: new Map(ids.map((id, index) => [id, index])) };
   });
   const rows = order.map((id) => {
@@ -67,11 +64,23 @@ function renderViews(sp) {
     el("tbody", {}, ...rows));
 }
 
+/** How each stage ran; a stage that fell back says why. */
+function renderReports(sp) {
+  const reports = Object.entries(sp.stage_reports || {});
+  $("reports").replaceChildren(...reports.map(([stage, report]) => el("li", {
+    class: report.fallback ? "fallback" : "", "data-stage": stage, "data-mode": report.mode,
+    "data-fallback": String(report.fallback),
+  }, el("strong", {}, stage), ` ${report.mode}${report.model ? ` (${report.model})` : ""}`,
+    report.fallback ? " — fell back: " : report.reason ? " — " : "", report.reason || "")));
+  $("reports").hidden = reports.length === 0;
+}
+
 function render(state) {
   current = state;
   const sp = state.superprompt;
   renderButtons();
   $("prompt-ready").textContent = sp.prompt_ready || "(empty: no stage has written it yet)";
+  renderReports(sp);
   renderViews(sp);
   $("json").textContent = JSON.stringify(sp, null, 2);
 }

@@ -1,0 +1,89 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that records every request (not a test module).
+
+It answers chat completions, streamed (SSE) or not, with a fixed reply, so tests can read exactly
+which messages ragstream sent and count the requests. ``hang=True`` accepts requests and never
+answers (a hung endpoint): a real model cannot be made to hang on demand.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "recorder"
+
+
+class RecordingLLM:
+    """Records request bodies; replies ``reply`` (or hangs). Use as a context manager."""
+
+    def __init__(self, reply: str = "Timeouts are set on the client [1].", *, hang: bool = False) -> None:
+        self.reply = reply
+        self.hang = hang
+        self.requests: list[dict[str, Any]] = []
+        self._release = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                outer.requests.append(body)
+                if outer.hang:
+                    outer._release.wait()
+                    return
+                try:
+                    if body.get("stream"):
+                        self._stream()
+                    else:
+                        self._json({"id": "x", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
+                                    "choices": [{"index": 0, "finish_reason": "stop",
+                                                 "message": {"role": "assistant", "content": outer.reply}}],
+                                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _json(self, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                words = outer.reply.split(" ")
+                for index, word in enumerate(words):
+                    delta = word if index == len(words) - 1 else word + " "
+                    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                             "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self) -> RecordingLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
