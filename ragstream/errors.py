@@ -61,6 +61,10 @@ class EmbedderUnavailableError(EmbeddingFailureError):
     code = "embedder_unavailable"
 
 
+class EmbedderCircuitOpenError(EmbedderUnavailableError):
+    """The embedding endpoint failed too often in a row; calls fail fast until its cool-down ends."""
+
+
 class VectorDBWriteError(RagstreamError):
     code = "vector_db_write_error"
 
@@ -98,6 +102,16 @@ class LLMUnavailableError(LLMError):
     code = "llm_unavailable"
 
 
+class DeadlineExceededError(LLMUnavailableError):
+    """The question's time budget ran out before the LLM answered (or before a retry could run)."""
+
+    code = "deadline_exceeded"
+
+
+class LLMCircuitOpenError(LLMUnavailableError):
+    """The LLM endpoint failed too often in a row; calls fail fast until its cool-down ends."""
+
+
 class LLMRateLimitError(LLMError):
     """HTTP 429 went on after every retry."""
 
@@ -118,6 +132,12 @@ class LLMOutputError(LLMError):
     def __init__(self, message: str, *, text: str = "", attempts: int = 1) -> None:
         super().__init__(message, attempts=attempts)
         self.text = text
+
+
+class ProviderCircuitOpenError(RagstreamError):
+    """A remote provider failed too often in a row; calls fail fast until its cool-down ends."""
+
+    code = "provider_unavailable"
 
 
 class ModelPackageMissingError(RagstreamError):

@@ -3,14 +3,25 @@
 The official ``openai`` SDK does the HTTP; its own retries are off (``max_retries=0``) and ours
 apply instead: up to ``LLMConfig.max_retries`` retries on HTTP 429, 5xx, network errors and
 timeouts, waiting ``retry_base_seconds * 2**n`` capped at ``retry_max_seconds``, +/-
-``retry_jitter`` random share. 400 and every other 4xx fail at once. Exhausted retries raise
+``retry_jitter`` random share, or longer when a 429/503 carries ``Retry-After`` (up to
+``retry_after_max_seconds``). 400 and every other 4xx fail at once. Exhausted retries raise
 :class:`LLMRateLimitError` (429) or :class:`LLMUnavailableError` (network/5xx); a refused request
-raises :class:`LLMRequestError`.
+raises :class:`LLMRequestError`; a 200 whose body is not a chat completion raises
+:class:`LLMUnavailableError`.
+
+Bounds: every call takes an optional :class:`Deadline` (one per question, see
+:meth:`LLMClient.new_deadline`). Each HTTP attempt waits at most ``min(timeout_seconds, time
+left)``, a backoff that would end past the deadline is not slept, and running out of time raises
+:class:`DeadlineExceededError`. A circuit breaker shared by every client of the same ``base_url``
+opens after ``breaker_failures`` calls in a row failed as unavailable; while open, calls raise
+:class:`LLMCircuitOpenError` at once, with no HTTP request.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,12 +29,15 @@ from typing import Any, TypeVar
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
 from ragstream import metrics
 from ragstream.config import LLMConfig
 from ragstream.errors import (
     ConfigError,
+    DeadlineExceededError,
+    LLMCircuitOpenError,
     LLMError,
     LLMOutputError,
     LLMRateLimitError,
@@ -31,7 +45,9 @@ from ragstream.errors import (
     LLMUnavailableError,
 )
 from ragstream.observability import request_id_headers
-from ragstream.providers.retry import RetryPolicy, call_with_retries
+from ragstream.providers.circuit import CircuitBreaker, breaker_for
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.retry import RetryPolicy, call_with_retries, parse_retry_after
 
 Message = Mapping[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -41,6 +57,8 @@ JSON_INSTRUCTION = (
     "Reply with one JSON object only, no prose and no code fences. "
     "It must validate against this JSON Schema:\n{schema}"
 )
+BREAKER_KIND = "llm"
+RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 
 @dataclass(frozen=True)
@@ -54,46 +72,119 @@ class ChatCompletionResult:
     finish_reason: str | None = None
 
 
+class _TrackedStream(openai.Stream[ChatCompletionChunk]):
+    """The SDK's chunk stream, noting whether the server ended it with ``data: [DONE]``."""
+
+    saw_done = False
+
+    def _iter_events(self) -> Iterator[Any]:
+        for event in super()._iter_events():
+            if event.data.startswith("[DONE]"):
+                self.saw_done = True
+            yield event
+
+
 class ChatStream(Iterator[str]):
     """Iterator over the token deltas of one streamed answer.
 
     Once exhausted, :attr:`result` holds the whole text, the finish reason and, when the server
-    sent a usage chunk, the token counts. Use as a context manager (or call :meth:`close`) to
-    release the connection when stopping early.
+    sent a usage chunk, the token counts; :attr:`truncated` tells whether the token cap cut it.
+    A connection that ends without a finish reason and without ``[DONE]`` raises
+    :class:`LLMUnavailableError` rather than passing for a complete answer; a ``deadline`` that
+    passes while iterating raises :class:`DeadlineExceededError`. Use as a context manager (or
+    call :meth:`close`) to release the connection when stopping early.
     """
 
-    def __init__(self, chunks: Any, model: str, attempts: int) -> None:
+    def __init__(
+        self,
+        chunks: Any,
+        model: str,
+        attempts: int,
+        *,
+        deadline: Deadline | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         self._chunks = chunks
         self._parts: list[str] = []
         self._model = model
         self._attempts = attempts
+        self._deadline = deadline
+        self._breaker = breaker
         self._prompt_tokens: int | None = None
         self._completion_tokens: int | None = None
         self._finish_reason: str | None = None
+        self._events = 0
+        self._settled = breaker is None
         self.done = False
         self._deltas = self._iterate()
 
     def _iterate(self) -> Iterator[str]:
         try:
             for chunk in self._chunks:
-                self._model = getattr(chunk, "model", None) or self._model
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    self._prompt_tokens = usage.prompt_tokens
-                    self._completion_tokens = usage.completion_tokens
-                for choice in getattr(chunk, "choices", None) or []:
-                    self._finish_reason = choice.finish_reason or self._finish_reason
-                    delta = choice.delta.content if choice.delta is not None else None
-                    if delta:
-                        self._parts.append(delta)
-                        yield delta
-        except (openai.APIError, httpx.HTTPError) as error:
-            raise LLMUnavailableError(
-                f"LLM stream broke after {len(self._parts)} deltas: {error}", attempts=self._attempts
-            ) from error
+                self._events += 1
+                yield from self._read(chunk)
+                if self._deadline is not None and self._deadline.expired():
+                    self._settle(None)  # out of time, not a fault of the endpoint
+                    raise DeadlineExceededError(
+                        f"deadline of {self._deadline.seconds:g}s passed while streaming, "
+                        f"after {len(self._parts)} deltas", attempts=self._attempts)
+            if self._finish_reason is None and getattr(self._chunks, "saw_done", False) is not True:
+                raise LLMUnavailableError(self._ended_early_message(), attempts=self._attempts)
+            self.done = True
+            self._settle(True)
+        except (openai.APIError, httpx.HTTPError, ValueError) as error:
+            self._settle(False)
+            raise self._failure(error) from error
+        except LLMUnavailableError:
+            self._settle(False)
+            raise
         finally:
             self.close()
-        self.done = True
+
+    def _read(self, chunk: Any) -> Iterator[str]:
+        self._model = getattr(chunk, "model", None) or self._model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._prompt_tokens = getattr(usage, "prompt_tokens", None)
+            self._completion_tokens = getattr(usage, "completion_tokens", None)
+        for choice in getattr(chunk, "choices", None) or []:
+            self._finish_reason = getattr(choice, "finish_reason", None) or self._finish_reason
+            delta = getattr(choice, "delta", None)
+            content = getattr(delta, "content", None) if delta is not None else None
+            if isinstance(content, str) and content:
+                self._parts.append(content)
+                yield content
+
+    def _failure(self, error: BaseException) -> LLMUnavailableError:
+        if isinstance(error, openai.APIConnectionError) and self._deadline is not None and self._deadline.expired():
+            return DeadlineExceededError(
+                f"deadline of {self._deadline.seconds:g}s passed while streaming, after {len(self._parts)} deltas",
+                attempts=self._attempts)
+        if isinstance(error, (openai.APIError, httpx.HTTPError)):
+            return LLMUnavailableError(
+                f"LLM stream broke after {len(self._parts)} deltas: {error}", attempts=self._attempts)
+        return LLMUnavailableError(
+            f"LLM stream sent a malformed chunk after {len(self._parts)} deltas: {error}", attempts=self._attempts)
+
+    def _ended_early_message(self) -> str:
+        if self._events == 0:
+            response = getattr(self._chunks, "response", None)
+            content_type = response.headers.get("content-type", "") if response is not None else ""
+            return f"LLM stream ended early: no event received (Content-Type {content_type or 'unknown'!r})"
+        return (f"LLM stream ended early: the connection closed after {len(self._parts)} deltas "
+                "without a finish reason or [DONE]")
+
+    def _settle(self, ok: bool | None) -> None:
+        """Tell the breaker, once, how the stream ended (``None``: it says nothing about the endpoint)."""
+        if self._settled or self._breaker is None:
+            return
+        self._settled = True
+        if ok is None:
+            self._breaker.release()
+        elif ok:
+            self._breaker.record_success()
+        else:
+            self._breaker.record_failure()
 
     def __iter__(self) -> ChatStream:
         return self
@@ -107,6 +198,16 @@ class ChatStream(Iterator[str]):
         return "".join(self._parts)
 
     @property
+    def finish_reason(self) -> str | None:
+        """Why generation stopped (``stop``, ``length``, ...), once the server said so."""
+        return self._finish_reason
+
+    @property
+    def truncated(self) -> bool:
+        """True when the answer was cut by the token cap (finish reason ``length``)."""
+        return self._finish_reason == "length"
+
+    @property
     def result(self) -> ChatCompletionResult:
         """The answer so far as a :class:`ChatCompletionResult` (complete once :attr:`done`)."""
         return ChatCompletionResult(
@@ -118,6 +219,8 @@ class ChatStream(Iterator[str]):
         close = getattr(self._chunks, "close", None)
         if callable(close):
             close()
+        if not self.done:
+            self._settle(None)  # stopped early by the consumer
 
     def __enter__(self) -> ChatStream:
         return self
@@ -130,7 +233,8 @@ class LLMClient:
     """Chat, streamed chat and schema-validated JSON over an OpenAI-compatible endpoint.
 
     ``calls`` counts HTTP requests sent (retries included) and ``retries`` the retries among them.
-    ``sleep`` is injectable so tests need not wait out real backoff delays.
+    ``sleep`` is injectable so tests need not wait out real backoff delays. ``breaker`` is the
+    circuit breaker shared by every client of ``config.base_url``.
     """
 
     def __init__(
@@ -158,38 +262,65 @@ class LLMClient:
             timeout=config.timeout_seconds,
             max_retries=0,
         )
+        self.breaker = breaker_for(
+            BREAKER_KIND,
+            (config.base_url or "").rstrip("/"),
+            config.breaker_failures,
+            config.breaker_cooldown_seconds,
+            error=functools.partial(LLMCircuitOpenError, attempts=0),
+        )
         self._json_mode: bool | None = None  # None until the server accepted or refused it
         self._stream_usage: bool | None = None
 
+    def new_deadline(self) -> Deadline:
+        """A fresh deadline of ``llm.deadline_seconds`` (unbounded when that is ``None``)."""
+        return Deadline(self.config.deadline_seconds)
+
     def chat(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None, temperature: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        deadline: Deadline | None = None,
     ) -> ChatCompletionResult:
-        """One chat completion."""
-        return self._chat(messages, max_tokens=max_tokens, temperature=temperature)
+        """One chat completion, ending by ``deadline`` when one is given."""
+        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline)
 
     def stream_chat(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None, temperature: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        deadline: Deadline | None = None,
     ) -> ChatStream:
         """A streamed chat completion: iterate for token deltas, then read ``.result``.
 
-        Only opening the stream is retried; an error mid-stream raises :class:`LLMUnavailableError`.
+        Only opening the stream is retried; an error mid-stream (or a stream that ends early)
+        raises :class:`LLMUnavailableError`, and ``deadline`` bounds both opening and iterating.
         Usage is requested with ``stream_options``; a server refusing that gets the request again without.
         """
         kwargs = self._request(messages, max_tokens, temperature)
         if self._stream_usage is not False:
             try:
-                chunks, attempts = self._send(stream=True, stream_options={"include_usage": True}, **kwargs)
+                chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
                 self._stream_usage = True
-                return ChatStream(chunks, self.config.model, attempts)
+                return ChatStream(chunks, self.config.model, attempts, deadline=deadline, breaker=self.breaker)
             except LLMRequestError as error:
                 if self._stream_usage or error.status_code not in (400, 422):
                     raise
                 self._stream_usage = False
-        chunks, attempts = self._send(stream=True, **kwargs)
-        return ChatStream(chunks, self.config.model, attempts)
+        chunks, attempts = self._send(deadline, stream=True, **kwargs)
+        return ChatStream(chunks, self.config.model, attempts, deadline=deadline, breaker=self.breaker)
 
     def complete_json(
-        self, messages: Sequence[Message], schema: type[M], *, max_tokens: int | None = None
+        self,
+        messages: Sequence[Message],
+        schema: type[M],
+        *,
+        max_tokens: int | None = None,
+        deadline: Deadline | None = None,
     ) -> M:
         """Ask for one JSON object matching ``schema`` and return it validated.
 
@@ -201,14 +332,15 @@ class LLMClient:
         result: ChatCompletionResult | None = None
         if self._json_mode is not False:
             try:
-                result = self._chat(prompt, max_tokens=max_tokens, response_format={"type": "json_object"})
+                result = self._chat(prompt, max_tokens=max_tokens, deadline=deadline,
+                                    response_format={"type": "json_object"})
                 self._json_mode = True
             except LLMRequestError as error:
                 if self._json_mode or error.status_code not in (400, 422):
                     raise
                 self._json_mode = False
         if result is None:
-            result = self._chat(prompt, max_tokens=max_tokens)
+            result = self._chat(prompt, max_tokens=max_tokens, deadline=deadline)
         return parse_json_output(result.text, schema)
 
     # -- internals -------------------------------------------------------------------------------
@@ -232,39 +364,97 @@ class LLMClient:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        deadline: Deadline | None = None,
         **extra: Any,
     ) -> ChatCompletionResult:
-        completion, attempts = self._send(**self._request(messages, max_tokens, temperature), **extra)
+        completion, attempts = self._send(deadline, **self._request(messages, max_tokens, temperature), **extra)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMOutputError("LLM answer holds no choices", attempts=attempts)
         usage = getattr(completion, "usage", None)
         return ChatCompletionResult(
             text=choices[0].message.content or "",
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
+            prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
+            completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
             model=getattr(completion, "model", None) or self.config.model,
-            finish_reason=choices[0].finish_reason,
+            finish_reason=getattr(choices[0], "finish_reason", None),
         )
 
-    def _send(self, **kwargs: Any) -> tuple[Any, int]:
-        """``chat.completions.create`` under the retry policy; returns (response, attempts)."""
+    def _send(self, deadline: Deadline | None, *, stream: bool = False, **kwargs: Any) -> tuple[Any, int]:
+        """``chat.completions.create`` under the deadline, breaker and retry policy.
+
+        Returns (response, attempts): a checked completion, or an open chunk stream when ``stream``.
+        """
         attempts = 0
+        if deadline is not None:
+            try:
+                deadline.check("the LLM call")
+            except DeadlineExceededError as error:
+                error.attempts = 0
+                raise
+        self.breaker.before_call()
 
         def once() -> Any:
             nonlocal attempts
+            timeout = deadline.timeout(self.config.timeout_seconds) if deadline else self.config.timeout_seconds
             if attempts:
                 self.retries += 1
             attempts += 1
             self.calls += 1
             with metrics.timed_llm_call():
-                return self._client.chat.completions.create(**kwargs, extra_headers=request_id_headers())
+                return self._create(stream=stream, timeout=timeout, **kwargs)
 
         try:
-            response = call_with_retries(once, self._policy, is_retryable=is_retryable, sleep=self._sleep)
+            response = call_with_retries(
+                once, self._policy, is_retryable=is_retryable, sleep=self._sleep, deadline=deadline,
+                retry_after=retry_after_seconds, retry_after_max=self.config.retry_after_max_seconds,
+            )
+            if not stream:
+                check_completion(response, attempts)
+        except DeadlineExceededError as error:
+            error.attempts = attempts
+            self._record(error if attempts else None)
+            raise
         except openai.APIError as error:
-            raise translate_error(error, attempts) from error
+            failure = translate_error(error, attempts)
+            if isinstance(failure, LLMUnavailableError) and deadline is not None and deadline.expired():
+                failure = DeadlineExceededError(
+                    f"deadline of {deadline.seconds:g}s passed during attempt {attempts}: {error}",
+                    status_code=failure.status_code, attempts=attempts)
+            self._record(failure)
+            raise failure from error
+        except LLMError as error:
+            self._record(error)
+            raise
+        except ValueError as error:  # the SDK could not decode a 200 body
+            failure = LLMUnavailableError(
+                f"LLM endpoint answered 200 with a body that is not a chat completion: {error}",
+                status_code=200, attempts=attempts)
+            self._record(failure)
+            raise failure from error
+        except BaseException:
+            self.breaker.release()
+            raise
+        if not stream:  # a stream's outcome is known only once read: ChatStream tells the breaker
+            self.breaker.record_success()
         return response, attempts
+
+    def _create(self, *, stream: bool, timeout: float, **kwargs: Any) -> Any:
+        extra_headers = request_id_headers()
+        if not stream:
+            return self._client.chat.completions.create(**kwargs, timeout=timeout, extra_headers=extra_headers)
+        raw = self._client.chat.completions.with_raw_response.create(
+            **kwargs, stream=True, timeout=timeout, extra_headers=extra_headers)
+        return raw.parse(to=_TrackedStream)
+
+    def _record(self, failure: LLMError | None) -> None:
+        """Tell the breaker how the call ended: unavailable and rate-limited count as failures."""
+        if failure is None:
+            self.breaker.release()
+        elif isinstance(failure, (LLMUnavailableError, LLMRateLimitError)):
+            self.breaker.record_failure()
+        else:
+            self.breaker.record_success()  # the endpoint answered (a 4xx or an unusable answer)
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -274,6 +464,43 @@ def is_retryable(error: BaseException) -> bool:
     if isinstance(error, openai.APIStatusError):
         return error.status_code == 429 or error.status_code >= 500
     return False
+
+
+def retry_after_seconds(error: BaseException) -> float | None:
+    """The ``Retry-After`` wait (``retry-after-ms`` or ``retry-after``) of a 429/503 answer, if any."""
+    if not isinstance(error, openai.APIStatusError) or error.status_code not in RETRY_AFTER_STATUSES:
+        return None
+    headers = error.response.headers
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            value = float(milliseconds)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value / 1000.0
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def check_completion(completion: Any, attempts: int) -> None:
+    """Raise :class:`LLMUnavailableError` unless ``completion`` looks like a chat completion.
+
+    The SDK hands back the body text when a 200 is not JSON (e.g. an HTML error page from a
+    proxy) and an unchecked model when the JSON lacks the schema; neither holds an answer.
+    An empty ``choices`` list is a real (if useless) answer and is left to the caller.
+    """
+    choices = getattr(completion, "choices", None)
+    if isinstance(completion, (str, bytes)) or not isinstance(choices, list):
+        preview = completion[:120] if isinstance(completion, (str, bytes)) else type(completion).__name__
+        raise LLMUnavailableError(
+            f"LLM endpoint answered 200 with a body that is not a chat completion: {preview!r}",
+            status_code=200, attempts=attempts)
+    for choice in choices:
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None) if message is not None else None
+        if message is None or not (content is None or isinstance(content, str)):
+            raise LLMUnavailableError(
+                "LLM endpoint answered 200 with a choice that holds no message", status_code=200, attempts=attempts)
 
 
 def translate_error(error: openai.APIError, attempts: int) -> LLMError:
@@ -288,7 +515,7 @@ def translate_error(error: openai.APIError, attempts: int) -> LLMError:
         if status >= 500:
             return LLMUnavailableError(f"LLM server error: {detail}", status_code=status, attempts=attempts)
         return LLMRequestError(f"LLM refused the request: {detail}", status_code=status, attempts=attempts)
-    return LLMError(f"LLM call failed: {error}", attempts=attempts)
+    return LLMUnavailableError(f"LLM call failed: {error}", attempts=attempts)
 
 
 def with_system_instruction(messages: Sequence[Message], instruction: str) -> list[dict[str, Any]]:

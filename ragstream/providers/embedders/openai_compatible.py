@@ -1,21 +1,31 @@
-"""Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, vLLM, llama.cpp)."""
+"""Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, vLLM, llama.cpp).
+
+Requests are retried on 429, 5xx and network errors. A circuit breaker shared by every embedder of
+the same ``base_url`` opens after ``embedding.breaker_failures`` requests in a row failed as
+unavailable; while open, calls raise :class:`EmbedderCircuitOpenError` at once. A 200 whose body is
+not the expected ``{"data": [{"index", "embedding"}, ...]}`` raises :class:`EmbedderUnavailableError`.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import numpy as np
 
 from ragstream import metrics
 from ragstream.config import EmbeddingConfig
-from ragstream.errors import EmbedderUnavailableError, EmbeddingFailureError
+from ragstream.errors import EmbedderCircuitOpenError, EmbedderUnavailableError, EmbeddingFailureError
 from ragstream.observability import request_id_headers
+from ragstream.providers.circuit import breaker_for
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
 _TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
+BREAKER_KIND = "embedder"
 
 
 class OpenAICompatibleEmbedder:
@@ -31,6 +41,8 @@ class OpenAICompatibleEmbedder:
         self._policy = RetryPolicy(config.max_retries, config.retry_base_seconds, config.retry_max_seconds)
         self.model_id = f"openai:{config.base_url}:{config.model}"
         self._dimensions = config.dimensions or 0
+        self.breaker = breaker_for(BREAKER_KIND, config.base_url.rstrip("/"), config.breaker_failures,
+                                   config.breaker_cooldown_seconds, error=EmbedderCircuitOpenError)
 
     @property
     def dimensions(self) -> int:
@@ -63,14 +75,75 @@ class OpenAICompatibleEmbedder:
             response.raise_for_status()
             return response
 
+        self.breaker.before_call()
         try:
             response = call_with_retries(post, self._policy, is_retryable=_is_retryable)
+            vectors = parse_embeddings(response, len(batch), self._dimensions)
         except httpx.HTTPStatusError as error:
-            raise EmbeddingFailureError(f"embedding endpoint answered {error.response.status_code}") from error
+            status = error.response.status_code
+            if _is_retryable(error):
+                self.breaker.record_failure()
+                raise EmbedderUnavailableError(
+                    f"embedding endpoint answered {status} after {self._policy.max_retries} retries") from error
+            self.breaker.record_success()  # the endpoint is up; it refused this request
+            raise EmbeddingFailureError(f"embedding endpoint answered {status}") from error
         except httpx.HTTPError as error:
+            self.breaker.record_failure()
             raise EmbedderUnavailableError(f"embedding endpoint unreachable: {error}") from error
-        rows = sorted(response.json()["data"], key=lambda row: row["index"])
-        return np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except EmbedderUnavailableError:
+            self.breaker.record_failure()
+            raise
+        except BaseException:
+            self.breaker.release()
+            raise
+        self.breaker.record_success()
+        if not self._dimensions:  # later replies must match the first one
+            self._dimensions = int(vectors.shape[1])
+        return vectors
+
+
+def parse_embeddings(response: httpx.Response, expected_rows: int, dimensions: int = 0) -> np.ndarray:
+    """The ``(expected_rows, dims)`` float32 vectors of an embeddings reply, in input order.
+
+    Raises :class:`EmbedderUnavailableError` for a body that is not JSON, lacks ``data``, has the
+    wrong number of rows, bad indices, ragged, empty or non-finite vectors, or vectors whose size
+    differs from ``dimensions`` (when known, i.e. > 0).
+    """
+
+    def malformed(reason: str) -> EmbedderUnavailableError:
+        return EmbedderUnavailableError(f"embedding endpoint answered {response.status_code} with {reason}")
+
+    try:
+        payload: Any = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        content_type = response.headers.get("content-type", "unknown")
+        raise malformed(f"a body that is not JSON (Content-Type {content_type!r})") from error
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list):
+        raise malformed("no 'data' list")
+    if len(data) != expected_rows:
+        raise malformed(f"{len(data)} embeddings for {expected_rows} inputs")
+    if not data:
+        return np.zeros((0, dimensions), dtype=np.float32)
+    if not all(isinstance(row, dict) and isinstance(row.get("embedding"), list) for row in data):
+        raise malformed("a 'data' row without an 'embedding' list")
+    indices = [row["index"] for row in data if isinstance(row.get("index"), int)]
+    if len(indices) == len(data):  # every row numbered: put them in input order
+        if sorted(indices) != list(range(expected_rows)):
+            raise malformed(f"indices {indices[:10]} that are not 0..{expected_rows - 1}")
+        data = sorted(data, key=lambda row: row["index"])
+    sizes = {len(row["embedding"]) for row in data}
+    if len(sizes) > 1 or 0 in sizes:
+        raise malformed(f"vectors of sizes {sorted(sizes)[:5]}")
+    try:
+        vectors = np.asarray([row["embedding"] for row in data], dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise malformed(f"non-numeric vectors: {error}") from error
+    if vectors.ndim != 2 or (dimensions and vectors.shape[1] != dimensions):
+        raise malformed(f"vectors of size {vectors.shape[-1]}, expected {dimensions}")
+    if not np.isfinite(vectors).all():
+        raise malformed("non-finite vector values")
+    return vectors
 
 
 def _is_retryable(error: BaseException) -> bool:
