@@ -81,11 +81,12 @@ class EmbeddingConfig(ConfigSection):
     api_key: str | None = Field(None, description="API key for the OpenAI-compatible embedder.")
     dimensions: int | None = Field(None, description="Vector size; detected from the model when unset.")
     breaker_failures: int = Field(
-        3, description="Remote embedder: calls failing in a row (after their retries) that open the circuit "
+        3, ge=0, description="Remote embedder: calls failing in a row (after their retries) that open the circuit "
         "breaker of its base_url, so further calls fail fast; 0 disables the breaker."
     )
     breaker_cooldown_seconds: float = Field(
-        30.0, description="Remote embedder: how long an open breaker fails fast before one trial call is let through."
+        30.0, ge=0,
+        description="Remote embedder: how long an open breaker fails fast before one trial call is let through.",
     )
 
 
@@ -144,18 +145,19 @@ class LLMConfig(ConfigSection):
     retry_max_seconds: float = Field(10.0, description="Backoff cap.")
     retry_jitter: float = Field(0.25, description="Random +/- share added to each delay.")
     retry_after_max_seconds: float = Field(
-        30.0, description="Longest Retry-After (429/503) honoured; the wait is max(backoff, Retry-After) up to this."
+        30.0, ge=0,
+        description="Longest Retry-After (429/503) honoured; the wait is max(backoff, Retry-After) up to this.",
     )
     deadline_seconds: float | None = Field(
-        120.0, description="Time budget of all LLM calls for one question, retries and waits included "
+        120.0, gt=0, description="Time budget of all LLM calls for one question, retries and waits included "
         "(LLMClient.new_deadline()); None = no budget beyond the per-request timeout."
     )
     breaker_failures: int = Field(
-        3, description="Calls failing in a row (after their retries) that open the circuit breaker of this "
+        3, ge=0, description="Calls failing in a row (after their retries) that open the circuit breaker of this "
         "base_url, so further calls fail fast without a request; 0 disables the breaker."
     )
     breaker_cooldown_seconds: float = Field(
-        30.0, description="How long an open breaker fails fast before one trial call is let through."
+        30.0, ge=0, description="How long an open breaker fails fast before one trial call is let through."
     )
 
     @property

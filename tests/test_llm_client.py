@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -19,11 +20,20 @@ from ragstream.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
+from ragstream.providers.circuit import reset_breakers
 from ragstream.providers.llm_client import ChatStream, LLMClient, extract_json_object, parse_json_output
 
 
 class Answer(BaseModel):
     answer: str
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers() -> Iterator[None]:
+    """Circuit breakers are shared per endpoint for the whole process: none leaks between tests."""
+    reset_breakers()
+    yield
+    reset_breakers()
 
 
 def completion_body(text: str) -> dict[str, Any]:

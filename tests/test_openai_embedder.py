@@ -17,7 +17,16 @@ import pytest
 
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError, EmbeddingFailureError
+from ragstream.providers.circuit import reset_breakers
 from ragstream.providers.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers() -> Iterator[None]:
+    """Circuit breakers are shared per endpoint for the whole process: none leaks between tests."""
+    reset_breakers()
+    yield
+    reset_breakers()
 
 
 class _EmbeddingServer(ThreadingHTTPServer):
