@@ -148,10 +148,6 @@ class LLMConfig(ConfigSection):
         30.0, ge=0,
         description="Longest Retry-After (429/503) honoured; the wait is max(backoff, Retry-After) up to this.",
     )
-    deadline_seconds: float | None = Field(
-        120.0, gt=0, description="Time budget of all LLM calls for one question, retries and waits included "
-        "(LLMClient.new_deadline()); None = no budget beyond the per-request timeout."
-    )
     breaker_failures: int = Field(
         3, ge=0, description="Calls failing in a row (after their retries) that open the circuit breaker of this "
         "base_url, so further calls fail fast without a request; 0 disables the breaker."
@@ -365,6 +361,8 @@ class AnswerConfig(ConfigSection):
         description="First line of an extractive answer that stands in for the LLM's; {reason} says why.",
     )
     max_selected_text_chars: int = Field(20_000, ge=1, description="Longest selected_text a question may carry.")
+    extractive_max_chunks: int = Field(
+        6, ge=1, description="The extractive answer quotes from the first this many attachments (best ranked).")
     extractive_max_sentences: int = Field(3, description="Sentences quoted in an extractive answer.")
     extractive_min_sentence_chars: int = Field(20, description="Shorter sentences are not quoted.")
     extractive_max_example_chars: int = Field(

@@ -443,14 +443,6 @@ def test_stream_open_against_hanging_server_respects_the_deadline() -> None:
         assert time.monotonic() - started < 0.6 + SLACK_SECONDS
 
 
-def test_new_deadline_comes_from_config() -> None:
-    with Provider([ok()]) as provider:
-        assert llm(provider, deadline_seconds=12.0).new_deadline().seconds == 12.0
-        assert llm(provider, deadline_seconds=None).new_deadline().remaining() is None
-        client = llm(provider)
-        assert client.chat(MESSAGES, deadline=client.new_deadline()).text == "hello"
-
-
 # -- LLM: 200 answers that are not chat completions -------------------------------------------------
 
 BAD_BODIES = {

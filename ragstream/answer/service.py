@@ -243,7 +243,8 @@ class AnswerService:
             embedder = self._embedder() if turn.query_vectors is not None else None
         except EmbeddingFailureError:
             embedder = None
-        return extractive_answer(turn.query_vectors if embedder else None, turn.chunks, embedder, label=label,
+        chunks = turn.chunks[: config.extractive_max_chunks]
+        return extractive_answer(turn.query_vectors if embedder else None, chunks, embedder, label=label,
                                  max_sentences=config.extractive_max_sentences,
                                  min_chars=config.extractive_min_sentence_chars,
                                  max_example_chars=config.extractive_max_example_chars)

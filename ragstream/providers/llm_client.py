@@ -9,8 +9,8 @@ timeouts, waiting ``retry_base_seconds * 2**n`` capped at ``retry_max_seconds``,
 raises :class:`LLMRequestError`; a 200 whose body is not a chat completion raises
 :class:`LLMUnavailableError`.
 
-Bounds: every call takes an optional :class:`Deadline` (one per question, see
-:meth:`LLMClient.new_deadline`). Each HTTP attempt waits at most ``min(timeout_seconds, time
+Bounds: every call takes an optional :class:`Deadline` (the answer path makes one per question,
+``answer.deadline_seconds``). Each HTTP attempt waits at most ``min(timeout_seconds, time
 left)``, a backoff that would end past the deadline is not slept, and running out of time raises
 :class:`DeadlineExceededError`. A circuit breaker shared by every client of the same ``base_url``
 opens after ``breaker_failures`` calls in a row failed as unavailable; while open, calls raise
@@ -271,10 +271,6 @@ class LLMClient:
         )
         self._json_mode: bool | None = None  # None until the server accepted or refused it
         self._stream_usage: bool | None = None
-
-    def new_deadline(self) -> Deadline:
-        """A fresh deadline of ``llm.deadline_seconds`` (unbounded when that is ``None``)."""
-        return Deadline(self.config.deadline_seconds)
 
     def chat(
         self,
