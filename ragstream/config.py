@@ -41,7 +41,7 @@ class LimitsConfig(ConfigSection):
 
     max_file_bytes: int = Field(50 * 1024 * 1024, description="Largest single file accepted.")
     max_request_bytes: int = Field(200 * 1024 * 1024, description="Largest upload request accepted.")
-    max_query_chars: int = Field(2000, description="Longest query accepted (seed 003).")
+    max_query_chars: int = Field(2000, description="Longest query accepted.")
 
 
 class ChunkingConfig(ConfigSection):
@@ -50,10 +50,10 @@ class ChunkingConfig(ConfigSection):
     strategy: Literal["auto", "window", "markdown", "split_when_needed"] = Field(
         "auto", description="auto = markdown-aware for Markdown, character windows otherwise."
     )
-    chunk_size: int = Field(1000, description="Window size in characters (seed 004: 800-1200).")
-    chunk_overlap: int = Field(200, description="Window overlap in characters (seed 004: 150-250).")
+    chunk_size: int = Field(1000, description="Window size in characters (800-1200).")
+    chunk_overlap: int = Field(200, description="Window overlap in characters (150-250).")
     max_chunk_tokens: int = Field(
-        8192, description="split_when_needed: keep a document whole up to this many tokens (seed 003)."
+        8192, description="split_when_needed: keep a document whole up to this many tokens."
     )
     split_header_level: int = Field(2, description="split_when_needed: first heading level to split at.")
     fallback_header_level: int = Field(3, description="split_when_needed: heading level for oversized sections.")
@@ -140,7 +140,7 @@ class LLMConfig(ConfigSection):
         3.5, gt=0, description="Token estimate without a tokenizer: conservative for English under BPE tokenizers (~4).")
     seed: int | None = Field(42, description="Fixed seed where the provider honours it.")
     timeout_seconds: float = Field(60.0, description="Per-request timeout.")
-    max_retries: int = Field(3, description="Seed 002: retries on 429/5xx/network errors, never on 400.")
+    max_retries: int = Field(3, description="Retries on 429/5xx/network errors, never on 400.")
     retry_base_seconds: float = Field(1.0, description="First backoff delay; doubles per retry.")
     retry_max_seconds: float = Field(10.0, description="Backoff cap.")
     retry_jitter: float = Field(0.25, description="Random +/- share added to each delay.")
@@ -163,7 +163,7 @@ class LLMConfig(ConfigSection):
 
 
 class PipelineLimits(ConfigSection):
-    """The N-constants of seed 000 section 4 (soft caps)."""
+    """The pipeline's N-constants (soft caps, docs/pipeline.md)."""
 
     N0_QUERY_PIECES: int = 5
     N1_RETR_MAX_CANDIDATES: int = 200
@@ -283,21 +283,21 @@ class IngestConfig(ConfigSection):
 
 
 class RetrievalCacheConfig(ConfigSection):
-    """The answer path's retrieval cache (seed 003 idempotency)."""
+    """The answer path's retrieval cache."""
 
-    ttl_seconds: float = Field(300.0, description="How long a cached retrieve() result is served (seed 003: 5 min).")
+    ttl_seconds: float = Field(300.0, description="How long a cached retrieve() result is served (5 min).")
     max_entries: int = Field(1024, description="Cached results kept; the oldest is evicted beyond this.")
 
 
 class CitationConfig(ConfigSection):
-    """Citation markers in answers and how they resolve to prompt chunks (seed 002 stage 4)."""
+    """Citation markers in answers and how they resolve to prompt chunks."""
 
     max_marker_chars: int = Field(120, description="Longest bracketed text still read as a citation marker.")
     dice_threshold: float = Field(0.5, description="Tier 3: a title marker matches a chunk above this Dice similarity.")
 
 
 class ConfidenceConfig(ConfigSection):
-    """High / Medium / Low confidence from prompt chunks and citations (seed 002 stage 5)."""
+    """High / Medium / Low confidence from prompt chunks and citations."""
 
     high_min_chunks: int = Field(3, description="High needs at least this many context chunks ...")
     high_min_relevance: float = Field(0.5, description="... and at least this average relevance ...")
@@ -322,21 +322,21 @@ DEFAULT_NO_RESULTS_MESSAGE = (
 
 
 class AnswerConfig(ConfigSection):
-    """The answer path: retrieve contract, generation prompt, extractive fallback (seeds 001-003).
+    """The answer path: retrieve contract, generation prompt, extractive fallback.
 
     Relevance everywhere in the answer path is the dense cosine similarity between the query
     and the chunk embedding (the index's embedder), clipped to 0..1.
     """
 
-    max_question_chars: int = Field(1000, description="Longest question ask() accepts (seed 002).")
-    max_chunks: int = Field(5, description="retrieve(): chunks returned at most (seed 003).")
+    max_question_chars: int = Field(1000, description="Longest question ask() accepts.")
+    max_chunks: int = Field(5, description="retrieve(): chunks returned at most.")
     min_relevance: float = Field(
         0.3,
-        description="retrieve(): minimum relevance per chunk and on average. Seed 003's 0.6 is for "
+        description="retrieve(): minimum relevance per chunk and on average. 0.6 suits "
         "text-embedding-3-small; all-MiniLM-L6-v2 cosines of on-topic passages are ~0.4-0.8, off-topic < 0.2.",
     )
-    candidates: int = Field(20, description="retrieve(): dense candidates looked at before the threshold (seed 001).")
-    timeout_seconds: float = Field(10.0, description="retrieve(): VectorDBUnavailableError after this long (seed 003).")
+    candidates: int = Field(20, description="retrieve(): dense candidates looked at before the threshold.")
+    timeout_seconds: float = Field(10.0, description="retrieve(): VectorDBUnavailableError after this long.")
     cache: RetrievalCacheConfig = RetrievalCacheConfig()
     context_tokens: int = Field(
         2000, ge=1, description="The one context budget: tokens (answering model's tokenizer, or the estimate) "

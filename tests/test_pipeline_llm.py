@@ -23,7 +23,8 @@ AGENT_RECORDS = ("a2", "a3", "a4", "format_enforcer")
 @pytest.fixture(scope="module")
 def llm_index(tmp_path_factory, embedder, qwen_server):
     config = load_config(data_dir=tmp_path_factory.mktemp("llm-index"), pipeline=CAPS, agents=AGENTS,
-                         llm={"base_url": qwen_server, "model": "qwen", "timeout_seconds": 180.0})
+                         llm={"base_url": qwen_server, "model": "qwen", "timeout_seconds": 180.0},
+                         answer={"deadline_seconds": 900.0})  # four agent calls on a 2-core CPU
     index = Ragstream(config, embedder=embedder)
     index.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-exceptions.md"])
     yield index

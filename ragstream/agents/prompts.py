@@ -1,4 +1,4 @@
-"""The prompts, output schemas and enums of the pipeline's agents A2..A5 (seed 000 sections 5.2-5.7).
+"""The prompts, output schemas and enums of the pipeline's agents A2..A5 (docs/pipeline.md).
 
 Enum fields are plain strings in the schemas: an answer outside the allowed set still parses and
 is then clamped to the default by :meth:`AgentPrompt.clamp`.

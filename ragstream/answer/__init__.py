@@ -1,1 +1,1 @@
-"""The answer path: retrieve (seed 003), cache, generation, citations, confidence, streaming (seeds 001, 002)."""
+"""The answer path: retrieve, cache, generation, citations, confidence, streaming."""

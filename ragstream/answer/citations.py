@@ -1,8 +1,8 @@
-"""Citation processing (seed 002 stage 4): resolve markers to prompt chunks, de-duplicate, build
+"""Citation processing: resolve markers to prompt chunks, de-duplicate, build
 ``sources`` and ``relatedDocs``.
 
-Markers are numbered, ``[n]`` = the n-th context passage of the prompt (1-based), or, as in
-seed 002, a title ``[Title]`` / ``[Title > Section]`` matched against the prompt chunks in three
+Markers are numbered, ``[n]`` = attachment n of the prompt (1-based), or a title ``[Title]`` /
+``[Title > Section]`` matched against the attachments in three
 tiers: exact (case-insensitive), contains (either way), then Dice bigram similarity above
 ``citations.dice_threshold``. A marker that names no prompt chunk is kept as unmatched and never
 becomes a source.
@@ -133,7 +133,7 @@ def track_text(text: str, tracker: CitationTracker, config: CitationConfig) -> N
 
 
 def build_sources(citations: Sequence[Citation]) -> list[Source]:
-    """The matched citations' locations, de-duplicated by URL (seed 002)."""
+    """The matched citations' locations, de-duplicated by URL."""
     sources: dict[str, Source] = {}
     for citation in citations:
         if citation.matched and citation.url and citation.url not in sources:
@@ -143,7 +143,7 @@ def build_sources(citations: Sequence[Citation]) -> list[Source]:
 
 
 def build_related_docs(chunks: Sequence[DocumentChunk]) -> list[RelatedDoc]:
-    """The parent documents of every context chunk, cited or not, in first-seen order (seed 002)."""
+    """The parent documents of every context chunk, cited or not, in first-seen order."""
     docs: dict[str, RelatedDoc] = {}
     for chunk in chunks:
         if chunk.document_id not in docs:

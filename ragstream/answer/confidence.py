@@ -1,4 +1,4 @@
-"""Confidence (seed 002 stage 5): High / Medium / Low with a human-readable reason."""
+"""Confidence: High / Medium / Low with a human-readable reason."""
 
 from __future__ import annotations
 

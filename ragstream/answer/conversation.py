@@ -11,7 +11,7 @@ from ragstream.store.catalog import Catalog
 
 
 class ConversationStore:
-    """Keeps the last ``max_pairs`` turn pairs of each conversation (seed 000 ``N4_RECENT_CONV_MAX_PAIRS``)."""
+    """Keeps the last ``max_pairs`` turn pairs of each conversation (``pipeline.N4_RECENT_CONV_MAX_PAIRS``)."""
 
     def __init__(self, catalog: Catalog, max_pairs: int) -> None:
         self._catalog = catalog

@@ -1,4 +1,4 @@
-"""The data of the answer path: the seed-003 retrieve contract and the seed-002 response shape."""
+"""The data of the answer path: the retrieve contract and the response shape."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class DocumentChunk(BaseModel):
 
 
 class RAGContext(BaseModel):
-    """Seed 003: the result of ``retrieve``; chunks ordered by relevance, best first."""
+    """The result of ``retrieve``; chunks ordered by relevance, best first."""
 
     context_id: str
     query_id: str
@@ -70,14 +70,14 @@ class RelatedDoc(BaseModel):
 
 
 class Confidence(BaseModel):
-    """Seed 002 stage 5."""
+    """High, Medium or Low, with the reason."""
 
     level: Literal["High", "Medium", "Low"]
     reason: str
 
 
 class Answer(BaseModel):
-    """Seed 002's response shape."""
+    """The response shape."""
 
     answer: str
     sources: list[Source]

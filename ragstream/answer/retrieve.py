@@ -1,4 +1,4 @@
-"""``retrieve(query, context_key) -> RAGContext``: the seed-003 contract over the dense index.
+"""``retrieve(query, context_key) -> RAGContext``: the contract over the dense index.
 
 Relevance is the dense cosine similarity between the query and chunk embeddings of the index's
 embedder (all-MiniLM-L6-v2 by default), clipped to 0..1: vectors are L2-normalised, so cosine is
@@ -60,7 +60,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
 
 
 def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
-    """A stored chunk as a seed-003 DocumentChunk."""
+    """A stored chunk as a DocumentChunk."""
     return DocumentChunk(
         chunk_id=chunk.chunk_id, document_id=chunk.metadata.document_id, text=chunk.text,
         metadata=chunk_metadata(chunk), relevance_score=score, position_in_doc=chunk.metadata.chunk_index,
@@ -68,7 +68,7 @@ def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
 
 
 class Retriever:
-    """Runs the seed-003 retrieve over ``search`` (``Ragstream.search``) with a timeout."""
+    """Runs the retrieve over ``search`` (``Ragstream.search``) with a timeout."""
 
     def __init__(self, search: SearchFn, embed_query: EmbedFn, config: AnswerConfig, max_query_chars: int) -> None:
         self._search = search

@@ -1,4 +1,4 @@
-"""The SuperPrompt pipeline of seed 000: eight memoryless stages from a raw prompt to ``prompt_ready``.
+"""The SuperPrompt pipeline (docs/pipeline.md): eight memoryless stages from a raw prompt to ``prompt_ready``.
 
 Use it through :meth:`ragstream.Ragstream.new_prompt`, ``run_stage`` and ``run_pipeline``, or the
 :mod:`ragstream.pipeline.controller` directly.

@@ -1,4 +1,4 @@
-"""A0_PreProcessing: raw prompt text -> canonical ``sp.body`` (seed 000 section 5.1). No LLM.
+"""A0_PreProcessing: raw prompt text -> canonical ``sp.body`` (docs/pipeline.md). No LLM.
 
 Header lines are ``Key: value`` or Markdown headings; the text up to the next header is the
 value. Each header walks the mapping ladder (:mod:`ragstream.pipeline.header_mapping`). A

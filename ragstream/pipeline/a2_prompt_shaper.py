@@ -1,4 +1,4 @@
-"""A2_PromptShaper: choose system, audience, tone, depth and confidence (seed 000 section 5.2).
+"""A2_PromptShaper: choose system, audience, tone, depth and confidence (docs/pipeline.md).
 
 With an LLM: one Chooser call, answers clamped to the enums. Without (or when the call fails):
 keyword rules over task, purpose and context. Values the user wrote as headers are kept.

@@ -1,4 +1,4 @@
-"""The deterministic header-mapping ladder of A0 (seed 000 section 5.1)."""
+"""The deterministic header-mapping ladder of A0 (docs/pipeline.md)."""
 
 from __future__ import annotations
 

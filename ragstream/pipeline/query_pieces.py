@@ -1,4 +1,4 @@
-"""Build the normalized query string and split it into at most N0 pieces (seed 000 section 5.3)."""
+"""Build the normalized query string and split it into at most N0 pieces (docs/pipeline.md)."""
 
 from __future__ import annotations
 

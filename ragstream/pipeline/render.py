@@ -13,10 +13,10 @@ from ragstream.models import Chunk
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 
 PROMPT_FIELDS = ("task", "purpose", "context", "text", "constraints", "audience", "format")
-"""Prompt_MD's sections, in order (seed 000 section 5.8: task, purpose, context, audience, format)."""
+"""Prompt_MD's sections, in order (task, purpose, context, audience, format)."""
 
 QUERY_FIELDS = ("task", "purpose", "context", "format")
-"""The fields of the reranker's query string (seed 000 section 5.4)."""
+"""The fields of the reranker's query string (docs/pipeline.md)."""
 
 SYSTEM_FIELDS = ("audience", "tone", "depth")
 _BACKTICKS = re.compile(r"`+")

@@ -1,4 +1,4 @@
-"""A small client for any OpenAI-compatible chat endpoint, with the retry policy of seed 002.
+"""A small client for any OpenAI-compatible chat endpoint, with a bounded retry policy (docs/answers.md).
 
 The official ``openai`` SDK does the HTTP; its own retries are off (``max_retries=0``) and ours
 apply instead: up to ``LLMConfig.max_retries`` retries on HTTP 429, 5xx, network errors and
@@ -454,7 +454,7 @@ class LLMClient:
 
 
 def is_retryable(error: BaseException) -> bool:
-    """Seed 002: retry 429, 5xx, network errors and timeouts; never 400 or another 4xx."""
+    """Retry 429, 5xx, network errors and timeouts; never 400 or another 4xx."""
     if isinstance(error, openai.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(error, openai.APIStatusError):

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Seed 002: ``max_retries`` retries, delay base*2^n capped at ``cap``, +/- ``jitter`` share."""
+    """``max_retries`` retries, delay base*2^n capped at ``cap``, +/- ``jitter`` share."""
 
     max_retries: int
     base_seconds: float

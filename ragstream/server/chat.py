@@ -1,5 +1,5 @@
-"""The answer path over HTTP: ``POST /api/query`` (seed 002), ``POST /api/chat`` as Server-Sent
-Events (seed 001) and ``POST /api/retrieve`` (seed 003)."""
+"""The answer path over HTTP: ``POST /api/query``, ``POST /api/chat`` as Server-Sent
+Events and ``POST /api/retrieve``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def query(body: QueryRequest, state: ServerState = Depends(get_state)) -> Answer
              summary="Ask a question (streamed answer)")
 async def chat(body: ChatRequest, state: ServerState = Depends(get_state)) -> StreamingResponse:
     """``token`` events as the answer is written, a ``citation`` event per cited chunk, then ``done``
-    (ids, tokens, latency and the whole seed-002 response); an ``error`` event if it fails midway.
+    (ids, tokens, latency and the whole response); an ``error`` event if it fails midway.
     Closing the connection stops the generation and records the partial answer as incomplete. The
     conversation id (new unless given) is in the ``X-Conversation-ID`` response header."""
     conversation_id = body.conversation_id or str(uuid.uuid4())
