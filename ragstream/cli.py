@@ -279,19 +279,19 @@ def _answer(rs: Ragstream, question: str, conversation: str | None, selected_tex
         answer = rs.ask(question, conversation, selected_text)
         print(answer.model_dump_json(indent=2) if json_output else f"{answer.answer}\n\n{sources_text(answer)}")
         return answer.metadata["conversation_id"]
-    answer: Answer | None = None
+    final: Answer | None = None
     for event in rs.stream_answer(question, conversation, selected_text):
         if json_output:
             print(event.model_dump_json(), flush=True)
         elif event.type == "token":
             print(event.token, end="", flush=True)
         if event.type == "done":
-            answer = event.response
-    if answer is None:
+            final = event.response
+    if final is None:
         raise RuntimeError("the answer stream ended without a done event")
     if not json_output:
-        print(f"\n\n{sources_text(answer)}")
-    conversation_id: str = answer.metadata["conversation_id"]
+        print(f"\n\n{sources_text(final)}")
+    conversation_id: str = final.metadata["conversation_id"]
     return conversation_id
 
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:

@@ -86,7 +86,7 @@ class CitationResolver:
 def _citation(marker: str, tier: str, index: int, chunk: DocumentChunk) -> Citation:
     meta = chunk.metadata
     return Citation(
-        marker=marker, matched=True, match_type=tier, number=index + 1, chunk_id=chunk.chunk_id,  # type: ignore[arg-type]
+        marker=marker, matched=True, match_type=tier, number=index + 1, chunk_id=chunk.chunk_id,
         document_id=chunk.document_id, title=meta.get("title"), section=meta.get("section"),
         source=str(meta.get("source")), url=str(meta.get("url")), page=meta.get("page"), score=chunk.relevance_score,
     )
@@ -104,7 +104,7 @@ class CitationTracker:
         """Resolve a marker; returns the citations of chunks not cited before (to emit as events)."""
         new: list[Citation] = []
         for citation in self.resolver.resolve(content):
-            key = citation.chunk_id if citation.matched else f"unmatched:{_norm(citation.marker)}"
+            key = f"chunk:{citation.chunk_id}" if citation.matched else f"unmatched:{_norm(citation.marker)}"
             if key in self._seen:
                 continue
             self._seen.add(key)

@@ -4,8 +4,8 @@ Selection: walk ``final_selection_ids`` in A3 order, skip conversation pairs (th
 block), and keep each chunk whose attachment plus its S_CTX facts still fit the one context budget
 (:func:`context_budget`, counted in the answering model's tokens), up to ``N3`` chunks. What fits
 here is exactly what the answering model reads. Condensation: the LLM Writer summarises facts,
-constraints and open issues citing ``[n]``, and must not take more room than the deterministic
-facts it replaces; the fallback quotes the leading prose sentences of each selected chunk. S_CTX
+constraints and open issues citing ``[n]``; it must not take more room than the deterministic facts
+it replaces, nor name anything the attachments and the prompt do not (:mod:`grounding`); the fallback quotes the leading prose sentences of each selected chunk. S_CTX
 quotes documents, so it sits in a fence its text cannot close, like every attachment.
 """
 
@@ -20,6 +20,7 @@ from ragstream.errors import NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.conversation import CONVERSATION_SOURCE
 from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -45,6 +46,10 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     payload = {"prompt_md": query_text(sp.body)[: settings.field_chars], "passages": _passages(selected, settings)}
     output, record = call_agent(ctx, "a4", A4_PROMPT, payload)
     condensed = output.s_ctx_md.strip() if isinstance(output, A4Output) else ""
+    invented = ungrounded(condensed, vocabulary([*sp.body.values(), sp.selected_text, *(c.text for c in selected)]))
+    if condensed and invented:
+        record.fall_back(f"the LLM condensation names what no attachment says: {', '.join(invented[:5])}")
+        condensed = ""
     if condensed and ctx.count_tokens(condensed) > ctx.count_tokens(deterministic):
         record.fall_back("the LLM condensation is longer than the room the budget leaves for S_CTX")
         condensed = ""

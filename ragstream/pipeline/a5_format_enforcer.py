@@ -16,12 +16,11 @@ import re
 from ragstream.agents.prompts import A5Output, a5_prompt
 from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.prompt_schema import FormatRules
 from ragstream.pipeline.render import preview
 from ragstream.pipeline.super_prompt import SuperPrompt
 
-_TOKEN = re.compile(r"[^\W_][\w\-.+#]*[\w+#]|[^\W_]")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*(?:[-*•]|\d+[.)])?\s*[\"'(]?$")
 
 CUSTOM_FORMAT = "custom"
 """``format_kind`` of a requested format that matches no kind of the schema."""
@@ -43,7 +42,8 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     output, record = call_agent(ctx, "a5", prompt, payload)
     hard_rules = constraint_rules
     if isinstance(output, A5Output):
-        known = _vocabulary(sp, rules)
+        known = vocabulary([*sp.body.values(), sp.selected_text, *(c.text for c in sp.chunks(sp.final_selection_ids)),
+                            *_schema_texts(rules)])
         kind, record.details["format_kind_allowed"] = prompt.clamp("format_kind", output.format_kind)
         llm_spec = " ".join(output.normalized_format_spec.split())
         llm_rules = [rule for rule in (" ".join(r.split()) for r in output.hard_rules) if rule]
@@ -67,34 +67,12 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     return sp
 
 
-def ungrounded(text: str, known: set[str]) -> list[str]:
-    """The named things in ``text`` (capitalised words not opening a sentence, words with digits or
-    inner capitals) that ``known`` (casefolded words of the prompt and attachments) lacks."""
-    missing: list[str] = []
-    for match in _TOKEN.finditer(text):
-        word = match.group(0)
-        named = (word[0].isupper() and not _SENTENCE_START.search(text[: match.start()])) \
-            or any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:])
-        if named and word.casefold() not in known and not all(p in known for p in _parts(word)):
-            missing.append(word)
-    return missing
-
-
-def _parts(word: str) -> list[str]:
-    return [part for part in re.split(r"[\-.+#]", word.casefold()) if part]
-
-
-def _vocabulary(sp: SuperPrompt, rules: FormatRules) -> set[str]:
-    """Casefolded words of the prompt body, the selected attachments and the schema's format kinds."""
-    texts = [*sp.body.values(), sp.selected_text, *(chunk.text for chunk in sp.chunks(sp.final_selection_ids))]
+def _schema_texts(rules: FormatRules) -> list[str]:
+    """The words of the schema's format kinds, which the LLM may always use."""
+    texts: list[str] = []
     for name, kind in rules.kinds.items():
         texts += [name, kind.spec, kind.example_shape, *kind.keywords]
-    words: set[str] = set()
-    for text in texts:
-        for match in _TOKEN.finditer(text):
-            words.add(match.group(0).casefold())
-            words.update(_parts(match.group(0)))
-    return words
+    return texts
 
 
 def _deterministic_spec(requested: str, rules: FormatRules) -> tuple[str, str, str]:

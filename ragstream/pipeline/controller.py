@@ -72,10 +72,10 @@ def run_stage(sp: SuperPrompt, ctx: StageContext, stage: str | None = None) -> S
     check_state(sp, ctx.config.pipeline)
     expected = next_step(sp)
     step = resolve_step(stage) if stage is not None else expected
-    if expected is None:
+    if expected is None or step is None:
         raise StageOrderError("all eight stages already ran; start a new prompt")
     if step is not expected:
-        index = STEPS.index(step)  # type: ignore[arg-type]
+        index = STEPS.index(step)
         needs = STEPS[index - 1].name if index else "a fresh SuperPrompt"
         raise StageOrderError(f"cannot run {step.name}: it needs {needs} to be the last stage run; "
                               f"the next stage is {expected.name}")

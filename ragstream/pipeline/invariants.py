@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from ragstream.config import PipelineLimits
 from ragstream.errors import InvariantViolationError
-from ragstream.pipeline.super_prompt import BUILT, STAGE_ORDER, VIEW_STAGES, HistoryEntry, SuperPrompt
+from ragstream.pipeline.super_prompt import BUILT, VIEW_STAGES, HistoryEntry, SuperPrompt
 
-HISTORY_ORDER: tuple[HistoryEntry, ...] = (*STAGE_ORDER[1:], BUILT)  # type: ignore[assignment]
+HISTORY_ORDER: tuple[HistoryEntry, ...] = ("preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5", BUILT)
 VIEW_PARENTS = {"reranked": "retrieval", "a3": "reranked", "a4": "a3"}
 
 
@@ -25,7 +25,7 @@ def check_state(sp: SuperPrompt, limits: PipelineLimits) -> None:
     lifecycle = [entry for entry in history if entry != BUILT]
     if sp.stage != (lifecycle[-1] if lifecycle else "raw"):
         _fail("stage_order", f"stage {sp.stage!r} does not match history {history}")
-    ran = set(history)
+    ran: set[str] = set(history)
     ids = [chunk.chunk_id for chunk in sp.base_context_chunks]
     if len(ids) != len(set(ids)):
         _fail("I1_unique_chunk_ids", "base_context_chunks holds a chunk id twice")

@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 
 from ragstream.errors import EmbeddingFailureError, NoRetrievalResultsError
-from ragstream.models import Chunk
+from ragstream.models import Chunk, SearchMode
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import conversation_chunks
 from ragstream.pipeline.query_pieces import normalized_query, split_query
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.super_prompt import SuperPrompt
 
-HYBRID = "hybrid"
-BM25 = "bm25"
+HYBRID: SearchMode = "hybrid"
+BM25: SearchMode = "bm25"
 NOT_RANKED = float("inf")
 """Fused rank of a chunk no piece's search returned (conversation pairs)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,7 +13,7 @@ Stage = Literal["raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4"
 
 STAGE_ORDER: tuple[Stage, ...] = ("raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5")
 
-BUILT = "prompt_builder"
+BUILT: Final = "prompt_builder"
 """History entry of Prompt_Builder, which renders the prompt but introduces no new stage."""
 
 HistoryEntry = Literal["preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5", "prompt_builder"]
@@ -120,7 +120,7 @@ class SuperPrompt(BaseModel):
         """Record a completed stage: append to the history and, for lifecycle stages, set ``stage``."""
         self.history_of_stages.append(entry)
         if entry != BUILT:
-            self.stage = entry
+            self.stage = cast(Stage, entry)
 
     def report(self, entry: HistoryEntry, mode: StageMode, *, fallback: bool = False, reason: str | None = None,
                model: str | None = None, llm_calls: int = 0) -> None:

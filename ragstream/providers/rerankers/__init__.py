@@ -23,7 +23,8 @@ def make_reranker(config: RerankerConfig, embedder: Callable[[], Embedder]) -> t
     if config.backend == "none":
         return None, "reranker.backend is none"
     if config.backend == "bi_encoder":
-        return BiEncoderReranker(embedder, reason="reranker.backend is bi_encoder"), None
+        bi_encoder: Reranker = BiEncoderReranker(embedder, reason="reranker.backend is bi_encoder")
+        return bi_encoder, None
     try:
         return CrossEncoderReranker(config), None
     except CrossEncoderUnavailable as error:

@@ -9,12 +9,20 @@ from typing import Protocol
 class Reranker(Protocol):
     """Scores (query, text) pairs; higher is more relevant."""
 
-    backend: str
-    """``cross_encoder`` or ``bi_encoder``."""
-    model: str
-    """The model that scores."""
-    degraded_reason: str | None
-    """Why this is not the configured cross-encoder, or ``None``."""
+    @property
+    def backend(self) -> str:
+        """``cross_encoder`` or ``bi_encoder``."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model that scores."""
+        ...
+
+    @property
+    def degraded_reason(self) -> str | None:
+        """Why this is not the configured cross-encoder, or ``None``."""
+        ...
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One score per text."""

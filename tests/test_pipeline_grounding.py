@@ -1,0 +1,24 @@
+"""Agents may rephrase, never add: named things must come from the prompt or the attachments."""
+
+from __future__ import annotations
+
+from ragstream.pipeline.grounding import ungrounded, vocabulary
+
+PROMPT = "How do I enable CORS in FastAPI? Answer as a bullet list."
+ATTACHMENT = "Use CORSMiddleware from fastapi.middleware.cors; set allow_origins and allow_credentials=True."
+
+
+def test_an_invented_framework_is_caught():
+    known = vocabulary([PROMPT, ATTACHMENT])
+    assert ungrounded("Answer using Python and Flask with Flask-Cors.", known) == ["Python", "Flask", "Flask-Cors"]
+
+
+def test_rephrasing_with_known_names_and_ordinary_words_passes():
+    known = vocabulary([PROMPT, ATTACHMENT])
+    assert ungrounded("Answer as a bullet list. Add CORSMiddleware to the FastAPI app [1].", known) == []
+    assert ungrounded("- Keep each point short.\n- Cite every point like [2, 3].", known) == []
+
+
+def test_numbers_and_versions_must_be_in_the_sources():
+    known = vocabulary([PROMPT, ATTACHMENT])
+    assert ungrounded("Requires FastAPI 0.95 or later.", known) == ["0.95"]
