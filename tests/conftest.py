@@ -15,7 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from index_fixtures import embedder, hash_embedder, make_fast_index, make_index  # noqa: F401 - re-exported fixtures
+from index_fixtures import (  # noqa: F401 - re-exported fixtures
+    embedder,
+    hash_embedder,
+    hash_embedder_by_default,
+    make_fast_index,
+    make_index,
+)
 from llm_server import qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
 
 SHARED_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
