@@ -91,3 +91,19 @@ class HashEmbedder:
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
         return np.vstack([self.embed_one(text) for text in texts]).astype(np.float32, copy=False)
+
+
+def install_as_default(dimensions: int = DEFAULT_DIMENSIONS) -> HashEmbedder:
+    """Make every Ragstream opened without an embedder in this process embed with a HashEmbedder.
+
+    For child processes of the fast tier (``server_process.running_server(..., hash_embedder=True)``);
+    in-process tests use the ``hash_embedder_by_default`` fixture, which undoes itself. Patches
+    ``ragstream.api.make_embedder``, where the package builds its default embedder.
+    """
+    import ragstream.api
+
+    embedder = HashEmbedder(dimensions)
+    if not hasattr(ragstream.api, "make_embedder"):
+        raise RuntimeError("ragstream.api.make_embedder is gone: the hash embedder cannot be installed")
+    ragstream.api.make_embedder = lambda config: embedder
+    return embedder
