@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ragstream import metrics
 from ragstream.documents.chunkers import approximate_token_count
 
 DEFAULT_DIMENSIONS = 256
@@ -69,10 +70,12 @@ class HashEmbedder:
         return self._dimensions
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        with metrics.timed_embedding("documents", len(texts)):  # as the package's backends do
+            return self._embed(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        with metrics.timed_embedding("queries", len(texts)):
+            return self._embed(texts)
 
     def count_tokens(self, text: str) -> int:
         """The package's word-piece estimate (errs high, like a real tokenizer on rare words)."""
