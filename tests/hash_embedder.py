@@ -1,13 +1,13 @@
 """A small deterministic embedder for the fast test tier (not a test module).
 
 :class:`HashEmbedder` implements the :class:`ragstream.providers.embedders.Embedder` protocol by
-feature hashing: every lower-cased word token and every character trigram of a word (padded with
-``#``) is hashed (blake2b, so the same across processes and runs) to one of ``dimensions`` buckets
+feature hashing: every lower-cased word token (but a short stop-word list) and every character
+trigram of such a word (padded with ``#``) is hashed (blake2b, so the same across processes and runs) to one of ``dimensions`` buckets
 with a sign, counts are damped (``1 + log(count)``) and each vector is L2-normalised float32.
 Texts sharing words or word pieces get a high cosine, unrelated texts a cosine near 0, so
 retrieval tests still mean something, with no model to load and microseconds per text.
 
-It has no semantics beyond shared surface forms: "timeout" and "time-out" are close, "car" and
+It has no semantics beyond shared surface forms: "timeouts" and "timeout" are close, "car" and
 "automobile" are not. Tests whose outcome depends on the real model's notion of meaning, or on
 relevance thresholds calibrated for all-MiniLM-L6-v2, belong to the ``slow`` tier.
 """
