@@ -55,7 +55,9 @@ def _fast_tests_never_load_the_model(request: pytest.FixtureRequest, monkeypatch
     """
     if request.node.get_closest_marker("slow") is not None:
         return
-    from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from ragstream.providers.embedders.sentence_transformers import (
+        SentenceTransformerEmbedder,
+    )
 
     original = SentenceTransformerEmbedder.__init__
 

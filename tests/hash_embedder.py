@@ -31,10 +31,12 @@ WORD_WEIGHT = 1.0
 TRIGRAM_WEIGHT = 0.5
 _WORD = re.compile(r"\w+")
 # Function words carry no topic; dropping them keeps "how do I ..." questions from matching everything.
-STOPWORDS = frozenset(
-    "a an and are as at be but by can do does for from how i if in into is it its me my of on or so "
-    "that the their then there these this to was we what when where which who why will with you your".split()
-)
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
+    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that",
+    "the", "their", "then", "there", "these", "this", "to", "was", "we", "what", "when", "where",
+    "which", "who", "why", "will", "with", "you", "your",
+})
 
 
 @lru_cache(maxsize=1 << 16)
