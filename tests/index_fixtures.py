@@ -1,4 +1,13 @@
-"""Fixtures for tests on a real embedded index: real packaged model, real Qdrant Edge on disk."""
+"""Fixtures for tests on a real embedded index (real Qdrant Edge store and SQLite catalog on disk).
+
+Two embedders:
+
+* ``embedder`` / ``make_index``: the real packaged model (all-MiniLM-L6-v2). Loading it and
+  embedding with it is what makes a test ``slow``; ``conftest.py`` marks every test that uses
+  these fixtures ``slow``.
+* ``hash_embedder`` / ``make_fast_index``: :class:`hash_embedder.HashEmbedder`, deterministic
+  feature hashing with no model to load, for the fast tier.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hash_embedder import HashEmbedder
 
 from ragstream import Ragstream, load_config
 from ragstream.providers.embedders import Embedder, make_embedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "ragstream" / "samples" / "docs"
+FAST_DEFAULTS: dict[str, Any] = {"reranker": {"backend": "bi_encoder"}}
+"""Config defaults of ``make_fast_index``: the ReRanker re-scores with the (hash) embedder instead of
+trying to load a cross-encoder, which would import torch; a test's own overrides replace them."""
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +51,47 @@ def make_index(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Rag
             rs.close()
         except Exception:  # noqa: BLE001 - already closed by the test
             pass
+
+
+@pytest.fixture(scope="session")
+def hash_embedder() -> HashEmbedder:
+    """The deterministic test embedder (feature hashing, 256 dims); no model to load."""
+    return HashEmbedder()
+
+
+@pytest.fixture
+def make_fast_index(tmp_path: Path, hash_embedder: HashEmbedder) -> Iterator[Callable[..., Ragstream]]:
+    """Factory: ``make_fast_index(data_dir=None, **config_overrides)`` opens a real Ragstream (Qdrant
+    Edge + SQLite catalog under ``tmp_path``) that embeds with the hash embedder.
+
+    Overrides are :func:`ragstream.load_config` keyword arguments on top of :data:`FAST_DEFAULTS`.
+    Every index it opened is closed after the test.
+    """
+    opened: list[Ragstream] = []
+
+    def factory(data_dir: Path | None = None, **overrides: Any) -> Ragstream:
+        config = load_config(data_dir=data_dir or tmp_path / "index", **{**FAST_DEFAULTS, **overrides})
+        rs = Ragstream(config, embedder=hash_embedder)
+        opened.append(rs)
+        return rs
+
+    yield factory
+    for rs in opened:
+        try:
+            rs.close()
+        except Exception:  # noqa: BLE001 - already closed by the test
+            pass
+
+
+@pytest.fixture
+def hash_embedder_by_default(monkeypatch: pytest.MonkeyPatch, hash_embedder: HashEmbedder) -> HashEmbedder:
+    """In this process, a Ragstream opened without an embedder (the CLI run in process) embeds with
+    the hash embedder, and :data:`FAST_DEFAULTS` apply through ``RAGSTREAM_*`` environment variables.
+
+    Patches ``ragstream.api.make_embedder``, the one place the package builds its default embedder.
+    """
+    monkeypatch.setattr("ragstream.api.make_embedder", lambda config: hash_embedder)
+    for section, values in FAST_DEFAULTS.items():
+        for key, value in values.items():
+            monkeypatch.setenv(f"RAGSTREAM_{section.upper()}__{key.upper()}", str(value))
+    return hash_embedder

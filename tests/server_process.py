@@ -1,4 +1,8 @@
-"""Start ``ragstream serve`` as a real process on a free port and wait until it answers."""
+"""Start ``ragstream serve`` as a real process on a free port and wait until it answers.
+
+With ``hash_embedder=True`` the process embeds with :class:`hash_embedder.HashEmbedder` (and the
+bi-encoder ReRanker) instead of loading the real model: the fast tier's server.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,13 @@ POLL_SECONDS = 0.25
 STOP_SECONDS = 20.0
 LOOPBACK = "127.0.0.1"
 SERVE = "from ragstream.cli import app; app()"
+TESTS_DIR = Path(__file__).resolve().parent
+SERVE_WITH_HASH_EMBEDDER = (
+    f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); import hash_embedder; hash_embedder.install_as_default(); "
+    + SERVE
+)
+FAST_SETTINGS = {"RERANKER__BACKEND": "bi_encoder"}
+"""``RAGSTREAM_*`` settings of a hash-embedder server (index_fixtures.FAST_DEFAULTS as environment)."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-c", SERVE, "serve", "--host", host, "--port", str(port)]
+def serve_command(host: str, port: int, *, hash_embedder: bool = False) -> list[str]:
+    code = SERVE_WITH_HASH_EMBEDDER if hash_embedder else SERVE
+    return [sys.executable, "-c", code, "serve", "--host", host, "--port", str(port)]
 
 
 def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
@@ -52,12 +64,19 @@ def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_server(tmp: Path, host: str = LOOPBACK, **settings: str) -> Iterator[RunningServer]:
-    """``ragstream serve --host host`` on a free port with its own data dir; stopped afterwards."""
+def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False,
+                   **settings: str) -> Iterator[RunningServer]:
+    """``ragstream serve --host host`` on a free port with its own data dir; stopped afterwards.
+
+    ``hash_embedder=True``: the server embeds with the hash embedder (fast tier), not the real model.
+    """
     port = free_port()
     data_dir, log = tmp / "data", tmp / "server.log"
+    if hash_embedder:
+        settings = {**FAST_SETTINGS, **settings}
     with log.open("wb") as out:
-        process = subprocess.Popen(serve_command(host, port), env=server_env(data_dir, **settings),
+        process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder),
+                                   env=server_env(data_dir, **settings),
                                    stdout=out, stderr=subprocess.STDOUT)
     server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log)
     try:

@@ -24,6 +24,8 @@ import pytest
 
 from server_process import RunningServer, running_server
 
+pytestmark = pytest.mark.slow  # headless Chromium against a real-model server
+
 CHROMIUM = Path(os.environ.get("RAGSTREAM_CHROMIUM", "/usr/bin/chromium"))
 REQUIRE_ENV = "RAGSTREAM_REQUIRE_BROWSER"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

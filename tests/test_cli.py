@@ -1,4 +1,8 @@
-"""The ragstream CLI end to end, in process, on a real index."""
+"""The ragstream CLI end to end, in process, on a real index.
+
+The CLI opens its own index; ``hash_embedder_by_default`` makes it embed with the hash embedder
+(fast tier). The BEIR evaluation scores the real model on real data (``slow``).
+"""
 
 from __future__ import annotations
 
@@ -21,13 +25,19 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "index"
 
 
+@pytest.fixture
+def fast_data_dir(data_dir: Path, hash_embedder_by_default) -> Path:
+    """``data_dir`` for a CLI that embeds with the hash embedder."""
+    return data_dir
+
+
 def _run(*args: str) -> str:
     result = runner.invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return result.output
 
 
-def test_ingest_search_list_delete_reindex(data_dir: Path, tmp_path: Path):
+def test_ingest_search_list_delete_reindex(fast_data_dir: Path, tmp_path: Path):
     bad = tmp_path / "bad.pdf"
     bad.write_bytes(b"%PDF-1.7\nnot really a pdf")
     report = json.loads(_run("ingest", str(SAMPLES / "httpx-timeouts.md"), str(SAMPLES / "httpx-async.md"), str(bad), "--json"))
@@ -55,7 +65,7 @@ def test_ingest_search_list_delete_reindex(data_dir: Path, tmp_path: Path):
     assert "processed 1" in _run("reindex")
 
 
-def test_errors_are_clear(data_dir: Path):
+def test_errors_are_clear(fast_data_dir: Path):
     result = runner.invoke(app, ["search", "   "])
     assert result.exit_code == 2 and "InvalidQueryError" in result.output
     result = runner.invoke(app, ["docs", "delete", "no-such-id"])
@@ -86,6 +96,7 @@ def _small_beir(shared_data: Path, target: Path, queries: int = 25, distractors:
     return target
 
 
+@pytest.mark.slow
 def test_eval_prints_metrics_per_mode(data_dir: Path, tmp_path: Path, shared_data: Path):
     dataset = _small_beir(shared_data, tmp_path / "scifact-small")
     scores = json.loads(_run("eval", "--beir", str(dataset), "--split", "train", "--json"))
@@ -96,7 +107,7 @@ def test_eval_prints_metrics_per_mode(data_dir: Path, tmp_path: Path, shared_dat
     assert scores["hybrid"]["ndcg@10"] > 0.3
 
 
-def test_ask_and_chat_without_an_llm(data_dir: Path):
+def test_ask_and_chat_without_an_llm(fast_data_dir: Path):
     _run("ingest", str(SAMPLES / "httpx-timeouts.md"), str(SAMPLES / "httpx-async.md"))
     answer = json.loads(_run("ask", "How do I set a timeout on a client?", "--json"))
     assert answer["metadata"]["mode"] == "extractive"

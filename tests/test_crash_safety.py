@@ -1,4 +1,8 @@
-"""A SIGKILLed ingest leaves every document wholly at its old version or wholly at its new one."""
+"""A SIGKILLed ingest leaves every document wholly at its old version or wholly at its new one.
+
+The SIGKILL tests run a child process on the real model (``slow``). The fast tier replays the same
+three write steps in process: the step raises instead of killing, the index is reopened and recovered.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from ragstream.store.catalog import Catalog
+from ragstream.store.qdrant_edge import QdrantEdgeStore
 
 CHILD = Path(__file__).with_name("crash_child.py")
 DOCUMENTS = 6
@@ -59,7 +66,59 @@ def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float
     return child.wait(timeout=300)
 
 
-@pytest.mark.parametrize("crash_point", ["mid_upsert", "before_commit", "before_old_delete"])
+CRASH_POINTS = ["mid_upsert", "before_commit", "before_old_delete"]
+
+
+class _Crash(Exception):
+    """Stands in for the SIGKILL of the child process."""
+
+
+def _install_crash(monkeypatch: pytest.MonkeyPatch, crash_point: str) -> None:
+    """In process, what ``crash_child.py`` does before it kills itself: fail at ``crash_point``."""
+    if crash_point == "mid_upsert":
+        original = QdrantEdgeStore.upsert
+
+        def upsert_half(self, chunks, vectors, generation):
+            half = max(1, len(chunks) // 2)
+            original(self, chunks[:half], vectors[:half], generation)
+            self.flush()
+            raise _Crash(crash_point)
+
+        monkeypatch.setattr(QdrantEdgeStore, "upsert", upsert_half)
+    else:
+        name = "commit_documents" if crash_point == "before_commit" else "delete_generation"
+        owner = Catalog if crash_point == "before_commit" else QdrantEdgeStore
+
+        def crash(self, *args, **kwargs):
+            raise _Crash(crash_point)
+
+        monkeypatch.setattr(owner, name, crash)
+
+
+@pytest.mark.parametrize("crash_point", CRASH_POINTS)
+def test_interrupted_write_step_recovers_on_reopen(make_fast_index, tmp_path, monkeypatch, crash_point):
+    folder, data_dir = tmp_path / "docs", tmp_path / "index"
+    _write_version(folder, "alpha")
+    rs = make_fast_index(data_dir=data_dir)
+    rs.ingest([folder])
+    _write_version(folder, "beta")
+    _install_crash(monkeypatch, crash_point)
+    with pytest.raises(_Crash):
+        rs.ingest([folder])
+    monkeypatch.undo()
+    rs.close()
+
+    reopened = make_fast_index(data_dir=data_dir)
+    versions = _assert_consistent(reopened)
+    assert len(versions) == DOCUMENTS
+    expected_first = "beta" if crash_point == "before_old_delete" else "alpha"
+    assert versions[str((folder / "doc0.txt").resolve())] == expected_first
+    assert reopened.ingest([folder]).documents_failed == 0
+    assert set(_assert_consistent(reopened).values()) == {"beta"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash_point", CRASH_POINTS)
 def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point):
     folder, data_dir = tmp_path / "docs", tmp_path / "index"
     _write_version(folder, "alpha")
@@ -80,6 +139,7 @@ def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point):
     assert set(_assert_consistent(reopened).values()) == {"beta"}
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments(make_index, tmp_path):
     folder, data_dir = tmp_path / "docs", tmp_path / "index"
     _write_version(folder, "alpha")

@@ -11,6 +11,8 @@ from ragstream.config import ChunkingConfig, RagstreamConfig
 from ragstream.documents import build_chunks, chunk_document, load_file
 from ragstream.models import Chunk
 
+pytestmark = pytest.mark.slow  # real data: the httpx docs and PDFs beside the repo
+
 CONFIG = RagstreamConfig()
 CREATED_AT = "2025-01-01T00:00:00+00:00"
 

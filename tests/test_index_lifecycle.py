@@ -20,9 +20,9 @@ def _live_point_count(rs) -> int:
     return sum(len(rs.document_chunks(record.document_id)) for record in rs.documents())
 
 
-def test_zero_chunks_lost_and_unchanged_documents_skipped(make_index, tmp_path):
+def test_zero_chunks_lost_and_unchanged_documents_skipped(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
-    rs = make_index()
+    rs = make_fast_index()
     first = rs.ingest([folder])
     assert first.documents_processed == 3 and first.documents_failed == 0
     records = rs.documents()
@@ -34,9 +34,9 @@ def test_zero_chunks_lost_and_unchanged_documents_skipped(make_index, tmp_path):
     assert rs.store.count() == first.chunks_written
 
 
-def test_changed_document_is_replaced_and_unchanged_chunks_come_from_the_cache(make_index, tmp_path):
+def test_changed_document_is_replaced_and_unchanged_chunks_come_from_the_cache(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
-    rs = make_index()
+    rs = make_fast_index()
     rs.ingest([folder])
     target = folder / "httpx-timeouts.md"
     doc_id = next(r.document_id for r in rs.documents() if r.source.endswith("httpx-timeouts.md"))
@@ -55,9 +55,9 @@ def test_changed_document_is_replaced_and_unchanged_chunks_come_from_the_cache(m
     assert hit.chunk.metadata.document_id == doc_id
 
 
-def test_delete_purges_every_chunk(make_index, tmp_path):
+def test_delete_purges_every_chunk(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
-    rs = make_index()
+    rs = make_fast_index()
     rs.ingest([folder])
     doc_id = rs.documents()[0].document_id
     before = rs.store.count()
@@ -68,15 +68,15 @@ def test_delete_purges_every_chunk(make_index, tmp_path):
     assert all(hit.chunk.metadata.document_id != doc_id for hit in rs.search("httpx request", top_k=50).hits)
 
 
-def test_reindex_after_chunking_change(make_index, tmp_path):
+def test_reindex_after_chunking_change(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
     data_dir = tmp_path / "index"
-    rs = make_index(data_dir=data_dir)
+    rs = make_fast_index(data_dir=data_dir)
     rs.ingest([folder])
     before = {r.document_id: r for r in rs.documents()}
     rs.close()
 
-    smaller = make_index(data_dir=data_dir, chunking={"chunk_size": 500, "chunk_overlap": 100})
+    smaller = make_fast_index(data_dir=data_dir, chunking={"chunk_size": 500, "chunk_overlap": 100})
     assert sorted(smaller.stale_documents()) == sorted(before)
     report = smaller.reindex()
     assert report.documents_processed == len(before) and report.documents_failed == 0
@@ -88,23 +88,23 @@ def test_reindex_after_chunking_change(make_index, tmp_path):
     assert smaller.ingest([folder]).documents_skipped == len(before)
 
 
-def test_index_persists_across_restarts(make_index, tmp_path):
+def test_index_persists_across_restarts(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
     data_dir = tmp_path / "index"
-    rs = make_index(data_dir=data_dir)
+    rs = make_fast_index(data_dir=data_dir)
     rs.ingest([folder])
     expected = [hit.chunk.chunk_id for hit in rs.search("configure timeouts").hits]
     rs.close()
-    reopened = make_index(data_dir=data_dir)
+    reopened = make_fast_index(data_dir=data_dir)
     assert [hit.chunk.chunk_id for hit in reopened.search("configure timeouts").hits] == expected
 
 
-def test_bad_files_are_reported_and_do_not_stop_the_batch(make_index, tmp_path):
+def test_bad_files_are_reported_and_do_not_stop_the_batch(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 50)
     (folder / "picture.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
     (folder / "empty.md").write_text("   \n")
-    rs = make_index()
+    rs = make_fast_index()
     report = rs.ingest([folder, tmp_path / "missing.md"])
     assert report.documents_processed == 3
     failed = {Path(f.source).name: f.code for f in report.failures}
@@ -114,12 +114,12 @@ def test_bad_files_are_reported_and_do_not_stop_the_batch(make_index, tmp_path):
     assert "missing.md" in failed
 
 
-def test_a_second_process_gets_a_clear_error_while_the_index_is_open(make_index, tmp_path):
+def test_a_second_process_gets_a_clear_error_while_the_index_is_open(make_fast_index, tmp_path):
     import subprocess
     import sys
 
     data_dir = tmp_path / "index"
-    rs = make_index(data_dir=data_dir)
+    rs = make_fast_index(data_dir=data_dir)
     rs.ingest([SAMPLES / "httpx-timeouts.md"])
     script = (
         "import sys\n"
@@ -134,11 +134,11 @@ def test_a_second_process_gets_a_clear_error_while_the_index_is_open(make_index,
     assert rs.search("timeout").hits, "the first process keeps working"
 
 
-def test_hnsw_index_is_built_once_the_store_is_big_enough(make_index, tmp_path):
+def test_hnsw_index_is_built_once_the_store_is_big_enough(make_fast_index, tmp_path):
     folder = _copy_samples(tmp_path)
-    exact = make_index(data_dir=tmp_path / "exact")
+    exact = make_fast_index(data_dir=tmp_path / "exact")
     exact.ingest([folder])
-    optimized = make_index(data_dir=tmp_path / "optimized", store={"optimize_min_points": 10})
+    optimized = make_fast_index(data_dir=tmp_path / "optimized", store={"optimize_min_points": 10})
     optimized.ingest([folder])
     assert optimized.store.info()["points"] >= 10
     assert optimized.store.maybe_optimize() is False, "already optimized after ingest"

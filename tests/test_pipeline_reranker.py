@@ -12,6 +12,8 @@ from ragstream.config import RerankerConfig
 from ragstream.providers.rerankers import make_reranker
 from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker
 
+pytestmark = pytest.mark.slow
+
 CAPS = {"N0_QUERY_PIECES": 2, "N1_RETR_MAX_CANDIDATES": 10, "N2_RERANK_TOP_K": 4, "N3_FINAL_SELECTION_MAX": 2}
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from ragstream import Ragstream, load_config
 
+pytestmark = pytest.mark.slow  # real data through the real model
+
 
 @pytest.fixture(scope="module")
 def real_index(tmp_path_factory, embedder, shared_data: Path):

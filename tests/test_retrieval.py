@@ -1,4 +1,8 @@
-"""Dense, BM25 and hybrid search with filters, thresholds, top_k and the BM25 fallback."""
+"""Dense, BM25 and hybrid search with filters, thresholds, top_k and the BM25 fallback.
+
+The index embeds with the hash embedder (fast tier); only the score calibration of the real model
+is checked on it (``slow``).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,9 @@ from ragstream.errors import InvalidQueryError
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory, embedder):
+def sample_index(tmp_path_factory, hash_embedder):
     data_dir = tmp_path_factory.mktemp("index")
-    rs = Ragstream(load_config(data_dir=data_dir), embedder=embedder)
+    rs = Ragstream(load_config(data_dir=data_dir), embedder=hash_embedder)
     report = rs.ingest([SAMPLES])
     assert report.documents_failed == 0
     yield rs
@@ -38,8 +42,8 @@ def test_hybrid_reports_both_component_scores_and_latencies(sample_index):
     assert any(hit.dense_score is not None and hit.bm25_score is not None for hit in result.hits)
 
 
-def test_alpha_fusion_scores_are_normalised(make_index):
-    rs = make_index(retrieval={"fusion": "alpha", "alpha": 0.7})
+def test_alpha_fusion_scores_are_normalised(make_fast_index):
+    rs = make_fast_index(retrieval={"fusion": "alpha", "alpha": 0.7})
     rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-async.md"])
     result = rs.search("pool timeout", mode="hybrid")
     assert result.hits and all(0.0 <= hit.score <= 1.0 for hit in result.hits)
@@ -47,9 +51,23 @@ def test_alpha_fusion_scores_are_normalised(make_index):
 
 def test_top_k_and_threshold(sample_index):
     assert len(sample_index.search("request", top_k=3).hits) == 3
-    strict = sample_index.search("How do I configure a timeout?", mode="dense", score_threshold=0.5)
-    assert strict.hits and all(hit.score >= 0.5 for hit in strict.hits)
+    query = "How do I configure a timeout?"
+    scores = [hit.score for hit in sample_index.search(query, mode="dense").hits]
+    cut = scores[2]
+    strict = sample_index.search(query, mode="dense", score_threshold=cut)
+    assert strict.hits and all(hit.score >= cut for hit in strict.hits)
+    assert [hit.score for hit in strict.hits] == [score for score in scores if score >= cut]
     assert sample_index.search("recipe for pasta carbonara", mode="dense", score_threshold=0.6).hits == []
+
+
+@pytest.mark.slow
+def test_real_model_score_calibration(make_index):
+    """all-MiniLM-L6-v2 cosines: an on-topic question reaches 0.5, an off-topic one stays under 0.6."""
+    rs = make_index()
+    rs.ingest([SAMPLES])
+    strict = rs.search("How do I configure a timeout?", mode="dense", score_threshold=0.5)
+    assert strict.hits and all(hit.score >= 0.5 for hit in strict.hits)
+    assert rs.search("recipe for pasta carbonara", mode="dense", score_threshold=0.6).hits == []
 
 
 @pytest.mark.parametrize("flag", ["has_code", "has_equations"])
@@ -88,11 +106,19 @@ def test_invalid_queries_raise(sample_index):
         sample_index.search("x" * 2001)
 
 
-def test_bm25_fallback_when_the_embedder_is_unavailable(tmp_path, embedder):
+@pytest.mark.parametrize("broken_embedding", [
+    # No endpoint configured: the embedder cannot even be built (fails at once, no model involved).
+    pytest.param({"provider": "openai", "base_url": None}, id="openai-without-url"),
+    # The real loader on a missing model directory (imports torch and sentence-transformers).
+    pytest.param({"model": "no-such-model-dir"}, id="missing-local-model", marks=pytest.mark.slow),
+])
+def test_bm25_fallback_when_the_embedder_is_unavailable(tmp_path, hash_embedder, broken_embedding):
     data_dir = tmp_path / "index"
-    with Ragstream(load_config(data_dir=data_dir), embedder=embedder) as rs:
+    with Ragstream(load_config(data_dir=data_dir), embedder=hash_embedder) as rs:
         rs.ingest([SAMPLES / "httpx-timeouts.md"])
-    broken = load_config(data_dir=data_dir, embedding={"model": str(tmp_path / "no-such-model")})
+    if "model" in broken_embedding:
+        broken_embedding = {"model": str(tmp_path / broken_embedding["model"])}
+    broken = load_config(data_dir=data_dir, embedding=broken_embedding)
     with Ragstream(broken) as rs:
         result = rs.search("timeout configuration")
     assert result.requested_mode == "hybrid" and result.mode == "bm25"

@@ -1,4 +1,8 @@
-"""The HTTP API against a real ``ragstream serve`` process, over HTTP (issue 5)."""
+"""The HTTP API against a real ``ragstream serve`` process, over HTTP (issue 5).
+
+The server embeds with the hash embedder and indexes the packaged samples: every route is
+exercised without the real model. Uploading the real files beside the repo is ``slow``.
+"""
 
 from __future__ import annotations
 
@@ -12,22 +16,25 @@ from pathlib import Path
 import httpx
 import pytest
 
+from index_fixtures import SAMPLES
 from server_process import RunningServer, running_server
 
 MAX_FILE_BYTES = 1_000_000
 MAX_REQUEST_BYTES = 3_000_000
+LIMITS = {"LIMITS__MAX_FILE_BYTES": str(MAX_FILE_BYTES), "LIMITS__MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES)}
 TIMEOUT = httpx.Timeout(180.0)
 LOG_WAIT_SECONDS = 10.0
-PDFS = ("002-trivial-libre-office-writer.pdf", "pdflatex-outline.pdf")
-MARKDOWN = ("advanced/timeouts.md", "async.md", "quickstart.md")
+PDFS = ("federal-register-2020-17221.pdf",)
+MARKDOWN = ("httpx-timeouts.md", "httpx-async.md", "httpx-quickstart.md")
+REAL_PDFS = ("002-trivial-libre-office-writer.pdf", "pdflatex-outline.pdf")
+REAL_MARKDOWN = ("advanced/timeouts.md", "async.md", "quickstart.md")
 QUESTION = "How do I set a timeout on a client?"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with running_server(tmp_path_factory.mktemp("server"), LIMITS__MAX_FILE_BYTES=str(MAX_FILE_BYTES),
-                        LIMITS__MAX_REQUEST_BYTES=str(MAX_REQUEST_BYTES)) as running:
+    with running_server(tmp_path_factory.mktemp("server"), hash_embedder=True, **LIMITS) as running:
         yield running
 
 
@@ -37,11 +44,8 @@ def api(server: RunningServer) -> Iterator[httpx.Client]:
         yield client
 
 
-@pytest.fixture(scope="module")
-def ingested(api: httpx.Client, shared_data: Path) -> dict[str, dict]:
-    """The real PDFs and Markdown files, uploaded in one request; results by file name."""
-    paths = [shared_data / "pdfs" / name for name in PDFS]
-    paths += [shared_data / "markdown_docs" / "httpx" / "docs" / name for name in MARKDOWN]
+def upload(api: httpx.Client, paths: list[Path]) -> dict[str, dict]:
+    """Upload ``paths`` in one request; checks 201 and every sha256; results by file name."""
     files = [("files", (path.name, path.read_bytes())) for path in paths]
     response = api.post("/api/documents", files=files)
     assert response.status_code == 201, response.text
@@ -49,6 +53,21 @@ def ingested(api: httpx.Client, shared_data: Path) -> dict[str, dict]:
     for path in paths:
         assert results[path.name]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     return results
+
+
+@pytest.fixture(scope="module")
+def ingested(api: httpx.Client) -> dict[str, dict]:
+    """The packaged sample PDF and Markdown files, uploaded in one request; results by file name."""
+    return upload(api, [SAMPLES / name for name in (*PDFS, *MARKDOWN)])
+
+
+def assert_stored_safely(server: RunningServer, results: dict[str, dict]) -> None:
+    assert {item["status"] for item in results.values()} == {"ingested"}
+    for item in results.values():
+        user, day, name = item["stored_as"].split("/")
+        assert user == "local" and len(day) == len("2025-01-01") and len(name) == 32
+        assert (server.data_dir / "uploads" / item["stored_as"]).is_file()
+        assert item["chunks"] > 0
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict:
@@ -60,28 +79,38 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict:
     return body
 
 
-def test_upload_real_files_stored_safely(server: RunningServer, ingested: dict[str, dict]):
-    assert {item["status"] for item in ingested.values()} == {"ingested"}
-    for item in ingested.values():
-        user, day, name = item["stored_as"].split("/")
-        assert user == "local" and len(day) == len("2025-01-01") and len(name) == 32
-        assert (server.data_dir / "uploads" / item["stored_as"]).is_file()
-        assert item["chunks"] > 0
+def test_upload_files_stored_safely(server: RunningServer, ingested: dict[str, dict]):
+    assert_stored_safely(server, ingested)
 
 
-def test_list_get_chunks(api: httpx.Client, ingested: dict[str, dict]):
+def assert_pdf_listed_with_chunks(api: httpx.Client, pdf: dict, filename: str) -> None:
     listed = {doc["document_id"]: doc for doc in api.get("/api/documents").json()}
-    pdf = ingested[PDFS[1]]
     assert pdf["document_id"] in listed
     detail = api.get(f"/api/documents/{pdf['document_id']}", params={"include_chunks": True}).json()
-    assert detail["document"]["metadata"]["filename"] == PDFS[1]
+    assert detail["document"]["metadata"]["filename"] == filename
     assert detail["chunks"] and detail["chunks"][0]["metadata"]["page"] == 1
     chunks = api.get(f"/api/documents/{pdf['document_id']}/chunks").json()
     assert [c["chunk_id"] for c in chunks] == [c["chunk_id"] for c in detail["chunks"]]
 
 
-def test_duplicate_upload_is_reported(api: httpx.Client, shared_data: Path, ingested: dict[str, dict]):
-    path = shared_data / "pdfs" / PDFS[0]
+def test_list_get_chunks(api: httpx.Client, ingested: dict[str, dict]):
+    assert_pdf_listed_with_chunks(api, ingested[PDFS[0]], PDFS[0])
+
+
+@pytest.mark.slow
+def test_upload_real_files(tmp_path: Path, shared_data: Path):
+    """The real PDFs and Markdown files beside the repo, uploaded in one request, on a server of their own."""
+    paths = [shared_data / "pdfs" / name for name in REAL_PDFS]
+    paths += [shared_data / "markdown_docs" / "httpx" / "docs" / name for name in REAL_MARKDOWN]
+    with running_server(tmp_path, hash_embedder=True, **LIMITS) as real, \
+            httpx.Client(base_url=real.url, timeout=TIMEOUT) as client:
+        results = upload(client, paths)
+        assert_stored_safely(real, results)
+        assert_pdf_listed_with_chunks(client, results[REAL_PDFS[1]], REAL_PDFS[1])
+
+
+def test_duplicate_upload_is_reported(api: httpx.Client, ingested: dict[str, dict]):
+    path = SAMPLES / PDFS[0]
     response = api.post("/api/documents", files={"files": ("copy.pdf", path.read_bytes())})
     assert response.status_code == 200, response.text
     item = response.json()["files"][0]
@@ -182,7 +211,7 @@ def test_delete_removes_document_and_upload(server: RunningServer, api: httpx.Cl
 def test_search(api: httpx.Client, ingested: dict[str, dict]):
     result = api.post("/api/search", json={"query": "pool timeout", "top_k": 3}).json()
     assert result["mode"] == "hybrid" and len(result["hits"]) == 3
-    assert result["hits"][0]["chunk"]["metadata"]["extra"]["filename"] == "timeouts.md"
+    assert result["hits"][0]["chunk"]["metadata"]["extra"]["filename"] == "httpx-timeouts.md"
     filtered = api.post("/api/search", json={"query": "timeout", "mode": "bm25", "filters": {"has_code": True}}).json()
     assert filtered["hits"] and all(hit["chunk"]["metadata"]["has_code"] for hit in filtered["hits"])
     assert_error(api.post("/api/search", json={"query": "  "}), 422, "invalid_query")

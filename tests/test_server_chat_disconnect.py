@@ -14,6 +14,8 @@ import pytest
 
 from server_process import RunningServer, running_server
 
+pytestmark = pytest.mark.slow  # a real LLM server (llama.cpp) behind ragstream serve
+
 TIMEOUT = httpx.Timeout(300.0)
 # Long enough that the model is still writing when the client leaves.
 QUESTION = "Explain in detail every kind of timeout a client can set and how to configure each one."

@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 
 from server_process import RunningServer, running_server
 
+pytestmark = pytest.mark.slow  # fuzzing every operation against a real-model server
+
 MAX_EXAMPLES = int(os.environ.get("RAGSTREAM_FUZZ_EXAMPLES", "15"))
 """Examples per operation; raise it locally for a deeper hunt (CI keeps the default)."""
 SEED_DOC = ("seed.md", b"# Seed\n\nA small document so that searches and pipelines have something to find.")

@@ -1,4 +1,7 @@
-"""API key enforcement depends on where the server is bound (issue 5, security)."""
+"""API key enforcement depends on where the server is bound (issue 5, security).
+
+The servers embed with the hash embedder: no route here depends on the model.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +21,13 @@ ALL_INTERFACES = "0.0.0.0"
 @pytest.fixture(scope="module")
 def exposed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """Bound to every interface (not loopback), so the key is required; reached here over loopback."""
-    with running_server(tmp_path_factory.mktemp("exposed"), host=ALL_INTERFACES, SERVER__API_KEY=KEY) as server:
+    with running_server(tmp_path_factory.mktemp("exposed"), host=ALL_INTERFACES, hash_embedder=True,
+                        SERVER__API_KEY=KEY) as server:
         yield server
 
 
 def test_non_loopback_without_key_refuses_to_start(tmp_path: Path):
-    result = subprocess.run(serve_command(ALL_INTERFACES, free_port()), env=server_env(tmp_path / "data"),
+    result = subprocess.run(serve_command(ALL_INTERFACES, free_port(), hash_embedder=True), env=server_env(tmp_path / "data"),
                             capture_output=True, text=True, timeout=STARTUP_SECONDS)
     assert result.returncode == 2
     assert "needs an API key" in result.stderr and "RAGSTREAM_SERVER__API_KEY" in result.stderr
