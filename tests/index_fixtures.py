@@ -23,9 +23,10 @@ from ragstream.providers.embedders import Embedder, make_embedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "ragstream" / "samples" / "docs"
-FAST_DEFAULTS: dict[str, Any] = {"reranker": {"backend": "bi_encoder"}}
-"""Config defaults of ``make_fast_index``: the ReRanker re-scores with the (hash) embedder instead of
-trying to load a cross-encoder, which would import torch; a test's own overrides replace them."""
+FAST_DEFAULTS: dict[str, Any] = {"reranker": {"backend": "none"}}
+"""Config defaults of ``make_fast_index``: the ReRanker keeps the fused order (what it does when no
+cross-encoder loads) without trying to load one, which would import torch; a test's own overrides
+replace them."""
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ SERVE_WITH_HASH_EMBEDDER = (
     f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); import hash_embedder; hash_embedder.install_as_default(); "
     + SERVE
 )
-FAST_SETTINGS = {"RERANKER__BACKEND": "bi_encoder"}
+FAST_SETTINGS = {"RERANKER__BACKEND": "none"}
 """``RAGSTREAM_*`` settings of a hash-embedder server (index_fixtures.FAST_DEFAULTS as environment)."""
 
 

@@ -63,9 +63,9 @@ def llm(base_url: str, **extra: object) -> dict[str, object]:
     return {"base_url": base_url, "model": "recorder", "max_retries": 0, **extra}
 
 
-def test_the_model_reads_the_superprompt_and_documents_only_inside_fences(make_index, poisoned_docs):
+def test_the_model_reads_the_superprompt_and_documents_only_inside_fences(make_fast_index, poisoned_docs):
     with RecordingLLM() as server:
-        rs = make_index(llm=llm(server.base_url))
+        rs = make_fast_index(llm=llm(server.base_url))
         rs.ingest(poisoned_docs)
         answer = rs.ask(QUESTION)
         events = list(rs.stream_answer(QUESTION))
@@ -90,9 +90,9 @@ def test_the_model_reads_the_superprompt_and_documents_only_inside_fences(make_i
     assert [e.citation.chunk_id for e in events if e.type == "citation"] == [sp.final_selection_ids[0]]
 
 
-def test_llm_calls_are_bounded_by_the_configured_stages(make_index):
+def test_llm_calls_are_bounded_by_the_configured_stages(make_fast_index):
     with RecordingLLM() as server:
-        rs = make_index(llm=llm(server.base_url), pipeline={"llm_stages": ["a2", "a5"]})
+        rs = make_fast_index(llm=llm(server.base_url), pipeline={"llm_stages": ["a2", "a5"]})
         rs.ingest(MARKDOWN_SAMPLES)
         answer = rs.ask(QUESTION)
     assert len(server.requests) == 3 == answer.metadata["llm_calls"]  # a2, a5 and the answer
@@ -101,10 +101,10 @@ def test_llm_calls_are_bounded_by_the_configured_stages(make_index):
     assert all("LLM call failed" in reports[stage] for stage in ("a2", "a5"))
 
 
-def test_a_hung_llm_ends_within_the_deadline_with_a_cited_extractive_answer(make_index):
+def test_a_hung_llm_ends_within_the_deadline_with_a_cited_extractive_answer(make_fast_index):
     deadline = 2.0
     with RecordingLLM(hang=True) as server:
-        rs = make_index(llm=llm(server.base_url, timeout_seconds=30.0), pipeline={"llm_stages": ["a3"]},
+        rs = make_fast_index(llm=llm(server.base_url, timeout_seconds=30.0), pipeline={"llm_stages": ["a3"]},
                         answer={"deadline_seconds": deadline})
         rs.ingest(MARKDOWN_SAMPLES)
         rs.stage_context()  # load the models first: the deadline bounds the question, not start-up
@@ -123,14 +123,15 @@ def test_a_hung_llm_ends_within_the_deadline_with_a_cited_extractive_answer(make
     assert done.type == "done" and done.mode == "extractive" and done.degraded_reason
 
 
-def test_an_embedder_on_a_closed_port_gives_a_bm25_answer_that_names_the_outage(make_index, tmp_path):
+def test_an_embedder_on_a_closed_port_gives_a_bm25_answer_that_names_the_outage(make_fast_index, tmp_path):
     data_dir = tmp_path / "index"
-    rs = make_index(data_dir=data_dir)
+    rs = make_fast_index(data_dir=data_dir)
     rs.ingest(MARKDOWN_SAMPLES)
     rs.close()
     closed = f"http://127.0.0.1:{free_port()}/v1"
     config = load_config(data_dir=data_dir, embedding={"provider": "openai", "base_url": closed, "model": "minilm",
-                                                       "dimensions": 384, "max_retries": 0})
+                                                       "dimensions": rs.embedder().dimensions, "max_retries": 0},
+                         reranker={"backend": "none"})
     with Ragstream(config) as outage:
         answer = outage.ask(QUESTION)
     assert answer.metadata["mode"] == "extractive" and answer.metadata["retrieval_mode"] == "bm25"

@@ -30,8 +30,8 @@ def scripted():
         server.__exit__(None, None, None)
 
 
-def test_extractive_answer_without_llm(make_index):
-    rs = make_index()
+def test_extractive_answer_without_llm(make_fast_index):
+    rs = make_fast_index()
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION)
     assert set(answer.model_dump()) == SEED_002_KEYS
@@ -49,8 +49,8 @@ def test_extractive_answer_without_llm(make_index):
     assert any("timeout" in line.lower() for line in answer.answer.splitlines()[2:])
 
 
-def test_extractive_stream_and_conversation_memory(make_index):
-    rs = make_index()
+def test_extractive_stream_and_conversation_memory(make_fast_index):
+    rs = make_fast_index()
     rs.ingest(MARKDOWN_SAMPLES)
     events = list(rs.stream_answer(QUESTION))
     assert events[-1].type == "done" and [e.type for e in events[:-1]].count("done") == 0
@@ -67,8 +67,8 @@ def test_extractive_stream_and_conversation_memory(make_index):
     assert turns[0][1] == done["response"]["answer"]
 
 
-def test_conversation_keeps_last_n_pairs(make_index):
-    rs = make_index(pipeline={"N4_RECENT_CONV_MAX_PAIRS": 2})
+def test_conversation_keeps_last_n_pairs(make_fast_index):
+    rs = make_fast_index(pipeline={"N4_RECENT_CONV_MAX_PAIRS": 2})
     rs.ingest(MARKDOWN_SAMPLES[:1])
     conversation = "conv-1"
     for question in (OFF_TOPIC, "How do I bake bread?", "How do I grill fish?"):
@@ -77,9 +77,9 @@ def test_conversation_keeps_last_n_pairs(make_index):
         "How do I bake bread?", "How do I grill fish?"]
 
 
-def test_no_results_path_makes_zero_llm_calls(make_index, scripted):
+def test_no_results_path_makes_zero_llm_calls(make_fast_index, scripted):
     server = scripted([200])
-    rs = make_index(**llm_overrides(server.base_url))
+    rs = make_fast_index(**llm_overrides(server.base_url))
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(OFF_TOPIC)
     assert answer.answer == rs.config.answer.no_results_message
@@ -91,9 +91,9 @@ def test_no_results_path_makes_zero_llm_calls(make_index, scripted):
     assert rs.answers().llm.calls == 0 and server.requests == []
 
 
-def test_retry_policy_through_ask(make_index, scripted):
+def test_retry_policy_through_ask(make_fast_index, scripted):
     server = scripted([429, 500, 200])
-    rs = make_index(**llm_overrides(server.base_url))
+    rs = make_fast_index(**llm_overrides(server.base_url))
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION, selected_text="timeout=httpx.Timeout(10.0)")
     assert answer.metadata["mode"] == "llm" and answer.metadata["model"] == "scripted"
@@ -108,9 +108,9 @@ def test_retry_policy_through_ask(make_index, scripted):
     assert f"[{len(answer.metadata['context_chunk_ids']) + 1}] SOURCE" not in user
 
 
-def test_400_is_not_retried_and_degrades_to_the_extractive_answer(make_index, scripted):
+def test_400_is_not_retried_and_degrades_to_the_extractive_answer(make_fast_index, scripted):
     server = scripted([400])
-    rs = make_index(**llm_overrides(server.base_url))
+    rs = make_fast_index(**llm_overrides(server.base_url))
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION)
     assert len(server.requests) == 1
@@ -118,9 +118,9 @@ def test_400_is_not_retried_and_degrades_to_the_extractive_answer(make_index, sc
     assert answer.answer.startswith("Extractive answer (LLM unavailable") and answer.citations
 
 
-def test_unmatched_citations_are_reported_not_sources(make_index, scripted):
+def test_unmatched_citations_are_reported_not_sources(make_fast_index, scripted):
     server = scripted([200], reply="Timeouts default to five seconds [1]. See also [42] and [Cooking pasta].")
-    rs = make_index(**llm_overrides(server.base_url))
+    rs = make_fast_index(**llm_overrides(server.base_url))
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION)
     assert answer.metadata["unmatched_citations"] == ["42", "Cooking pasta"]
@@ -128,16 +128,16 @@ def test_unmatched_citations_are_reported_not_sources(make_index, scripted):
     assert len(answer.sources) == 1 and answer.sources[0].url == answer.citations[0].url
 
 
-def test_invalid_questions(make_index):
-    rs = make_index()
+def test_invalid_questions(make_fast_index):
+    rs = make_fast_index()
     with pytest.raises(InvalidQueryError):
         rs.ask("  ")
     with pytest.raises(InvalidQueryError):
         rs.ask("x" * (rs.config.answer.max_question_chars + 1))
 
 
-def test_a_stream_closed_early_is_recorded_incomplete(make_index):
-    rs = make_index()
+def test_a_stream_closed_early_is_recorded_incomplete(make_fast_index):
+    rs = make_fast_index()
     rs.ingest(MARKDOWN_SAMPLES)
     events = rs.stream_answer("How do I set a timeout on a client?", conversation_id="leaving")
     assert next(events).type == "token"
@@ -149,8 +149,8 @@ def test_a_stream_closed_early_is_recorded_incomplete(make_index):
     assert [turn["incomplete"] for turn in rs.conversation("leaving")] == [True, False]
 
 
-def test_extractive_quotes_keep_the_code_example_they_introduce(make_index):
-    rs = make_index()
+def test_extractive_quotes_keep_the_code_example_they_introduce(make_fast_index):
+    rs = make_fast_index()
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask("How do I set a timeout on a client?")
     assert "```" in answer.answer and "timeout=" in answer.answer

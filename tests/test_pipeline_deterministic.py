@@ -38,8 +38,8 @@ CONVERSATION = [
 
 
 @pytest.fixture(scope="module")
-def rs(tmp_path_factory, embedder):
-    index = Ragstream(load_config(data_dir=tmp_path_factory.mktemp("pipeline"), pipeline=CAPS), embedder=embedder)
+def rs(tmp_path_factory, hash_embedder):
+    index = Ragstream(load_config(data_dir=tmp_path_factory.mktemp("pipeline"), pipeline=CAPS), embedder=hash_embedder)
     assert index.ingest([SAMPLES]).documents_failed == 0
     yield index
     index.close()
