@@ -3,6 +3,7 @@
 Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DIR] [--max-queries 50]
                                [--distractors 1000] [--llm-base-url URL --llm-model NAME]
                                [--llm-stages a3,a4] [--llm-context-window 2048]
+       python bench/answers.py --qwen [--n-ctx 4096]    # starts the packaged Qwen2.5-Coder-0.5B (llama.cpp)
 
 Indexes the documents judged relevant for the chosen claims plus the first ``--distractors`` other
 corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pass
@@ -21,6 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,11 +32,15 @@ from collections import Counter
 from itertools import islice
 from pathlib import Path
 
+import httpx
+
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 PERCENTILES = (50, 95)
+SERVER_START_POLLS = 600
+SERVER_POLL_SECONDS = 0.5
 
 
 def percentile(values: list[float], pct: int) -> float:
@@ -53,6 +61,10 @@ def main() -> None:
     parser.add_argument("--llm-stages", default="", help="Agent stages that call the LLM, e.g. a3,a4 (default none).")
     parser.add_argument("--llm-max-tokens", type=int, default=None, help="Cap on generated tokens per answer.")
     parser.add_argument("--llm-context-window", type=int, default=None, help="The model's context window in tokens.")
+    parser.add_argument("--qwen", action="store_true",
+                        help="Start the packaged Qwen2.5-Coder-0.5B on llama.cpp (llama-cpp-python) and answer with it.")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="--qwen: the server's context window.")
+    parser.add_argument("--n-threads", type=int, default=2, help="--qwen: the server's threads.")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -65,6 +77,10 @@ def main() -> None:
     distractors = islice((d for d in dataset.documents() if d.metadata[DOC_ID_KEY] not in wanted), limit)
     documents = [d for d in dataset.documents() if d.metadata[DOC_ID_KEY] in wanted] + list(distractors)
 
+    server = _start_qwen(args) if args.qwen else None
+    if server is not None:
+        args.llm_base_url, args.llm_model = server[1], "qwen2.5-coder-0.5b"
+        args.llm_context_window = args.llm_context_window or args.n_ctx
     llm: dict = {}
     stages = [stage for stage in args.llm_stages.split(",") if stage]
     if args.llm_base_url:
@@ -72,22 +88,53 @@ def main() -> None:
                       **({"max_tokens": args.llm_max_tokens} if args.llm_max_tokens else {}),
                       **({"context_window": args.llm_context_window} if args.llm_context_window else {})}
         llm["pipeline"] = {"llm_stages": stages}
-    with tempfile.TemporaryDirectory(prefix="ragstream-answers-") as scratch:
-        config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
-        with Ragstream(config) as rs:
-            ingest = rs.ingest_documents(documents)
-            report = _ask_all(rs, dataset.queries, query_ids, relevant)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ragstream-answers-") as scratch:
+            config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
+            with Ragstream(config) as rs:
+                ingest = rs.ingest_documents(documents)
+                report = _ask_all(rs, dataset.queries, query_ids, relevant)
+    finally:
+        if server is not None:
+            server[0].terminate()
+            server[0].wait()
     report.update({
         "benchmark": "answers",
         "dataset": f"{dataset.name}/{args.split}",
         "documents_indexed": len(documents),
         "ingest_seconds": round(ingest.duration_seconds, 1),
         "generation": "llm" if args.llm_base_url else "extractive",
+        "llm_server": {"model": args.llm_model, "n_ctx": args.n_ctx, "n_threads": args.n_threads} if args.qwen else None,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "config": {"min_relevance": config.answer.min_relevance, "context_tokens": config.answer.context_tokens,
                    "llm_stages": config.pipeline.llm_stages, "max_tokens": config.llm.max_tokens,
                    "embedding": config.embedding.model},
     })
     print(json.dumps(report, indent=2))
+
+
+def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m llama_cpp.server`` on the packaged Qwen weights, on a free loopback port."""
+    from ragstream.providers.gguf_models import qwen_coder_gguf_path
+
+    model = qwen_coder_gguf_path(Path(tempfile.gettempdir()) / "ragstream-gguf")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = open(Path(tempfile.gettempdir()) / "ragstream-bench-llama.log", "wb")  # noqa: SIM115 - lives with the server
+    process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+                                "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.n_threads)],
+                               stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(SERVER_START_POLLS):
+        try:
+            if httpx.get(f"{base_url}/models", timeout=1.0).status_code == 200:
+                return process, base_url
+        except httpx.HTTPError:
+            pass
+        time.sleep(SERVER_POLL_SECONDS)
+    process.kill()
+    sys.exit("the llama.cpp server did not start; see ragstream-bench-llama.log")
 
 
 def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]]) -> dict:

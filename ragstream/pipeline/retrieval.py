@@ -1,6 +1,7 @@
 """Retrieval: the first ranked candidate list from documents and conversation (docs/pipeline.md).
 
-The query (task, context, purpose) is split into at most ``N0`` pieces. Every piece runs the same
+The query (task, context, purpose) becomes at most ``N0`` pieces: the whole query, plus contiguous
+sentence groups when it has several sentences (:func:`query_pieces`). Every piece runs the same
 fused hybrid search as ``ragstream search`` (``N1`` hits per piece), so the stage ranks at least as
 well as the plain search. A chunk's score for a piece is its fused score relative to that piece's
 best hit (0..1; a chunk the piece did not return scores 0). Conversation pairs are scored by their
@@ -20,7 +21,7 @@ from ragstream.errors import EmbeddingFailureError, NoRetrievalResultsError
 from ragstream.models import Chunk, SearchMode
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import conversation_chunks
-from ragstream.pipeline.query_pieces import normalized_query, split_query
+from ragstream.pipeline.query_pieces import normalized_query, query_pieces
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.super_prompt import SuperPrompt
 
@@ -34,7 +35,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     """Populate ``base_context_chunks``, ``views_by_stage["retrieval"]`` and its scores."""
     limits = ctx.config.pipeline
     query = normalized_query(sp.body)
-    pieces = split_query(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars)
+    pieces = query_pieces(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars)
     if not pieces:
         raise NoRetrievalResultsError("the prompt has no task, context or purpose text to search with")
     vectors, degraded = piece_vectors(ctx, pieces)
