@@ -105,6 +105,10 @@ def test_eval_prints_metrics_per_mode(data_dir: Path, tmp_path: Path, shared_dat
         assert set(mode_scores) == {"ndcg@10", "precision@5", "recall@100", "mrr"}
         assert all(0.0 <= value <= 1.0 for value in mode_scores.values())
     assert scores["hybrid"]["ndcg@10"] > 0.3
+    with_pipeline = json.loads(_run("eval", "--beir", str(dataset), "--split", "train", "--json", "--mode", "pipeline"))
+    assert set(with_pipeline) == {"bm25", "dense", "hybrid", "pipeline"}
+    assert with_pipeline["hybrid"] == scores["hybrid"]
+    assert with_pipeline["pipeline"]["ndcg@10"] > 0.3
 
 
 def test_ask_and_chat_without_an_llm(fast_data_dir: Path):

@@ -197,3 +197,12 @@ def test_gate_that_keeps_nothing_raises_instead_of_half_filling(tmp_path, embedd
         index.ingest([SAMPLES / "httpx-timeouts.md"])
         with pytest.raises(NoRelevantContextError):
             index.run_pipeline("How do I set a timeout?")
+
+
+def test_the_answer_ranking_is_the_plain_hybrid_ranking_for_a_one_sentence_question(rs):
+    question = "How do I set a timeout on a request?"
+    sp = rs.run_pipeline(question, until="ReRanker")
+    hybrid = [hit.chunk.chunk_id for hit in rs.search(question, mode="hybrid", top_k=CAPS["N2_RERANK_TOP_K"]).hits]
+    assert sp.query_pieces == [question]
+    assert sp.views_by_stage["reranked"] == hybrid
+    assert sp.stage_reports["reranked"].fallback  # no cross-encoder: the stage kept the fused order
