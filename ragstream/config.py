@@ -171,6 +171,9 @@ class PipelineLimits(ConfigSection):
     N3_FINAL_SELECTION_MAX: int = 24
     N4_RECENT_CONV_MAX_PAIRS: int = 10
     logavgexp_tau: float = Field(9.0, description="Temperature of LogAvgExp score aggregation.")
+    split_min_words: int = Field(
+        40, ge=1, description="Retrieval searches a query shorter than this whole; longer ones also by sentence "
+        "groups. Short questions are one need, and splitting them at abbreviation dots ('H. pylori') only adds noise.")
     llm_stages: list[Literal["a2", "a3", "a4", "a5"]] = Field(
         default_factory=list,
         description="Agent stages that call the LLM (when llm.base_url is set); the others run their "

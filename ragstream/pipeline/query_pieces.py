@@ -37,15 +37,15 @@ def _cut(text: str, max_chars: int) -> str:
     return cut.rsplit(" ", 1)[0] if " " in cut else cut
 
 
-def query_pieces(query: str, max_pieces: int, max_chars: int) -> list[str]:
-    """What Retrieval searches with: the whole query, plus (when it has several sentences and
-    ``max_pieces`` allows) up to ``max_pieces - 1`` contiguous sentence groups of it.
+def query_pieces(query: str, max_pieces: int, max_chars: int, min_words: int) -> list[str]:
+    """What Retrieval searches with: the whole query, plus (when it has at least ``min_words`` words,
+    several sentences, and ``max_pieces`` allows) up to ``max_pieces - 1`` contiguous sentence groups.
 
     The whole query keeps the ranking of a plain search; the groups let one part of a long prompt
     find passages the rest of it would drown out.
     """
     whole = split_query(query, 1, max_chars)
-    if max_pieces <= 1 or not whole:
+    if max_pieces <= 1 or not whole or len(query.split()) < min_words:
         return whole
     groups = [piece for piece in split_query(query, max_pieces - 1, max_chars) if piece not in whole]
     return whole + groups if len(groups) > 1 else whole

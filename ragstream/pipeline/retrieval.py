@@ -1,9 +1,10 @@
 """Retrieval: the first ranked candidate list from documents and conversation (docs/pipeline.md).
 
 The query (task, context, purpose) becomes at most ``N0`` pieces: the whole query, plus contiguous
-sentence groups when it has several sentences (:func:`query_pieces`). Every piece runs the same
-fused hybrid search as ``ragstream search`` (``N1`` hits per piece), so the stage ranks at least as
-well as the plain search. A chunk's score for a piece is its fused score relative to that piece's
+sentence groups when it is long (``pipeline.split_min_words``) and has several sentences. Every piece runs the same
+fused hybrid search as ``ragstream search``, at the search's own fusion depth
+(``retrieval.candidates``, at most ``N1`` hits per piece), so for a one-sentence question the view
+is exactly the plain hybrid ranking. A chunk's score for a piece is its fused score relative to that piece's
 best hit (0..1; a chunk the piece did not return scores 0). Conversation pairs are scored by their
 cosine to the piece, clipped to 0..1. Scores are aggregated over pieces with LogAvgExp
 (``pipeline.logavgexp_tau``); ties go to the better fused rank, then the id. The top ``N1`` ids
@@ -35,7 +36,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     """Populate ``base_context_chunks``, ``views_by_stage["retrieval"]`` and its scores."""
     limits = ctx.config.pipeline
     query = normalized_query(sp.body)
-    pieces = query_pieces(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars)
+    pieces = query_pieces(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars, limits.split_min_words)
     if not pieces:
         raise NoRetrievalResultsError("the prompt has no task, context or purpose text to search with")
     vectors, degraded = piece_vectors(ctx, pieces)
@@ -44,8 +45,9 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     best_rank: dict[str, float] = {}
     relative: list[dict[str, float]] = []
     modes: list[str] = []
+    per_piece = min(limits.N1_RETR_MAX_CANDIDATES, ctx.config.retrieval.candidates)  # the search's own fusion depth
     for index, piece in enumerate(pieces):
-        result = ctx.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=limits.N1_RETR_MAX_CANDIDATES,
+        result = ctx.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=per_piece,
                             query_vector=vectors[index] if vectors is not None else None)
         modes.append(result.mode)
         if result.fallback_reason and degraded is None:
