@@ -67,7 +67,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     if conversation:
         matrix = np.vstack([matrix, _conversation_scores(ctx, conversation, vectors, len(pieces))])
         chunks.update((chunk.chunk_id, chunk) for chunk in conversation)
-    scores = log_avg_exp(matrix, limits.logavgexp_tau)
+    scores = matrix[:, 0] if len(pieces) == 1 else log_avg_exp(matrix, limits.logavgexp_tau)  # one piece: as is
     ranked = sorted(zip(ids, scores.tolist(), strict=True),
                     key=lambda item: (-item[1], best_rank.get(item[0], NOT_RANKED), item[0]))
     kept = ranked[: limits.N1_RETR_MAX_CANDIDATES]
