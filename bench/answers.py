@@ -121,7 +121,7 @@ def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    log = open(Path(tempfile.gettempdir()) / "ragstream-bench-llama.log", "wb")  # noqa: SIM115 - lives with the server
+    log = open(Path(tempfile.gettempdir()) / "ragstream-bench-llama.log", "wb")
     process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                                 "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.n_threads)],
                                stdout=log, stderr=subprocess.STDOUT)

@@ -26,7 +26,7 @@ QUERY_REPEATS = 30
 
 def _passages(limit: int) -> list[str]:
     with SCIFACT.open() as lines:
-        return [json.loads(line)["text"][:1000] for line, _ in zip(lines, range(limit))]
+        return [json.loads(line)["text"][:1000] for line, _ in zip(lines, range(limit), strict=False)]
 
 
 def _measure(dtype: str, passages: list[str]) -> tuple[dict, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -24,8 +24,8 @@ app.add_typer(docs_app, name="docs")
 console = Console()
 err_console = Console(stderr=True)
 
-ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml/.yaml/.json).")]
-DataDirOption = Annotated[Optional[Path], typer.Option("--data-dir", help="Index directory (env RAGSTREAM_DATA_DIR).")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="Config file (.toml/.yaml/.json).")]
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Index directory (env RAGSTREAM_DATA_DIR).")]
 DEMO_QUESTION = "How do I set a timeout on a request?"
 
 
@@ -64,10 +64,10 @@ def ingest(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    mode: Annotated[Optional[str], typer.Option(help="hybrid, dense or bm25.")] = None,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", help="Number of results.")] = None,
-    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
-    threshold: Annotated[Optional[float], typer.Option(help="Minimum score of the mode that runs.")] = None,
+    mode: Annotated[str | None, typer.Option(help="hybrid, dense or bm25.")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", help="Number of results.")] = None,
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
+    threshold: Annotated[float | None, typer.Option(help="Minimum score of the mode that runs.")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -128,7 +128,7 @@ def reindex(config: ConfigOption = None, data_dir: DataDirOption = None) -> None
 def eval_command(
     beir: Annotated[Path, typer.Option("--beir", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")],
     split: Annotated[str, typer.Option(help="qrels split to score.")] = "train",
-    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries.")] = None,
+    max_queries: Annotated[int | None, typer.Option(help="Score only the first N queries.")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object keyed by mode.")] = False,
@@ -188,7 +188,7 @@ def demo(
 @app.command()
 def prompt(
     text: Annotated[str, typer.Argument(help="The prompt; headers like 'TASK:' or '## Context' are optional.")],
-    until: Annotated[Optional[str], typer.Option(help="Stop after this stage (e.g. Retrieval, A3_NLI_Gate).")] = None,
+    until: Annotated[str | None, typer.Option(help="Stop after this stage (e.g. Retrieval, A3_NLI_Gate).")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
@@ -210,8 +210,8 @@ def prompt(
 
 @app.command()
 def serve(
-    host: Annotated[Optional[str], typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Port to bind (default server.port).")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind (default server.port).")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -227,7 +227,7 @@ def serve(
 
 
 QuestionArgument = Annotated[str, typer.Argument(help="The question.")]
-ConversationOption = Annotated[Optional[str], typer.Option("--conversation", help="Continue this conversation id.")]
+ConversationOption = Annotated[str | None, typer.Option("--conversation", help="Continue this conversation id.")]
 
 
 @app.command()
@@ -235,7 +235,7 @@ def ask(
     question: QuestionArgument,
     stream: Annotated[bool, typer.Option("--stream", help="Print tokens as they arrive.")] = False,
     conversation: ConversationOption = None,
-    selected_text: Annotated[Optional[str], typer.Option("--selected-text", help="Text the question is about.")] = None,
+    selected_text: Annotated[str | None, typer.Option("--selected-text", help="Text the question is about.")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +184,7 @@ class Ingestor:
     def _write_batch(self, batch: list[_Pending], fingerprint: str, report: IngestReport, progress: ProgressCallback | None) -> None:
         """Embed a batch in one go and switch every document in it to its new version."""
         generations = self._catalog.next_generations(len(batch))
-        ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
         chunk_lists = [
             build_chunks(pending.doc, pending.pieces, generation=generation, created_at=ingested_at)
             for pending, generation in zip(batch, generations, strict=True)

@@ -11,13 +11,23 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ragstream.models import IngestReport, SearchResult
 
-__all__ = ["CONTENT_TYPE", "REGISTRY", "record_cache_lookup", "record_ingest", "record_search", "render", "set_index_size", "timed_embedding",
-           "timed_llm_call", "observe_http"]
+__all__ = [
+    "CONTENT_TYPE",
+    "REGISTRY",
+    "observe_http",
+    "record_cache_lookup",
+    "record_ingest",
+    "record_search",
+    "render",
+    "set_index_size",
+    "timed_embedding",
+    "timed_llm_call",
+]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 MS_PER_SECOND = 1000.0

@@ -50,7 +50,7 @@ def make_index(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Rag
     for rs in opened:
         try:
             rs.close()
-        except Exception:  # noqa: BLE001 - already closed by the test
+        except Exception:
             pass
 
 
@@ -80,7 +80,7 @@ def make_fast_index(tmp_path: Path, hash_embedder: HashEmbedder) -> Iterator[Cal
     for rs in opened:
         try:
             rs.close()
-        except Exception:  # noqa: BLE001 - already closed by the test
+        except Exception:
             pass
 
 

@@ -67,12 +67,12 @@ def start_llama_server(
     for _ in range(3):
         try:
             return _start_once(model, log_path, chat_format, n_ctx, timeout)
-        except _PortTaken:
+        except _PortTakenError:
             continue
     raise RuntimeError("llama server found no free port in 3 tries")
 
 
-class _PortTaken(Exception):
+class _PortTakenError(Exception):
     pass
 
 
@@ -98,7 +98,7 @@ def _start_once(
         if process.poll() is not None:
             tail = _log_tail(log_path)
             if "address already in use" in tail.lower():
-                raise _PortTaken
+                raise _PortTakenError
             raise RuntimeError(f"llama server exited with {process.returncode}:\n{tail}")
         try:
             if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:

@@ -103,7 +103,7 @@ def test_retry_policy_through_ask(make_fast_index, scripted):
     system, user = (message["content"] for message in request["messages"])
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert "timeout=httpx.Timeout(10.0)" in user and "SOURCE:" not in system
-    for number, chunk_id in enumerate(answer.metadata["context_chunk_ids"], start=1):
+    for number in range(1, len(answer.metadata["context_chunk_ids"]) + 1):
         assert f"[{number}] SOURCE: " in user  # every attachment the model sees has the number it cites
     assert f"[{len(answer.metadata['context_chunk_ids']) + 1}] SOURCE" not in user
 

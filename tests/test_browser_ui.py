@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # headless Chromium against a real-model server

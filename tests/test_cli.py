@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from index_fixtures import SAMPLES
 from typer.testing import CliRunner
 
-from index_fixtures import SAMPLES
 from ragstream.cli import app
 
 runner = CliRunner()

@@ -69,7 +69,7 @@ def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float
 CRASH_POINTS = ["mid_upsert", "before_commit", "before_old_delete"]
 
 
-class _Crash(Exception):
+class _CrashError(Exception):
     """Stands in for the SIGKILL of the child process."""
 
 
@@ -82,7 +82,7 @@ def _install_crash(monkeypatch: pytest.MonkeyPatch, crash_point: str) -> None:
             half = max(1, len(chunks) // 2)
             original(self, chunks[:half], vectors[:half], generation)
             self.flush()
-            raise _Crash(crash_point)
+            raise _CrashError(crash_point)
 
         monkeypatch.setattr(QdrantEdgeStore, "upsert", upsert_half)
     else:
@@ -90,7 +90,7 @@ def _install_crash(monkeypatch: pytest.MonkeyPatch, crash_point: str) -> None:
         owner = Catalog if crash_point == "before_commit" else QdrantEdgeStore
 
         def crash(self, *args, **kwargs):
-            raise _Crash(crash_point)
+            raise _CrashError(crash_point)
 
         monkeypatch.setattr(owner, name, crash)
 
@@ -103,7 +103,7 @@ def test_interrupted_write_step_recovers_on_reopen(make_fast_index, tmp_path, mo
     rs.ingest([folder])
     _write_version(folder, "beta")
     _install_crash(monkeypatch, crash_point)
-    with pytest.raises(_Crash):
+    with pytest.raises(_CrashError):
         rs.ingest([folder])
     monkeypatch.undo()
     rs.close()
@@ -147,7 +147,7 @@ def test_sigkill_at_random_moments(make_index, tmp_path):
     rs.ingest([folder])
     rs.close()
     rng = random.Random(7)
-    for trial, version in enumerate(["beta", "alpha", "beta", "alpha"]):
+    for version in ["beta", "alpha", "beta", "alpha"]:
         _write_version(folder, version)
         _run_child(data_dir, folder, "none", kill_after=rng.uniform(0.0, 1.5))
         reopened = make_index(data_dir=data_dir)

@@ -143,4 +143,5 @@ def test_hnsw_index_is_built_once_the_store_is_big_enough(make_fast_index, tmp_p
     assert optimized.store.info()["points"] >= 10
     assert optimized.store.maybe_optimize() is False, "already optimized after ingest"
     query = "connection pool limits"
-    assert [h.chunk.text for h in optimized.search(query, mode="dense").hits] == [h.chunk.text for h in exact.search(query, mode="dense").hits]
+    exact_texts = [h.chunk.text for h in exact.search(query, mode="dense").hits]
+    assert [h.chunk.text for h in optimized.search(query, mode="dense").hits] == exact_texts

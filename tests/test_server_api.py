@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from index_fixtures import SAMPLES
 from server_process import RunningServer, running_server
 

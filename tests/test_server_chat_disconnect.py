@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # a real LLM server (llama.cpp) behind ragstream serve

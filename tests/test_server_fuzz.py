@@ -9,7 +9,6 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-
 from server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # fuzzing every operation against a real-model server

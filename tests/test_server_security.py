@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from server_process import STARTUP_SECONDS, RunningServer, free_port, running_server, serve_command, server_env
 
 KEY = "test-key-0123456789"

@@ -8,8 +8,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from ragstream import metrics
-from ragstream.config import RetrievalCacheConfig
 from ragstream.answer.models import RAGContext
+from ragstream.config import RetrievalCacheConfig
 
 
 class RetrievalCache:

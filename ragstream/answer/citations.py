@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ragstream.config import CitationConfig
 from ragstream.answer.markers import MarkerScanner, marker_numbers
 from ragstream.answer.models import Citation, DocumentChunk, RelatedDoc, Source
+from ragstream.config import CitationConfig
 
 UNMATCHED = "none"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragstream.config import ConfidenceConfig
 from ragstream.answer.models import Confidence
+from ragstream.config import ConfidenceConfig
 
 NO_SOURCES_REASON = "No relevant sources found"
 

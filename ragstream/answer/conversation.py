@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ragstream.pipeline.super_prompt import ConversationPair
@@ -29,7 +29,7 @@ class ConversationStore:
 
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False) -> None:
         """Record one turn; ``incomplete`` when the answer was cut short."""
-        created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
         self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
                                incomplete=incomplete)
 

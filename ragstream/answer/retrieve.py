@@ -114,7 +114,7 @@ def run_with_timeout(fn: Callable[[], T], seconds: float) -> T:
     def work() -> None:
         try:
             outcome["value"] = fn()
-        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as error:
             outcome["error"] = error
 
     worker = threading.Thread(target=work, name="ragstream-retrieve", daemon=True)

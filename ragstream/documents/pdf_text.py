@@ -36,7 +36,7 @@ def extract_pdf(data: bytes, name: str) -> PdfText:
         )
         title = (reader.metadata.title or "").strip() if reader.metadata else ""
     # pypdf raises many exception types (KeyError, ValueError, zlib.error, ...) on damaged files.
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot read PDF: {exc}") from exc
     if not pages:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
@@ -47,7 +47,7 @@ def _open(data: bytes, name: str) -> PdfReader:
     """Parse the PDF structure and unlock it with the empty password if it is encrypted."""
     try:
         reader = PdfReader(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - see extract_pdf
+    except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot parse PDF: {exc}") from exc
     if not reader.is_encrypted:
         return reader
@@ -55,7 +55,7 @@ def _open(data: bytes, name: str) -> PdfReader:
         unlocked = reader.decrypt("")
     except DependencyError as exc:
         raise EncryptedDocumentError(f"{name}: encrypted PDF needs an extra package to open: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - see extract_pdf
+    except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot decrypt PDF: {exc}") from exc
     if not unlocked:
         raise EncryptedDocumentError(f"{name}: the PDF is password-protected")

@@ -5,7 +5,8 @@ block), and keep each chunk whose attachment plus its S_CTX facts still fit the 
 (:func:`context_budget`, counted in the answering model's tokens), up to ``N3`` chunks. What fits
 here is exactly what the answering model reads. Condensation: the LLM Writer summarises facts,
 constraints and open issues citing ``[n]``; it must not take more room than the deterministic facts
-it replaces, nor name anything the attachments and the prompt do not (:mod:`grounding`); the fallback quotes the leading prose sentences of each selected chunk. S_CTX
+it replaces, nor name anything the attachments and the prompt do not (:mod:`grounding`); the
+fallback quotes the leading prose sentences of each selected chunk. S_CTX
 quotes documents, so it sits in a fence its text cannot close, like every attachment.
 """
 
@@ -20,8 +21,8 @@ from ragstream.errors import NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
-from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.conversation import CONVERSATION_SOURCE
+from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
 

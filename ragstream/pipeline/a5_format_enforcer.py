@@ -21,7 +21,6 @@ from ragstream.pipeline.prompt_schema import FormatRules
 from ragstream.pipeline.render import preview
 from ragstream.pipeline.super_prompt import SuperPrompt
 
-
 CUSTOM_FORMAT = "custom"
 """``format_kind`` of a requested format that matches no kind of the schema."""
 _WORDS = re.compile(r"[\w\-]+")

@@ -105,10 +105,10 @@ class SuperPrompt(BaseModel):
     stage_reports: dict[str, StageReport] = Field(
         default_factory=dict, description="Per history entry: how that stage ran (model, fallback and why)."
     )
-    System_MD: str = ""  # noqa: N815
-    Prompt_MD: str = ""  # noqa: N815
-    S_CTX_MD: str = ""  # noqa: N815
-    Attachments_MD: str = ""  # noqa: N815
+    System_MD: str = ""
+    Prompt_MD: str = ""
+    S_CTX_MD: str = ""
+    Attachments_MD: str = ""
     prompt_ready: str = Field("", description="The composed prompt (a preview until Prompt_Builder runs).")
     messages: list[PromptMessage] = Field(
         default_factory=list,

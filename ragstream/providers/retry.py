@@ -89,7 +89,7 @@ def call_with_retries(
     while True:
         try:
             return fn()
-        except Exception as error:  # noqa: BLE001 - classified by is_retryable
+        except Exception as error:
             if attempt >= policy.max_retries or not is_retryable(error):
                 raise
             hint = retry_after(error) if retry_after is not None else None

@@ -67,8 +67,9 @@ class Searcher:
 
         candidates = max(limit, self._config.candidates) if ran == "hybrid" else limit
         dense = bm25 = []
-        if ran in ("dense", "hybrid"):
-            dense = _timed(latencies, "dense", lambda: self._store.search_dense(query_vector, candidates, filters, hidden))
+        if ran in ("dense", "hybrid") and query_vector is not None:
+            vector = query_vector
+            dense = _timed(latencies, "dense", lambda: self._store.search_dense(vector, candidates, filters, hidden))
         if ran in ("bm25", "hybrid"):
             bm25 = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, candidates, filters, hidden))
 

@@ -4,6 +4,7 @@ Events and ``POST /api/retrieve``."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
@@ -15,9 +16,9 @@ from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
 
 router = APIRouter(prefix="/api", tags=["answers"])
-ERRORS = {status: {"model": ErrorResponse} for status in (422, 502, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (422, 502, 503)}
 CONVERSATION_HEADER = "X-Conversation-ID"
-SSE_DOC = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+SSE_DOC: dict[int | str, dict[str, Any]] = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
                  "description": "`event: token|citation|done|error` + `data: <json>` messages.",
                  "headers": {CONVERSATION_HEADER: {"schema": {"type": "string"}}}}}
 

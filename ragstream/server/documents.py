@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,7 +34,7 @@ MULTIPART_BODY = {
 # When every file failed, the request fails with the status of a shared cause.
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE}
-ERRORS = {status: {"model": ErrorResponse} for status in (404, 413, 415, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 413, 415, 422)}
 
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse, responses=ERRORS,

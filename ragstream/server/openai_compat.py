@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from ragstream.answer.models import Answer, StreamEvent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import APIRouter, Depends
 
@@ -12,7 +13,7 @@ from ragstream.server.schemas import ErrorResponse, NewPromptRequest, PipelineSt
 from ragstream.server.state import ServerState, get_state
 
 router = APIRouter(prefix="/api/pipeline", tags=["pipeline"])
-ERRORS = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
 
 
 @router.get("/stages", response_model=list[str], summary="The eight stages")

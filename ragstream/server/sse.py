@@ -73,7 +73,7 @@ async def _frames(events: Iterator[T], first: Any, render: Callable[[T], str], c
     except RagstreamError as error:
         ended = True
         yield error_frame(error)
-    except Exception as error:  # noqa: BLE001 - reported to the client as an error event, logged in full
+    except Exception as error:
         ended = True
         logger.exception("stream failed")
         yield error_frame(error)

@@ -10,7 +10,7 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -44,7 +44,7 @@ class UploadStore:
 
     def save(self, source: BinaryIO, user_id: str, display_name: str) -> StoredUpload:
         """Copy ``source`` to a fresh path; raises FileTooLargeError (nothing left behind) past the limit."""
-        day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        day = datetime.now(UTC).strftime("%Y-%m-%d")
         relative = PurePosixPath(user_id, day, uuid.uuid4().hex)
         path = self.root.joinpath(*relative.parts)
         path.parent.mkdir(parents=True, exist_ok=True)

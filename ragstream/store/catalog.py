@@ -6,6 +6,7 @@ Vector-store points of any other generation are invisible to readers and removed
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -256,7 +257,7 @@ class Catalog:
                 (conversation_id, conversation_id, max(keep, 0)),
             )
 
-    def recent_turns(self, conversation_id: str, limit: int) -> list[tuple[str, str]]:
+    def recent_turns(self, conversation_id: str, limit: int) -> builtins.list[tuple[str, str]]:
         """The conversation's last ``limit`` (user, assistant) pairs, oldest first."""
         with self._lock:
             rows = self._db.execute(
@@ -267,7 +268,7 @@ class Catalog:
         return [(user, assistant) for user, assistant in reversed(rows)]
 
 
-    def conversation_turns(self, conversation_id: str) -> list[dict[str, Any]]:
+    def conversation_turns(self, conversation_id: str) -> builtins.list[dict[str, Any]]:
         """Every kept turn of a conversation, oldest first, with its message id and completeness."""
         with self._lock:
             rows = self._db.execute(
@@ -287,6 +288,6 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 
 def _record(row: tuple) -> DocumentRecord:
-    values = dict(zip(_RECORD_COLUMNS.split(", "), row))
+    values = dict(zip(_RECORD_COLUMNS.split(", "), row, strict=True))
     values["metadata"] = json.loads(values["metadata"])
     return DocumentRecord(**values)

@@ -51,7 +51,7 @@ class QdrantEdgeStore:
                 path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(path), edge_config)
                 self._create_indexes()
-        except Exception as error:  # noqa: BLE001 - the engine raises plain exceptions
+        except Exception as error:
             if "WouldBlock" in str(error):
                 raise VectorDBUnavailableError(
                     f"the index at {path} is open in another ragstream process (a running server?); "
@@ -80,7 +80,7 @@ class QdrantEdgeStore:
             with self._lock:
                 for start in range(0, len(points), _UPSERT_BATCH):
                     self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + _UPSERT_BATCH]))
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise VectorDBWriteError(f"Qdrant Edge upsert failed: {error}") from error
 
     def delete_generation(self, document_id: str, generation: int) -> None:
@@ -88,7 +88,7 @@ class QdrantEdgeStore:
         try:
             with self._lock:
                 self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise VectorDBWriteError(f"Qdrant Edge delete failed: {error}") from error
 
     def flush(self) -> None:
@@ -117,7 +117,7 @@ class QdrantEdgeStore:
         try:
             with self._lock:
                 points = self._shard.query(request)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
         return [(_from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
 
@@ -177,8 +177,8 @@ def _match(key: str, value: Any) -> qe.FieldCondition:
 
 
 def _build_filter(filters: Filters | None, hidden: Collection[int]) -> qe.Filter | None:
-    must = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
-    must_not = [_match("generation", sorted(hidden))] if hidden else []
+    must: list[Any] = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
+    must_not: list[Any] = [_match("generation", sorted(hidden))] if hidden else []
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)

@@ -31,14 +31,17 @@ class SentenceTransformerEmbedder:
         dtype = torch.bfloat16 if config.dtype == "bfloat16" else torch.float32
         try:
             self._model = SentenceTransformer(location, device="cpu", model_kwargs={"dtype": dtype})
-        except Exception as error:  # noqa: BLE001 - any load failure means "unavailable"
+        except Exception as error:
             raise EmbedderUnavailableError(
                 f"cannot load embedding model {config.model!r} from {location!r} (offline): {error}"
             ) from error
         self._batch_size = config.batch_size
         self.model_id = f"st:{config.model}"
         dimension_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self._dimensions = int(dimension_of())
+        dimensions = dimension_of()
+        if dimensions is None:
+            raise EmbedderUnavailableError(f"embedding model {config.model!r} reports no vector size")
+        self._dimensions = int(dimensions)
 
     @property
     def dimensions(self) -> int:

@@ -8,7 +8,7 @@ from ragstream.config import RerankerConfig
 from ragstream.providers.embedders.base import Embedder
 from ragstream.providers.rerankers.base import Reranker
 from ragstream.providers.rerankers.bi_encoder import BiEncoderReranker
-from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker, CrossEncoderUnavailable
+from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker, CrossEncoderUnavailableError
 
 __all__ = ["BiEncoderReranker", "CrossEncoderReranker", "Reranker", "make_reranker"]
 
@@ -27,5 +27,5 @@ def make_reranker(config: RerankerConfig, embedder: Callable[[], Embedder]) -> t
         return bi_encoder, None
     try:
         return CrossEncoderReranker(config), None
-    except CrossEncoderUnavailable as error:
+    except CrossEncoderUnavailableError as error:
         return None, str(error)

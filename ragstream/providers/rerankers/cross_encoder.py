@@ -8,7 +8,7 @@ from ragstream.config import RerankerConfig
 from ragstream.providers.model_locator import resolve_model_path
 
 
-class CrossEncoderUnavailable(Exception):
+class CrossEncoderUnavailableError(Exception):
     """The cross-encoder cannot be loaded (no local copy and no download at run time)."""
 
 
@@ -26,8 +26,8 @@ class CrossEncoderReranker:
         location = resolve_model_path(config.model)
         try:
             self._model = CrossEncoder(location, device="cpu", max_length=config.max_length, local_files_only=True)
-        except Exception as error:  # noqa: BLE001 - any load failure means "not available offline"
-            raise CrossEncoderUnavailable(
+        except Exception as error:
+            raise CrossEncoderUnavailableError(
                 f"cross-encoder {config.model!r} could not be loaded from {location!r} "
                 f"(local files only): {type(error).__name__}: {error}"
             ) from error
