@@ -14,6 +14,8 @@ from ragstream.pipeline.render import attachments_md, conversation_md, prompt_md
 from ragstream.pipeline.super_prompt import BUILT, PromptMessage, SuperPrompt
 
 BLOCK_SEPARATOR = "\n\n"
+TASK_PLACEHOLDER = "{task}"
+"""Replaced in ``answer.closing_instruction`` by the task, so small models read the question last."""
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
@@ -28,7 +30,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     if pairs:
         user_blocks.append(conversation_md(pairs))
     if answer.closing_instruction:
-        user_blocks.append(answer.closing_instruction)
+        user_blocks.append(answer.closing_instruction.replace(TASK_PLACEHOLDER, " ".join(sp.body.get("task", "").split())))
     user = BLOCK_SEPARATOR.join(block for block in user_blocks if block)
     sp.messages = [PromptMessage(role="system", content=sp.System_MD), PromptMessage(role="user", content=user)]
     sp.prompt_ready = BLOCK_SEPARATOR.join([sp.System_MD, user])
