@@ -12,6 +12,7 @@ collection, so ``pytest -m "not slow"`` never loads the model or starts a server
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ from index_fixtures import (  # noqa: F401 - re-exported fixtures
     make_index,
 )
 from llm_server import qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
+
+from ragstream.providers.circuit import reset_breakers
 
 SHARED_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SLOW_FIXTURES = frozenset({"embedder", "smollm2_server", "qwen_server", "shared_data"})
@@ -67,3 +70,11 @@ def _fast_tests_never_load_the_model(request: pytest.FixtureRequest, monkeypatch
                     "use make_fast_index / hash_embedder, or mark it @pytest.mark.slow", pytrace=False)
 
     monkeypatch.setattr(SentenceTransformerEmbedder, "__init__", guarded)
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers() -> Iterator[None]:
+    """Circuit breakers are shared per endpoint for the whole process: none leaks between tests."""
+    reset_breakers()
+    yield
+    reset_breakers()

@@ -11,6 +11,7 @@ Two embedders:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,20 +39,7 @@ def embedder() -> Embedder:
 @pytest.fixture
 def make_index(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Ragstream]]:
     """Factory: ``make_index(**config_overrides)`` opens a Ragstream on a fresh (or given) data dir."""
-    opened: list[Ragstream] = []
-
-    def factory(data_dir: Path | None = None, **overrides: Any) -> Ragstream:
-        config = load_config(data_dir=data_dir or tmp_path / "index", **overrides)
-        rs = Ragstream(config, embedder=embedder)
-        opened.append(rs)
-        return rs
-
-    yield factory
-    for rs in opened:
-        try:
-            rs.close()
-        except Exception:
-            pass
+    yield from _index_factory(tmp_path, embedder, {})
 
 
 @pytest.fixture(scope="session")
@@ -68,20 +56,7 @@ def make_fast_index(tmp_path: Path, hash_embedder: HashEmbedder) -> Iterator[Cal
     Overrides are :func:`ragstream.load_config` keyword arguments on top of :data:`FAST_DEFAULTS`.
     Every index it opened is closed after the test.
     """
-    opened: list[Ragstream] = []
-
-    def factory(data_dir: Path | None = None, **overrides: Any) -> Ragstream:
-        config = load_config(data_dir=data_dir or tmp_path / "index", **{**FAST_DEFAULTS, **overrides})
-        rs = Ragstream(config, embedder=hash_embedder)
-        opened.append(rs)
-        return rs
-
-    yield factory
-    for rs in opened:
-        try:
-            rs.close()
-        except Exception:
-            pass
+    yield from _index_factory(tmp_path, hash_embedder, FAST_DEFAULTS)
 
 
 @pytest.fixture
@@ -96,3 +71,19 @@ def hash_embedder_by_default(monkeypatch: pytest.MonkeyPatch, hash_embedder: Has
         for key, value in values.items():
             monkeypatch.setenv(f"RAGSTREAM_{section.upper()}__{key.upper()}", str(value))
     return hash_embedder
+
+
+def _index_factory(tmp_path: Path, embedder: Embedder, defaults: dict[str, Any]) -> Iterator[Callable[..., Ragstream]]:
+    """Yield ``factory(data_dir=None, **overrides)`` opening Ragstreams over ``embedder``; close them after."""
+    opened: list[Ragstream] = []
+
+    def factory(data_dir: Path | None = None, **overrides: Any) -> Ragstream:
+        config = load_config(data_dir=data_dir or tmp_path / "index", **{**defaults, **overrides})
+        rs = Ragstream(config, embedder=embedder)
+        opened.append(rs)
+        return rs
+
+    yield factory
+    for rs in opened:
+        with contextlib.suppress(Exception):  # already closed by the test
+            rs.close()

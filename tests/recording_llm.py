@@ -8,22 +8,22 @@ answers (a hung endpoint): a real model cannot be made to hang on demand.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 MODEL = "recorder"
 
 
-class RecordingLLM:
+class RecordingLLM(LoopbackServer):
     """Records request bodies; replies ``reply`` (or hangs). Use as a context manager."""
 
     def __init__(self, reply: str = "Timeouts are set on the client [1].", *, hang: bool = False) -> None:
         self.reply = reply
         self.hang = hang
         self.requests: list[dict[str, Any]] = []
-        self._release = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,7 +33,7 @@ class RecordingLLM:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 outer.requests.append(body)
                 if outer.hang:
-                    outer._release.wait()
+                    outer.release.wait()
                     return
                 try:
                     if body.get("stream"):
@@ -74,16 +74,4 @@ class RecordingLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    def __enter__(self) -> RecordingLLM:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from loopback import LoopbackServer
 from pydantic import BaseModel
 
 from ragstream.config import LLMConfig
@@ -20,7 +20,6 @@ from ragstream.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
-from ragstream.providers.circuit import reset_breakers
 from ragstream.providers.llm_client import ChatStream, LLMClient, extract_json_object, parse_json_output
 
 
@@ -28,12 +27,6 @@ class Answer(BaseModel):
     answer: str
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers() -> Iterator[None]:
-    """Circuit breakers are shared per endpoint for the whole process: none leaks between tests."""
-    reset_breakers()
-    yield
-    reset_breakers()
 
 
 def completion_body(text: str) -> dict[str, Any]:
@@ -47,7 +40,7 @@ def completion_body(text: str) -> dict[str, Any]:
     }
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """A real HTTP server on 127.0.0.1 answering chat requests with a scripted status sequence.
 
     A real provider cannot be made to answer 429 or 500 on demand, so the retry policy is tested
@@ -91,18 +84,7 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def make_client(base_url: str, **overrides: Any) -> tuple[LLMClient, list[float]]:

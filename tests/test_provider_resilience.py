@@ -13,12 +13,13 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 import pytest
+from loopback import LoopbackServer
 from pydantic import BaseModel
 
 from ragstream.config import EmbeddingConfig, LLMConfig
@@ -48,12 +49,6 @@ class Answer(BaseModel):
     answer: str
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers() -> Iterator[None]:
-    """Breakers are process-wide per endpoint: start and end every test without any."""
-    reset_breakers()
-    yield
-    reset_breakers()
 
 
 class FakeClock:
@@ -74,7 +69,7 @@ class FakeClock:
 Behaviour = Callable[["Provider", BaseHTTPRequestHandler, dict[str, Any]], None]
 
 
-class Provider:
+class Provider(LoopbackServer):
     """A real HTTP server whose answers follow ``script``; the last behaviour repeats forever.
 
     ``requests`` holds (monotonic arrival time, JSON body) of every request received.
@@ -83,7 +78,6 @@ class Provider:
     def __init__(self, script: list[Behaviour]) -> None:
         self.script = list(script)
         self.requests: list[tuple[float, dict[str, Any]]] = []
-        self.release = threading.Event()  # lets hanging handlers end when the server stops
         self._lock = threading.Lock()
         outer = self
 
@@ -102,10 +96,7 @@ class Provider:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        super().__init__(Handler)  # its release event lets hanging handlers end when the server stops
 
     @property
     def count(self) -> int:
@@ -113,14 +104,6 @@ class Provider:
         with self._lock:
             return len(self.requests)
 
-    def __enter__(self) -> Provider:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def send(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str,
@@ -521,14 +504,15 @@ def test_retry_after_is_ignored_on_other_statuses() -> None:
 
 
 def test_breaker_opens_fails_fast_then_half_opens() -> None:
+    COOLDOWN = 1.5  # noqa: N806 - long enough that a loaded machine's fast-fail loop stays inside it
     with Provider([status(503)]) as provider:
-        client = llm(provider, max_retries=1, breaker_failures=2, breaker_cooldown_seconds=0.3)
+        client = llm(provider, max_retries=1, breaker_failures=2, breaker_cooldown_seconds=COOLDOWN)
         for _ in range(2):
             with pytest.raises(LLMUnavailableError):
                 client.chat(MESSAGES)
         assert provider.count == 4 and client.calls == 4 and client.breaker.state == "open"
 
-        other = llm(provider, breaker_failures=2, breaker_cooldown_seconds=0.3)  # same endpoint: same breaker
+        other = llm(provider, breaker_failures=2, breaker_cooldown_seconds=COOLDOWN)  # same endpoint: same breaker
         for call in (lambda c: c.chat(MESSAGES), lambda c: c.stream_chat(MESSAGES),
                      lambda c: c.complete_json(MESSAGES, Answer)):
             for each in (client, other):
@@ -537,7 +521,7 @@ def test_breaker_opens_fails_fast_then_half_opens() -> None:
                 assert caught.value.code == "llm_unavailable" and caught.value.attempts == 0
         assert provider.count == 4 and client.calls == 4 and other.calls == 0
 
-        time.sleep(0.35)
+        time.sleep(COOLDOWN + 0.1)
         assert client.breaker.state == "half_open"
         with pytest.raises(LLMUnavailableError):
             client.chat(MESSAGES)  # the trial fails: open again at once
@@ -546,7 +530,7 @@ def test_breaker_opens_fails_fast_then_half_opens() -> None:
             client.chat(MESSAGES)
 
         provider.script = [ok()]
-        time.sleep(0.35)
+        time.sleep(COOLDOWN + 0.1)
         assert client.chat(MESSAGES).text == "hello"  # the trial succeeds: closed
         assert client.breaker.state == "closed"
         assert other.chat(MESSAGES).text == "hello"
