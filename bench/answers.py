@@ -65,6 +65,7 @@ def main() -> None:
                         help="Start the packaged Qwen2.5-Coder-0.5B on llama.cpp (llama-cpp-python) and answer with it.")
     parser.add_argument("--n-ctx", type=int, default=4096, help="--qwen: the server's context window.")
     parser.add_argument("--n-threads", type=int, default=2, help="--qwen: the server's threads.")
+    parser.add_argument("--progress-every", type=int, default=10, help="Print the running report to stderr every N questions.")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -93,7 +94,7 @@ def main() -> None:
             config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
             with Ragstream(config) as rs:
                 ingest = rs.ingest_documents(documents)
-                report = _ask_all(rs, dataset.queries, query_ids, relevant)
+                report = _ask_all(rs, dataset.queries, query_ids, relevant, args.progress_every)
     finally:
         if server is not None:
             server[0].terminate()
@@ -137,13 +138,18 @@ def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]
     sys.exit("the llama.cpp server did not start; see ragstream-bench-llama.log")
 
 
-def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]]) -> dict:
+def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]],
+             progress_every: int = 0) -> dict:
     resolved = cites_relevant = answered = truncated = degraded = high = high_correct = 0
     levels: Counter[str] = Counter()
     latencies: dict[str, list[float]] = {}
     totals: list[float] = []
     calls: list[int] = []
-    for qid in query_ids:
+    for index, qid in enumerate(query_ids, start=1):
+        if progress_every and index > 1 and (index - 1) % progress_every == 0:
+            partial = _summary(index - 1, answered, resolved, cites_relevant, high, high_correct, truncated, degraded,
+                               levels, calls, totals, latencies)
+            print(json.dumps(partial), file=sys.stderr, flush=True)
         started = time.perf_counter()
         answer = rs.ask(queries[qid])
         totals.append((time.perf_counter() - started) * 1000)
@@ -165,7 +171,14 @@ def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relev
         if answer.confidence.level == "High":
             high += 1
             high_correct += correct
-    total = len(query_ids)
+    return _summary(len(query_ids), answered, resolved, cites_relevant, high, high_correct, truncated, degraded,
+                    levels, calls, totals, latencies)
+
+
+def _summary(total: int, answered: int, resolved: int, cites_relevant: int, high: int, high_correct: int,
+             truncated: int, degraded: int, levels: Counter[str], calls: list[int], totals: list[float],
+             latencies: dict[str, list[float]]) -> dict:
+    """The report over the first ``total`` questions."""
     return {
         "queries": total,
         "answered": answered,
