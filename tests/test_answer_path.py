@@ -138,3 +138,15 @@ def test_an_embedder_on_a_closed_port_gives_a_bm25_answer_that_names_the_outage(
     assert "embedder unavailable" in answer.metadata["degraded_reason"]
     assert answer.citations and answer.answer != outage.config.answer.no_results_message
     assert any("timeout" in line.lower() for line in answer.answer.splitlines()[2:])
+
+
+def test_a_question_is_embedded_once_per_turn(make_fast_index):
+    rs = make_fast_index()
+    rs.ingest(MARKDOWN_SAMPLES)
+    embedder = rs.embedder()
+    before = embedder.query_model_calls
+    answer = rs.ask("How do I set a timeout on a client?")
+    assert answer.metadata["mode"] == "extractive" and answer.citations
+    assert embedder.query_model_calls == before + 1  # Retrieval's vector serves A3, the gate and the answer
+    list(rs.stream_answer("How do I stream a response?"))
+    assert embedder.query_model_calls == before + 2
