@@ -750,3 +750,16 @@ def test_embedder_checks_later_replies_against_the_first() -> None:
         with pytest.raises(EmbedderUnavailableError, match=f"expected {DIMS}"):
             client.embed_documents(["a", "b", "c"])
         assert client.dimensions == DIMS
+
+
+def test_a_call_cut_short_by_the_questions_deadline_is_no_verdict_on_the_endpoint() -> None:
+    with Provider([hang]) as provider:
+        patient = llm(provider, timeout_seconds=5.0, max_retries=0, breaker_failures=1)
+        for _ in range(2):  # a slow endpoint under a short question budget: not evidence it is down
+            with pytest.raises(DeadlineExceededError):
+                patient.chat(MESSAGES, deadline=Deadline(0.3))
+        assert patient.breaker.state == "closed" and provider.count == 2
+        impatient = llm(provider, timeout_seconds=0.3, max_retries=0, breaker_failures=1)
+        with pytest.raises(LLMUnavailableError):  # its own timeout ran out: that is a failure
+            impatient.chat(MESSAGES, deadline=Deadline(5.0))
+        assert impatient.breaker.state == "open"

@@ -382,6 +382,7 @@ class LLMClient:
         Returns (response, attempts): a checked completion, or an open chunk stream when ``stream``.
         """
         attempts = 0
+        last_timeout = self.config.timeout_seconds
         if deadline is not None:
             try:
                 deadline.check("the LLM call")
@@ -391,8 +392,9 @@ class LLMClient:
         self.breaker.before_call()
 
         def once() -> Any:
-            nonlocal attempts
+            nonlocal attempts, last_timeout
             timeout = deadline.timeout(self.config.timeout_seconds) if deadline else self.config.timeout_seconds
+            last_timeout = timeout
             if attempts:
                 self.retries += 1
             attempts += 1
@@ -409,15 +411,18 @@ class LLMClient:
                 check_completion(response, attempts)
         except DeadlineExceededError as error:
             error.attempts = attempts
-            self._record(error if attempts else None)
+            self._record(error if attempts and last_timeout >= self.config.timeout_seconds else None)
             raise
         except openai.APIError as error:
             failure = translate_error(error, attempts)
+            cut_by_deadline = False
             if isinstance(failure, LLMUnavailableError) and deadline is not None and deadline.expired():
                 failure = DeadlineExceededError(
                     f"deadline of {deadline.seconds:g}s passed during attempt {attempts}: {error}",
                     status_code=failure.status_code, attempts=attempts)
-            self._record(failure)
+                # the question's budget, not the endpoint, ended an attempt shorter than llm.timeout_seconds
+                cut_by_deadline = last_timeout < self.config.timeout_seconds
+            self._record(None if cut_by_deadline else failure)
             raise failure from error
         except LLMError as error:
             self._record(error)
