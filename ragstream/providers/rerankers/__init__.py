@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from ragstream.config import RerankerConfig
@@ -9,6 +10,8 @@ from ragstream.providers.embedders.base import Embedder
 from ragstream.providers.rerankers.base import Reranker
 from ragstream.providers.rerankers.bi_encoder import BiEncoderReranker
 from ragstream.providers.rerankers.cross_encoder import CrossEncoderReranker, CrossEncoderUnavailableError
+
+logger = logging.getLogger("ragstream.rerankers")
 
 __all__ = ["BiEncoderReranker", "CrossEncoderReranker", "Reranker", "make_reranker"]
 
@@ -28,4 +31,5 @@ def make_reranker(config: RerankerConfig, embedder: Callable[[], Embedder]) -> t
     try:
         return CrossEncoderReranker(config), None
     except CrossEncoderUnavailableError as error:
-        return None, str(error)
+        logger.info("reranking off: %s", error)
+        return None, f"cross-encoder {config.model!r} could not be loaded from local files"
