@@ -150,3 +150,18 @@ def test_a_question_is_embedded_once_per_turn(make_fast_index):
     assert embedder.query_model_calls == before + 1  # Retrieval's vector serves A3, the gate and the answer
     list(rs.stream_answer("How do I stream a response?"))
     assert embedder.query_model_calls == before + 2
+
+
+def test_an_llm_answer_that_cites_nothing_gets_its_closest_attachments(make_fast_index):
+    reply = "Set a timeout on a request with the timeout argument; a slow request raises a timeout exception."
+    with RecordingLLM(reply=reply) as server:
+        # the hash embedder's cosines run lower than MiniLM's, for which the default threshold is set
+        rs = make_fast_index(llm=llm(server.base_url), answer={"citations": {"infer_min_cosine": 0.1}})
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(QUESTION)
+        events = list(rs.stream_answer(QUESTION))
+    assert answer.answer == reply and answer.citations
+    assert all(c.matched and c.match_type == "inferred" for c in answer.citations)
+    assert answer.citations[0].chunk_id in answer.metadata["context_chunk_ids"]
+    streamed = [e.citation.chunk_id for e in events if e.type == "citation"]
+    assert streamed == [c.chunk_id for c in events[-1].response.citations] and streamed

@@ -113,6 +113,17 @@ class CitationTracker:
                 new.append(citation)
         return new
 
+    def infer(self, index: int) -> Citation | None:
+        """Cite attachment ``index`` (0-based) for an answer that cited nothing; ``None`` if already cited."""
+        chunk = self.resolver.chunks[index]
+        key = f"chunk:{chunk.chunk_id}"
+        if key in self._seen:
+            return None
+        self._seen.add(key)
+        citation = _citation(str(index + 1), "inferred", index, chunk)
+        self.citations.append(citation)
+        return citation
+
     @property
     def matched(self) -> list[Citation]:
         """Citations that name a prompt chunk, first citation first."""

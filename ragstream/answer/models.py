@@ -39,7 +39,9 @@ class Citation(BaseModel):
 
     marker: str = Field(description="The bracketed text as written, e.g. '1' or 'Timeouts > Pool'.")
     matched: bool
-    match_type: Literal["number", "exact", "contains", "dice", "none"]
+    match_type: Literal["number", "exact", "contains", "dice", "inferred", "none"] = Field(
+        description="How the marker resolved; 'inferred': the answer cited nothing and this attachment is the "
+        "closest to one of its sentences.")
     number: int | None = Field(None, description="1-based position of the chunk in the prompt's context.")
     chunk_id: str | None = None
     document_id: str | None = None

@@ -25,10 +25,20 @@ from ragstream.answer.citations import CitationResolver, CitationTracker, build_
 from ragstream.answer.confidence import calculate_confidence
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.extractive import extractive_answer
-from ragstream.answer.models import Answer, Confidence, DocumentChunk, DoneEvent, RAGContext, StreamEvent
+from ragstream.answer.models import (
+    Answer,
+    Citation,
+    CitationEvent,
+    Confidence,
+    DocumentChunk,
+    DoneEvent,
+    RAGContext,
+    StreamEvent,
+)
 from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
-from ragstream.answer.streaming import stream_events
+from ragstream.answer.streaming import citation_payload, stream_events
 from ragstream.config import RagstreamConfig
+from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 from ragstream.errors import (
     EmbeddingFailureError,
     InvalidQueryError,
@@ -114,7 +124,8 @@ class AnswerService:
         """Answer ``question`` in one piece."""
         turn = self._prepare(question, conversation_id, selected_text)
         if turn.no_results_reason is not None:
-            return self._finish(turn, self._config.no_results_message, "no_results", None, {})
+            text = self._config.no_results_message
+            return self._finish(turn, text, "no_results", None, {}, self._tracker(turn, text))
         started = time.perf_counter()
         if self.llm is not None:
             try:
@@ -125,10 +136,12 @@ class AnswerService:
                 turn.lap("generation", started)
                 turn.truncated = result.finish_reason == LENGTH
                 turn.incomplete = turn.truncated
-                return self._finish(turn, result.text, "llm", result.model, _tokens(result))
+                tracker = self._tracker(turn, result.text)
+                self._infer_citations(turn, result.text, tracker)
+                return self._finish(turn, result.text, "llm", result.model, _tokens(result), tracker)
         text = self._extractive(turn)
         turn.lap("generation", started)
-        return self._finish(turn, text, "extractive", None, {})
+        return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
@@ -174,8 +187,10 @@ class AnswerService:
             turn.incomplete = turn.incomplete or turn.truncated
             if result.completion_tokens is None:  # the server sent no usage: one delta is about one token
                 tokens["completion_tokens"], tokens["completion_tokens_estimated"] = received[0], True
+            for citation in self._infer_citations(turn, "".join(parts), tracker):
+                yield CitationEvent(citation=citation_payload(citation))
         turn.lap("generation", started)
-        answer = self._finish(turn, "".join(parts), mode, model, tokens)
+        answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker)
         yield _done_event(answer)
 
     def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
@@ -249,10 +264,35 @@ class AnswerService:
                                  min_chars=config.extractive_min_sentence_chars,
                                  max_example_chars=config.extractive_max_example_chars)
 
-    def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any]) -> Answer:
-        """Citations, confidence, the conversation record and the response."""
+    def _tracker(self, turn: _Turn, text: str) -> CitationTracker:
+        """The citations of a whole answer text."""
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         track_text(text, tracker, self._config.citations)
+        return tracker
+
+    def _infer_citations(self, turn: _Turn, text: str, tracker: CitationTracker) -> list[Citation]:
+        """For an LLM answer that cited no attachment: per sentence, the closest attachment (cosine of the
+        sentence to the attachment's vector at least ``citations.infer_min_cosine``), in answer order."""
+        threshold = self._config.citations.infer_min_cosine
+        sentences = [s for s in prose_sentences(CODE_BLOCK.sub(" ", text)) if len(s) >= self._config.extractive_min_sentence_chars]
+        if threshold is None or tracker.matched or not turn.chunks or not sentences:
+            return []
+        try:
+            embedder = self._embedder()
+            similarity = embedder.embed_queries(sentences) @ embedder.embed_documents([c.text for c in turn.chunks]).T
+        except EmbeddingFailureError:
+            return []
+        inferred: list[Citation] = []
+        for row in similarity:
+            best = int(np.argmax(row))
+            citation = tracker.infer(best) if float(row[best]) >= threshold else None
+            if citation is not None:
+                inferred.append(citation)
+        return inferred
+
+    def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
+                tracker: CitationTracker) -> Answer:
+        """Citations, confidence, the conversation record and the response."""
         if mode == "no_results":
             confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
         else:
