@@ -25,10 +25,9 @@ LOG_WAIT_SECONDS = 120.0
 @pytest.fixture(scope="module")
 def llm_server(tmp_path_factory: pytest.TempPathFactory, smollm2_server: str,
                shared_data: Path) -> Iterator[RunningServer]:
-    """``ragstream serve`` answering with the LLM; the pipeline agents keep their fast fallbacks."""
-    settings = {f"AGENTS__{agent}__USE_LLM": "false" for agent in ("A2", "A3", "A4", "A5")}
-    settings.update(LLM__BASE_URL=smollm2_server, LLM__MODEL="smollm2", LLM__MAX_TOKENS="120",
-                    ANSWER__PROMPT_MAX_CHUNKS="3", ANSWER__MAX_CONTEXT_CHARS="2400")  # fits the 2048-token context
+    """``ragstream serve`` answering with the LLM; the pipeline agents keep their rules (no llm_stages)."""
+    settings = {"LLM__BASE_URL": smollm2_server, "LLM__MODEL": "smollm2", "LLM__MAX_TOKENS": "120",
+                "LLM__CONTEXT_WINDOW": "2048", "ANSWER__CONTEXT_TOKENS": "700"}  # the server's 2048-token context
     with running_server(tmp_path_factory.mktemp("llm-server"), **settings) as running:
         path = shared_data / "markdown_docs" / "httpx" / "docs" / "advanced" / "timeouts.md"
         response = httpx.post(f"{running.url}/api/documents", files={"files": (path.name, path.read_bytes())},
