@@ -101,7 +101,6 @@ class AnswerService:
                  conversations: ConversationStore, llm: LLMClient | None, retriever: Retriever,
                  cache: RetrievalCache) -> None:
         self._config = config.answer
-        self._limits = config.limits
         self._pipeline = pipeline
         self._embedder = embedder
         self.conversations = conversations
@@ -328,16 +327,16 @@ class AnswerService:
                              "fallbacks": sp.fallbacks(),
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
                              "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
-                "llm_calls": _llm_calls(sp, mode, turn),
+                "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results"),
                 "tokens": tokens,
                 "latencies_ms": {stage: round(ms, 1) for stage, ms in turn.latencies.items()},
             },
         )
 
 
-def _llm_calls(sp: SuperPrompt, mode: Mode, turn: _Turn) -> int:
-    """Logical LLM calls of the question (retries not counted): the agent stages', plus the answer's."""
-    answer_call = mode == "llm" or any(reason.startswith("LLM") for reason in turn.degraded)
+def _llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
+    """Logical LLM calls of the question (retries not counted): the agent stages', plus the answer's
+    (made whenever an LLM is configured and there is context, whether it succeeded or not)."""
     return sum(report.llm_calls for report in sp.stage_reports.values()) + int(answer_call)
 
 

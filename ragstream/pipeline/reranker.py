@@ -19,24 +19,22 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     candidates = sp.views_by_stage["retrieval"][: ctx.config.pipeline.N2_RERANK_TOP_K]
     retrieval_scores = sp.scores_by_stage.get("retrieval", [])[: len(candidates)]
     reranker, reason = ctx.reranker, ctx.reranker_unavailable
-    scores: list[float] | None = None
     if reranker is not None:
         try:
             scores = reranker.score(query_text(sp.body), [chunk.text for chunk in sp.chunks(candidates)])
         except EmbeddingFailureError as error:
-            reason = f"the reranker's embedder is unavailable: {error.message}"
-    if scores is None:
+            reranker, reason = None, f"the reranker's embedder is unavailable: {error.message}"
+    if reranker is None:
         sp.views_by_stage["reranked"] = list(candidates)
         sp.scores_by_stage["reranked"] = list(retrieval_scores)
         sp.report("reranked", "function", fallback=True, reason=f"kept the retrieval order: {reason}")
+        sp.extras["reranker"] = {"backend": "none", "candidates_scored": 0}
     else:
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
         sp.views_by_stage["reranked"] = [candidates[i] for i in order]
         sp.scores_by_stage["reranked"] = [round(scores[i], 6) for i in order]
-        assert reranker is not None
         sp.report("reranked", "function", fallback=reranker.degraded_reason is not None,
                   reason=reranker.degraded_reason, model=reranker.model)
-    sp.extras["reranker"] = {"backend": reranker.backend if scores is not None and reranker else "none",
-                             "candidates_scored": len(candidates) if scores is not None else 0}
+        sp.extras["reranker"] = {"backend": reranker.backend, "candidates_scored": len(candidates)}
     sp.advance("reranked")
     return sp
