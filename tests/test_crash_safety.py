@@ -69,6 +69,17 @@ def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float
 CRASH_POINTS = ["mid_upsert", "before_commit", "before_old_delete"]
 
 
+def _assert_recovered(reopened, folder, crash_point: str) -> None:
+    """After a crash at ``crash_point``: every document wholly one version (the new one only once the
+    old one's points were due for deletion), and the interrupted job simply runs again and completes."""
+    versions = _assert_consistent(reopened)
+    assert len(versions) == DOCUMENTS
+    expected_first = "beta" if crash_point == "before_old_delete" else "alpha"
+    assert versions[str((folder / "doc0.txt").resolve())] == expected_first
+    assert reopened.ingest([folder]).documents_failed == 0
+    assert set(_assert_consistent(reopened).values()) == {"beta"}
+
+
 class _CrashError(Exception):
     """Stands in for the SIGKILL of the child process."""
 
@@ -108,13 +119,7 @@ def test_interrupted_write_step_recovers_on_reopen(make_fast_index, tmp_path, mo
     monkeypatch.undo()
     rs.close()
 
-    reopened = make_fast_index(data_dir=data_dir)
-    versions = _assert_consistent(reopened)
-    assert len(versions) == DOCUMENTS
-    expected_first = "beta" if crash_point == "before_old_delete" else "alpha"
-    assert versions[str((folder / "doc0.txt").resolve())] == expected_first
-    assert reopened.ingest([folder]).documents_failed == 0
-    assert set(_assert_consistent(reopened).values()) == {"beta"}
+    _assert_recovered(make_fast_index(data_dir=data_dir), folder, crash_point)
 
 
 @pytest.mark.slow
@@ -129,14 +134,7 @@ def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point):
 
     assert _run_child(data_dir, folder, crash_point, kill_after=None) == -signal.SIGKILL
 
-    reopened = make_index(data_dir=data_dir)
-    versions = _assert_consistent(reopened)
-    assert len(versions) == DOCUMENTS
-    expected_first = "beta" if crash_point == "before_old_delete" else "alpha"
-    assert versions[str((folder / "doc0.txt").resolve())] == expected_first
-    # The interrupted job can simply be run again and completes.
-    assert reopened.ingest([folder]).documents_failed == 0
-    assert set(_assert_consistent(reopened).values()) == {"beta"}
+    _assert_recovered(make_index(data_dir=data_dir), folder, crash_point)
 
 
 @pytest.mark.slow
