@@ -298,7 +298,7 @@ class CitationConfig(ConfigSection):
     max_marker_chars: int = Field(120, description="Longest bracketed text still read as a citation marker.")
     dice_threshold: float = Field(0.5, description="Tier 3: a title marker matches a chunk above this Dice similarity.")
     infer_min_cosine: float | None = Field(
-        0.4, description="An LLM answer that cites no attachment gets, per sentence, the closest attachment when "
+        0.4, description="A sentence of an LLM answer that cites no attachment gets the closest attachment when "
         "their cosine reaches this (small models often forget markers); None: never infer.")
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ragstream.answer.markers import MarkerScanner, marker_numbers
 from ragstream.answer.models import Citation, DocumentChunk, RelatedDoc, Source
 from ragstream.config import CitationConfig
+from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 
 UNMATCHED = "none"
 
@@ -114,7 +115,7 @@ class CitationTracker:
         return new
 
     def infer(self, index: int) -> Citation | None:
-        """Cite attachment ``index`` (0-based) for an answer that cited nothing; ``None`` if already cited."""
+        """Cite attachment ``index`` (0-based) for a sentence that cited nothing; ``None`` if already cited."""
         chunk = self.resolver.chunks[index]
         key = f"chunk:{chunk.chunk_id}"
         if key in self._seen:
@@ -141,6 +142,19 @@ def track_text(text: str, tracker: CitationTracker, config: CitationConfig) -> N
     for piece in scanner.feed(text) + scanner.finish():
         if piece.kind == "marker":
             tracker.add(piece.content)
+
+
+def uncited_sentences(text: str, resolver: CitationResolver, config: CitationConfig, min_chars: int) -> list[str]:
+    """The prose sentences of an answer (code blocks left out, at least ``min_chars`` long) that carry no
+    marker naming an attachment. A marker opening a sentence belongs to the one before it (``... x. [2] Next``)."""
+    sentences = prose_sentences(CODE_BLOCK.sub(" ", text))
+    cited = [False] * len(sentences)
+    for index, sentence in enumerate(sentences):
+        scanner = MarkerScanner(config.max_marker_chars)
+        for position, piece in enumerate(scanner.feed(sentence) + scanner.finish()):
+            if piece.kind == "marker" and any(c.matched for c in resolver.resolve(piece.content)):
+                cited[index - 1 if position == 0 and index > 0 else index] = True
+    return [s for s, done in zip(sentences, cited, strict=True) if not done and len(s) >= min_chars]
 
 
 def build_sources(citations: Sequence[Citation]) -> list[Source]:

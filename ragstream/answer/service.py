@@ -21,7 +21,14 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
-from ragstream.answer.citations import CitationResolver, CitationTracker, build_related_docs, build_sources, track_text
+from ragstream.answer.citations import (
+    CitationResolver,
+    CitationTracker,
+    build_related_docs,
+    build_sources,
+    track_text,
+    uncited_sentences,
+)
 from ragstream.answer.confidence import calculate_confidence
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.extractive import extractive_answer
@@ -38,7 +45,6 @@ from ragstream.answer.models import (
 from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, stream_events
 from ragstream.config import RagstreamConfig
-from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 from ragstream.errors import (
     EmbeddingFailureError,
     InvalidQueryError,
@@ -270,11 +276,14 @@ class AnswerService:
         return tracker
 
     def _infer_citations(self, turn: _Turn, text: str, tracker: CitationTracker) -> list[Citation]:
-        """For an LLM answer that cited no attachment: per sentence, the closest attachment (cosine of the
+        """For each sentence of an LLM answer that cites no attachment: the closest attachment (cosine of the
         sentence to the attachment's vector at least ``citations.infer_min_cosine``), in answer order."""
         threshold = self._config.citations.infer_min_cosine
-        sentences = [s for s in prose_sentences(CODE_BLOCK.sub(" ", text)) if len(s) >= self._config.extractive_min_sentence_chars]
-        if threshold is None or tracker.matched or not turn.chunks or not sentences:
+        if threshold is None or not turn.chunks:
+            return []
+        sentences = uncited_sentences(text, tracker.resolver, self._config.citations,
+                                      self._config.extractive_min_sentence_chars)
+        if not sentences:
             return []
         try:
             embedder = self._embedder()
