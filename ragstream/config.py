@@ -28,6 +28,10 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "RAGSTREAM_CONFIG"
+TEXT_PIPELINE_VERSION = 2
+"""Version of the text extraction and cleaning code (Markdown dialects, PDF titles). It is part
+of the index fingerprint: bump it whenever a change alters chunk text, so existing documents
+show as stale and ``reindex`` / re-ingest rebuilds them."""
 
 
 class ConfigSection(BaseModel):
@@ -283,6 +287,12 @@ class IngestConfig(ConfigSection):
         description="Metadata keys every ingested document must carry (e.g. source, doc_type, "
         "last_update_date); a document missing one fails with InvalidDocumentError.",
     )
+    pdf_title_size_ratio: float = Field(
+        1.25,
+        gt=1.0,
+        description="A PDF without a metadata or outline title takes its first page's largest line as "
+        "title when that type is at least this many times the body type; otherwise its first line.",
+    )
 
 
 class RetrievalCacheConfig(ConfigSection):
@@ -420,7 +430,11 @@ class RagstreamConfig(BaseSettings):
 
     def index_fingerprint(self) -> str:
         """Hash of the settings that shape stored chunks and vectors; a change means reindex."""
-        shaping = {"chunking": self.chunking.model_dump(), "embedding": self.embedding.model}
+        shaping = {
+            "chunking": self.chunking.model_dump(),
+            "embedding": self.embedding.model,
+            "text_pipeline": TEXT_PIPELINE_VERSION,
+        }
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

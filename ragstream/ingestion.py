@@ -28,6 +28,7 @@ from ragstream.config import RagstreamConfig
 from ragstream.documents.chunk_builder import build_chunks
 from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.loaders import load_file
+from ragstream.documents.markdown_text import refresh_title
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
 from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument, TextPiece
@@ -101,7 +102,7 @@ class Ingestor:
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
         docs = (self._catalog.stored_document(record.document_id) for record in self._catalog.list())
-        return self.ingest_documents((doc for doc in docs if doc is not None), force=True, progress=progress)
+        return self.ingest_documents((refresh_title(doc) for doc in docs if doc is not None), force=True, progress=progress)
 
     def stale_documents(self) -> list[str]:
         """Documents indexed under other chunking or embedding settings (they need a reindex)."""

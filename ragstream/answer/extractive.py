@@ -1,7 +1,11 @@
 """The answer without an LLM: the context sentences closest to the question, each cited ``[n]``.
 
-A quoted sentence that introduces a code example (it ends with ``:`` right before a fenced block)
-keeps that example, quoted verbatim after it, so "how do I ..." answers show the code.
+Sentences are read as a person reads them (:func:`readable_sentences`): one per paragraph or list
+item, link text kept without its URL, inline code kept, list markers and emphasis dropped; a
+reference line for an included file is not quoted. The same sentence is never quoted twice
+(overlapping chunks repeat text). A quoted sentence that introduces a code example (it ends with
+``:`` right before a fenced block) keeps that example, quoted verbatim after it, so "how do I ..."
+answers show the code.
 """
 
 from __future__ import annotations
@@ -12,11 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragstream.answer.markers import MarkerScanner
 from ragstream.answer.models import DocumentChunk
-from ragstream.documents.prose import CODE_BLOCK, prose_sentences
+from ragstream.documents.markdown_dialects import INCLUDE_LABEL
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 from ragstream.providers.embedders.base import Embedder
 
-_MARKER_LIKE = re.compile(r"\[[^\]\n]*\]")
+_NOT_QUOTED = (INCLUDE_LABEL,)
+# Any bracket the citation scanner would read as a marker; the longest it reads (no limit here).
+_ANY_MARKER_CHARS = 1_000_000
+_TRAILING_PUNCTUATION = re.compile(r"[\s.!?:;,]+$")
 
 
 @dataclass(frozen=True)
@@ -34,7 +43,7 @@ def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
     position = 0
     for block in [*CODE_BLOCK.finditer(text), None]:
         prose_end = block.start() if block else len(text)
-        cleaned = [" ".join(_MARKER_LIKE.sub("", s).split()) for s in prose_sentences(text[position:prose_end])]
+        cleaned = [_without_markers(s) for s in readable_sentences(text[position:prose_end], _NOT_QUOTED)]
         kept = [Quote(s) for s in cleaned if len(s) >= min_chars]
         if block and kept and kept[-1].sentence.endswith(":") and _closed(block.group(0)) \
                 and len(block.group(0)) <= max_example_chars:
@@ -51,15 +60,15 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
     A sentence's score is its best cosine to the question's query vectors (one per query piece).
     Without vectors (the embedder is unavailable) the sentences keep the attachments' order, so the
     best-ranked attachment's leading sentences come first. Each sentence carries the marker of its
-    chunk's place in ``chunks`` (1-based), followed by the code example it introduces. Bracketed text
-    is removed from prose quotes so no quote can carry a marker that is not its own; markers inside
-    code fences are never read as citations.
+    chunk's place in ``chunks`` (1-based), followed by the code example it introduces. Brackets the
+    citation scanner would read as markers are removed from quotes, so no quote can carry a marker
+    that is not its own (link text, ``x[0]`` and code stay). A sentence found again in a later chunk
+    keeps only its first (best-ranked) occurrence.
     """
-    candidates = [(number, quote) for number, chunk in enumerate(chunks, start=1)
-                  for quote in quotes(chunk.text, min_chars, max_example_chars)]
+    candidates = _unique([(number, quote) for number, chunk in enumerate(chunks, start=1)
+                          for quote in quotes(chunk.text, min_chars, max_example_chars)])
     if not candidates:
-        candidates = [(number, Quote(" ".join(_MARKER_LIKE.sub("", chunk.text).split())))
-                      for number, chunk in enumerate(chunks, start=1)]
+        candidates = [(number, Quote(_without_markers(chunk.text))) for number, chunk in enumerate(chunks, start=1)]
     if query_vectors is not None and embedder is not None:
         vectors = np.atleast_2d(query_vectors)
         scores = (embedder.embed_documents([quote.sentence for _, quote in candidates]) @ vectors.T).max(axis=1)
@@ -73,6 +82,25 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
         if quote.example:
             lines.extend(["", quote.example])
     return "\n".join([label, "", *lines]).rstrip()
+
+
+def _without_markers(sentence: str) -> str:
+    """``sentence`` without the brackets a citation scanner reads as markers, whitespace collapsed."""
+    scanner = MarkerScanner(_ANY_MARKER_CHARS)
+    pieces = scanner.feed(sentence) + scanner.finish()
+    return " ".join("".join(piece.text for piece in pieces if piece.kind == "text").split())
+
+
+def _unique(candidates: list[tuple[int, Quote]]) -> list[tuple[int, Quote]]:
+    """The first occurrence of every sentence (compared without case, spacing or end punctuation)."""
+    seen: set[str] = set()
+    kept: list[tuple[int, Quote]] = []
+    for number, quote in candidates:
+        key = _TRAILING_PUNCTUATION.sub("", " ".join(quote.sentence.casefold().split()))
+        if key and key not in seen:
+            seen.add(key)
+            kept.append((number, quote))
+    return kept
 
 
 def _closed(block: str) -> bool:

@@ -2,7 +2,9 @@
 
 A marker is ``[...]`` on one line, at most ``max_chars`` inside, holding a letter or digit,
 outside fenced code blocks and inline code spans, and not the text of a Markdown link
-``[text](url)``. Text that may still become a marker (an open ``[``, or a closed non-numeric one
+``[text](url)``. Code-ish brackets are not markers either: a ``[`` directly after a word
+character (``x[0]``, ``hl[18:19,26:27]``, ``list[int]``) or a bracket holding a slice
+(``[3:5]``, ``[1:2, 4:]``). Text that may still become a marker (an open ``[``, or a closed non-numeric one
 whose next character decides whether it is a link) is held back until it is decided.
 """
 
@@ -16,6 +18,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _HAS_WORD = re.compile(r"[^\W_]")
 _NUMBER_PART = re.compile(r"\s*(?:(?:source|passage|chunk|context|doc|s)\s*#?\s*)?(\d+)\s*", re.IGNORECASE)
 _PART_SEPARATOR = re.compile(r"[,;]")
+_INDEX_PART = re.compile(r"\s*-?\d*\s*(?::\s*-?\d*\s*){0,2}")  # 3, 3:5, ::2, -1:
 LINK_OPENER = "("
 
 
@@ -43,6 +46,11 @@ def marker_numbers(content: str) -> list[int] | None:
     return numbers
 
 
+def is_slice(content: str) -> bool:
+    """``3:5``, ``18:19,26:27``, ``::2``: the inside of an index bracket, never a citation."""
+    return ":" in content and all(_INDEX_PART.fullmatch(part) for part in content.split(","))
+
+
 class MarkerScanner:
     """Feed text deltas, get back released pieces in order; :meth:`finish` releases the rest."""
 
@@ -67,7 +75,7 @@ class MarkerScanner:
         self._pending = ""
         while i < len(buf):
             char = buf[i]
-            if char == "[" and not (self._in_fence or self._in_inline):
+            if char == "[" and not (self._in_fence or self._in_inline or _is_word_char(self._line[-1:])):
                 end, hold = self._marker_end(buf, i, final)
                 if hold:
                     self._pending = buf[i:]
@@ -91,7 +99,7 @@ class MarkerScanner:
                 return None, False
             if buf[j] == "]":
                 content = buf[i + 1 : j]
-                if not _HAS_WORD.search(content):
+                if not _HAS_WORD.search(content) or is_slice(content):
                     return None, False
                 if marker_numbers(content) is not None:
                     return j, False
@@ -112,6 +120,10 @@ class MarkerScanner:
         self._line += char
         if char == "`" and not self._in_fence:
             self._in_inline = not self._in_inline
+
+
+def _is_word_char(char: str) -> bool:
+    return bool(char) and (char.isalnum() or char == "_")
 
 
 def _add(pieces: list[Piece], kind: Literal["text", "marker"], text: str) -> None:

@@ -68,8 +68,8 @@ def load_bytes(
     stem = PurePath(filename).stem or filename
     found: dict[str, Any] = {}
     if mime == sniff.PDF:
-        pdf = extract_pdf(data, filename)
-        pages, title = pdf.pages, pdf.title or _first_line(pdf.pages[0].text)
+        pdf = extract_pdf(data, filename, title_size_ratio=config.ingest.pdf_title_size_ratio)
+        pages, title = pdf.pages, pdf.title
     else:
         text, title, found = _read_text(data, mime)
         if not text.strip():
@@ -98,10 +98,6 @@ def _read_text(data: bytes, mime: str) -> tuple[str, str | None, dict[str, Any]]
         title = front_matter.get("title")
         return body, str(title) if title is not None else first_h1(body), front_matter
     return text, None, {}
-
-
-def _first_line(text: str) -> str | None:
-    return next((line.strip() for line in text.splitlines() if line.strip()), None)
 
 
 def _too_large(name: str, size: int, limit: int) -> FileTooLargeError:

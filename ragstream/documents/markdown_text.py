@@ -8,11 +8,14 @@ from typing import Any
 
 import yaml
 
-from ragstream.documents.chunkers.markdown_structure import scan_lines
+from ragstream.documents.chunkers.markdown_structure import scan_lines, strip_attribute_list
+from ragstream.documents.markdown_dialects import clean_markdown
+from ragstream.models import LoadedDocument
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 Scalar = str | int | float | bool
+MARKDOWN_MIME = "text/markdown"
 
 
 def split_front_matter(text: str) -> tuple[str, dict[str, Scalar]]:
@@ -35,11 +38,26 @@ def split_front_matter(text: str) -> tuple[str, dict[str, Scalar]]:
 
 
 def first_h1(text: str) -> str | None:
-    """The title of the first ``# `` heading outside code fences, if any."""
-    for line in scan_lines(text):
+    """The title of the first ``# `` heading outside code fences, comments and admonitions, if any.
+
+    A trailing attribute list (``# First Steps { #first-steps }``) is not part of the title.
+    """
+    for line in scan_lines(clean_markdown(text)):
         if line.heading_level == 1 and line.heading_title:
             return line.heading_title
     return None
+
+
+def refresh_title(doc: LoadedDocument) -> LoadedDocument:
+    """A stored Markdown document with its title cleaned as a fresh load would clean it.
+
+    Documents stored by an earlier version kept a heading attribute list in their title
+    (``First Steps { #first-steps }``); re-chunking from the stored text drops it.
+    """
+    if doc.mime != MARKDOWN_MIME:
+        return doc
+    title = strip_attribute_list(doc.title)
+    return doc if title == doc.title or not title else doc.model_copy(update={"title": title})
 
 
 def _scalar(value: Any) -> Scalar | None:

@@ -1,9 +1,21 @@
-"""Text extraction from PDF bytes with pypdf, one page at a time (seed 004)."""
+"""Text extraction from PDF bytes with pypdf, one page at a time, and the document's title.
+
+The title is the first of: the metadata title (unless it is empty, ``untitled`` or a file
+name), the outline's entry when the outline has a single top-level entry (the document
+itself), the display line of the first page (its largest type, when that is at least
+``title_size_ratio`` times the body type), and the first text line. Generic headings
+(``Contents``, ``Abstract``) are never a title; with none left the loader uses the file name.
+"""
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError
@@ -20,27 +32,98 @@ class PdfText:
     title: str | None
 
 
-def extract_pdf(data: bytes, name: str) -> PdfText:
+# Headings that name a part of a document, never the document.
+_GENERIC_HEADINGS = frozenset({"contents", "table of contents", "abstract", "index", "preface", "summary"})
+_FILE_NAME_TITLE = re.compile(r"(?i)^(?:microsoft \w+ - )?.*\.(?:pdf|docx?|odt|rtf|tex|txt|pptx?|xlsx?)$|^untitled\b")
+_SIZE_DECIMALS = 1  # type sizes closer than 0.1 pt are one size
+
+
+@dataclass
+class _TypeSizes:
+    """The text fragments of a page in reading order with their rendered type size."""
+
+    fragments: list[tuple[float, str]] = field(default_factory=list)
+
+    def visit(self, text: str, cm: Sequence[float], tm: Sequence[float], font: Any, size: float) -> None:
+        """pypdf's ``visitor_text`` callback."""
+        del font
+        if text.strip():
+            self.fragments.append((round(size * _scale(tm, cm), _SIZE_DECIMALS), text.strip()))
+
+    def display_line(self, ratio: float) -> str | None:
+        """The first run of the largest type, when it is ``ratio`` times the body type or more."""
+        if not self.fragments:
+            return None
+        chars: Counter[float] = Counter()
+        for size, text in self.fragments:
+            chars[size] += len(text)
+        body = chars.most_common(1)[0][0]
+        largest = max(chars)
+        if body <= 0 or largest < body * ratio:
+            return None
+        run: list[str] = []
+        for size, text in self.fragments:
+            if size == largest:
+                run.append(text)
+            elif run:
+                break
+        return " ".join(" ".join(run).split())
+
+
+def extract_pdf(data: bytes, name: str, *, title_size_ratio: float) -> PdfText:
     """Read every page's text; pages without text are skipped but keep their numbers.
+
+    The title follows the order in the module doc; ``title_size_ratio`` is how much larger
+    than the body type a first-page line must be to count as the display line.
 
     Raises :class:`EncryptedDocumentError` when an empty password does not open the file,
     :class:`CorruptDocumentError` when pypdf cannot parse it and :class:`EmptyDocumentError`
     when no page has text (e.g. a scan without a text layer).
     """
     reader = _open(data, name)
+    sizes = _TypeSizes()
     try:
         pages = tuple(
             Page(number=number, text=text)
             for number, page in enumerate(reader.pages, start=1)
-            if (text := (page.extract_text() or "").strip())
+            if (text := (page.extract_text(visitor_text=sizes.visit if number == 1 else None) or "").strip())
         )
-        title = (reader.metadata.title or "").strip() if reader.metadata else ""
+        candidates = [
+            (reader.metadata.title or "") if reader.metadata else "",
+            _single_outline_title(reader),
+            sizes.display_line(title_size_ratio) or "",
+            *(pages[0].text.splitlines()[:1] if pages else []),
+        ]
     # pypdf raises many exception types (KeyError, ValueError, zlib.error, ...) on damaged files.
     except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot read PDF: {exc}") from exc
     if not pages:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
-    return PdfText(pages=pages, title=title or None)
+    return PdfText(pages=pages, title=next((title for title in map(_tidy, candidates) if _is_title(title)), None))
+
+
+def _single_outline_title(reader: PdfReader) -> str:
+    """The outline's entry when it has exactly one top-level entry (the document), else ``""``."""
+    top = [entry for entry in reader.outline if not isinstance(entry, list)]
+    return str(getattr(top[0], "title", "") or "") if len(top) == 1 else ""
+
+
+def _scale(tm: Sequence[float], cm: Sequence[float]) -> float:
+    """How much the text and current matrices scale type (the root of the determinant)."""
+    a = tm[0] * cm[0] + tm[1] * cm[2]
+    b = tm[0] * cm[1] + tm[1] * cm[3]
+    c = tm[2] * cm[0] + tm[3] * cm[2]
+    d = tm[2] * cm[1] + tm[3] * cm[3]
+    return math.sqrt(abs(a * d - b * c))
+
+
+def _tidy(title: str) -> str:
+    return " ".join(title.split())
+
+
+def _is_title(title: str) -> bool:
+    """A title names the document: not empty, not a file name, not a generic heading."""
+    return bool(title) and title.casefold() not in _GENERIC_HEADINGS and not _FILE_NAME_TITLE.match(title)
 
 
 def _open(data: bytes, name: str) -> PdfReader:

@@ -13,3 +13,79 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def prose_sentences(text: str) -> list[str]:
     """The sentences of ``text`` (which holds no code blocks): heading lines removed, whitespace collapsed."""
     return _SENTENCE_END.split(" ".join(_HEADING_LINE.sub(" ", text).split()))
+
+
+# -- readable sentences (the extractive answer quotes them) ---------------------------------------
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_BLOCKQUOTE = re.compile(r"^\s*(?:>\s?)+")
+_SKIPPED_LINE = re.compile(
+    r"^\s*(?:#|\|"  # headings, table rows
+    r"|</?[A-Za-z][^>]*>\s*$"  # a line that is only an HTML tag
+    r"|\[[^\]\n]+\]:\s+\S"  # a link reference definition
+    r"|(?:[-*_]\s*){3,}$)"  # a horizontal rule
+)
+_INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
+_LINK = re.compile(r"\[([^\]\n]+)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
+_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
+# A sentence ends at . ! or ? before a space, unless the period closes "e.g.", "i.e.", "vs." or "cf.".
+_READABLE_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+")
+
+
+def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[str]:
+    """The sentences of ``text`` (which holds no code blocks) as a person reads them.
+
+    Each paragraph and each list item is read on its own (list markers and blockquote ``>``
+    dropped); headings, table rows, HTML-only lines, link definitions, rules and lines starting
+    with one of ``skip_prefixes`` are left out. Links keep their text (``[text](url)`` ->
+    ``text``), images and HTML tags go, emphasis markers go, and inline code stays as written.
+    """
+    sentences: list[str] = []
+    for unit in _units(text, skip_prefixes):
+        readable = " ".join(_readable(unit).split())
+        sentences.extend(part for part in _READABLE_SENTENCE_END.split(readable) if part)
+    return sentences
+
+
+def _units(text: str, skip_prefixes: tuple[str, ...]) -> list[str]:
+    """Paragraphs and list items, one string each."""
+    units: list[list[str]] = []
+    current: list[str] | None = None
+    for raw in text.split("\n"):
+        line = _BLOCKQUOTE.sub("", raw)
+        if not line.strip() or _SKIPPED_LINE.match(line) or line.strip().startswith(skip_prefixes):
+            current = None
+            continue
+        item = _LIST_ITEM.match(line)
+        if item or current is None:
+            current = []
+            units.append(current)
+        current.append(line[item.end():] if item else line)
+    return [" ".join(unit) for unit in units]
+
+
+def _readable(text: str) -> str:
+    """Markdown inline markup turned into reading text; inline code spans are kept verbatim.
+
+    Links and images are read first (a link's text may hold code: ``[the `X` class](url)``).
+    """
+    text = _LINK.sub(r"\1", _IMAGE.sub("", text))
+    out: list[str] = []
+    position = 0
+    for code in _INLINE_CODE.finditer(text):
+        out.append(_plain(text[position:code.start()]))
+        out.append(code.group(0))
+        position = code.end()
+    out.append(_plain(text[position:]))
+    return "".join(out)
+
+
+def _plain(text: str) -> str:
+    text = _AUTOLINK.sub(r"\1", text)
+    text = _HTML_TAG.sub("", text)
+    text = _STRONG.sub(r"\2", text)
+    return _EMPHASIS.sub(r"\1", text)

@@ -9,6 +9,7 @@ from ragstream.documents.chunkers.markdown import chunk_markdown
 from ragstream.documents.chunkers.split_when_needed import chunk_split_when_needed
 from ragstream.documents.chunkers.tokens import TokenCounter, approximate_token_count
 from ragstream.documents.chunkers.window import chunk_window
+from ragstream.documents.markdown_dialects import clean_markdown
 from ragstream.models import LoadedDocument, TextPiece
 
 __all__ = [
@@ -28,6 +29,7 @@ _CHUNKERS: dict[str, Chunker] = {
     "split_when_needed": chunk_split_when_needed,
 }
 _STRUCTURED_MIMES = frozenset({"text/markdown", "text/html"})
+_MARKDOWN = "text/markdown"
 
 
 def chunk_document(
@@ -38,11 +40,14 @@ def chunk_document(
     ``auto`` means markdown for Markdown and HTML (whose headings the loader turned into
     Markdown) and window otherwise. Each page is chunked on its own, so PDF pieces keep
     their page number. Pieces shorter than ``min_chunk_chars`` after stripping are dropped.
+    Markdown is first rewritten by :func:`clean_markdown` (admonitions, includes, attribute
+    lists and comments of documentation-site dialects become plain structure).
     """
     chunker = _CHUNKERS[resolve_strategy(config.strategy, doc.mime)]
     pieces: list[TextPiece] = []
     for page in doc.pages:
-        for piece in chunker(page.text, config, count_tokens):
+        text = clean_markdown(page.text) if doc.mime == _MARKDOWN else page.text
+        for piece in chunker(text, config, count_tokens):
             if len(piece.text.strip()) >= config.min_chunk_chars:
                 pieces.append(piece.model_copy(update={"page": page.number}))
     return pieces

@@ -3,7 +3,9 @@
 Only ATX headings (``#`` to ``######``) count. A fence opens with three or more backticks or
 tildes (indentation allowed, so fences inside list items are seen) and closes with a line of
 at least as many of the same character; ``#`` lines inside a fence are code, not headings.
-An unclosed fence runs to the end of the text, as in CommonMark.
+An unclosed fence runs to the end of the text, as in CommonMark. A heading's title drops a
+trailing attribute list (``## Request Files { #request-files }``, Python-Markdown ``attr_list``
+and Pandoc style), so header paths and titles never carry anchors or classes.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from dataclasses import dataclass, field
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# One entry of an attribute list: #id, .class, key=value (quoted or bare), or Pandoc's "-".
+_ATTRIBUTE = r"""(?:[#.][\w:-]+|[\w:-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s}"']+)|-)"""
+ATTRIBUTE_LIST = re.compile(rf"\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}")
+"""A Python-Markdown / Pandoc attribute list: ``{ #id .class key=value }`` or ``{: #id }``."""
+_TRAILING_ATTRIBUTE_LIST = re.compile(rf"[ \t]*{ATTRIBUTE_LIST.pattern}[ \t]*$")
 
 HeadingStack = tuple[tuple[int, str], ...]
 
@@ -74,10 +81,16 @@ def scan_lines(text: str) -> list[Line]:
             continue
         heading = _HEADING.match(raw)
         if heading:
-            lines.append(Line(raw, heading_level=len(heading.group(1)), heading_title=(heading.group(2) or "").strip()))
+            title = strip_attribute_list(heading.group(2) or "")
+            lines.append(Line(raw, heading_level=len(heading.group(1)), heading_title=title))
         else:
             lines.append(Line(raw))
     return lines
+
+
+def strip_attribute_list(title: str) -> str:
+    """``Request Files { #request-files }`` -> ``Request Files`` (the title, stripped)."""
+    return _TRAILING_ATTRIBUTE_LIST.sub("", title).strip()
 
 
 def split_sections(lines: list[Line], max_level: int, stack: HeadingStack = ()) -> list[Section]:
