@@ -12,6 +12,7 @@ from pypdf import PdfWriter
 
 from ragstream.config import LimitsConfig, RagstreamConfig
 from ragstream.documents import chunk_document, load_bytes, load_file
+from ragstream.documents.pdf_text import is_document_title
 from ragstream.errors import (
     CorruptDocumentError,
     DocumentError,
@@ -151,3 +152,13 @@ def test_oversized_file(tmp_path: Path) -> None:
 def test_missing_file_is_a_document_error(tmp_path: Path) -> None:
     with pytest.raises(DocumentError):
         load_file(tmp_path / "nope.txt", CONFIG)
+
+
+def test_the_bundled_federal_register_pdf_is_titled_by_its_display_line() -> None:
+    sample = Path(__file__).resolve().parents[1] / "ragstream" / "samples" / "docs" / "federal-register-2020-17221.pdf"
+    assert load_file(sample, CONFIG).title == "Proposed Rules"  # its first text line is a sidebar
+
+
+def test_a_pdf_title_never_is_a_generic_heading_or_file_name() -> None:
+    assert not is_document_title("Contents") and not is_document_title("Microsoft Word - report.docx") and not is_document_title("")
+    assert is_document_title("Two-Column Document with Lorem Ipsum")

@@ -86,6 +86,26 @@ def test_pdf_metadata_title_is_used(shared_data: Path) -> None:
     assert load_file(shared_data / "pdfs" / "google-doc-document.pdf", CONFIG).title == "PDF Example Document"
 
 
+@pytest.mark.parametrize(("name", "title"), [
+    ("google-doc-document.pdf", "PDF Example Document"),  # metadata
+    ("multicolumn.pdf", "Two-Column Document with Lorem Ipsum"),  # display line (17 pt over 10 pt body)
+    ("federal-register-2020-17221.pdf", "Proposed Rules"),  # display line, not the sidebar's first line
+    ("pdflatex-outline.pdf", "pdflatex-outline"),  # a "Contents" page and a many-entry outline: the file name
+    ("002-trivial-libre-office-writer.pdf", "Lorem ipsum dolor sit amet, consetetur sadipscing elitr, sed diam "
+     "nonumy eirmod tempor"),  # one type size: the first line
+])
+def test_every_pdf_gets_a_sensible_title(shared_data: Path, name: str, title: str) -> None:
+    assert load_file(shared_data / "pdfs" / name, CONFIG).title == title
+
+
+def test_httpx_titles_and_header_paths_carry_no_dialect_markup(shared_data: Path) -> None:
+    for path in httpx_docs(shared_data):
+        for chunk in chunks_of(path):
+            for leak in ("{ #", "!!!", "<!--"):
+                assert leak not in chunk.metadata.title + chunk.metadata.header_path, (path.name, leak)
+            assert "!!! " not in chunk.text.split("```")[0], path.name
+
+
 def test_split_when_needed_keeps_each_pdf_page_whole(shared_data: Path) -> None:
     config = RagstreamConfig(chunking=ChunkingConfig(strategy="split_when_needed"))
     chunks = chunks_of(shared_data / "pdfs" / "federal-register-2020-17221.pdf", config)

@@ -57,6 +57,7 @@ _WRAPPER_KINDS = frozenset({"html", "div", "caption", "define"})
 # Material for MkDocs icon shortcodes (``:material-alert:``, ``:octicons-mark-github-16:``).
 _ICON = re.compile(r"[ \t]?:(?:material|octicons|fontawesome|simple)-[\w-]+:")
 _COMMENT_OPEN = "<!--"
+_SPACE_RUN = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")  # left where an inline comment was removed
 _COMMENT_CLOSE = "-->"
 
 
@@ -105,7 +106,9 @@ def _strip_comment_spans(text: str, in_comment: bool) -> tuple[str, bool, bool]:
             break
         out.append(text[position:start])
         position, in_comment, removed = start + len(_COMMENT_OPEN), True, True
-    return "".join(out).rstrip() if removed else "".join(out), in_comment, removed
+    if not removed:
+        return "".join(out), in_comment, False
+    return _SPACE_RUN.sub(" ", "".join(out)).rstrip(), in_comment, True
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,8 @@ def _construct(scanned: Sequence[Line], i: int) -> _Step:
     if line.fence:
         return _Step([raw], i + 1)
     if line.heading_level is not None:
-        marks = "#" * line.heading_level
-        return _Step([f"{marks} {line.heading_title}" if line.heading_title else raw], i + 1)
+        title = _ICON.sub("", line.heading_title).strip()
+        return _Step([f"{'#' * line.heading_level} {title}" if title else raw], i + 1)
     if (block := _BLOCK_OPEN.match(raw)) and (close := _block_close(scanned, i, block["slashes"])) is not None:
         body = [entry.text for entry in scanned[i + 1 : close]]
         while body and _BLOCK_OPTION.match(body[0]):

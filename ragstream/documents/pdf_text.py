@@ -99,7 +99,7 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float) -> PdfText:
         raise CorruptDocumentError(f"{name}: cannot read PDF: {exc}") from exc
     if not pages:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
-    return PdfText(pages=pages, title=next((title for title in map(_tidy, candidates) if _is_title(title)), None))
+    return PdfText(pages=pages, title=next((title for title in map(_tidy, candidates) if is_document_title(title)), None))
 
 
 def _single_outline_title(reader: PdfReader) -> str:
@@ -121,7 +121,7 @@ def _tidy(title: str) -> str:
     return " ".join(title.split())
 
 
-def _is_title(title: str) -> bool:
+def is_document_title(title: str) -> bool:
     """A title names the document: not empty, not a file name, not a generic heading."""
     return bool(title) and title.casefold() not in _GENERIC_HEADINGS and not _FILE_NAME_TITLE.match(title)
 
