@@ -48,6 +48,21 @@ def test_markers_in_code_and_links_are_text():
     assert "".join(t for _, t in scan(list(text))) == text
 
 
+@pytest.mark.parametrize("text", [
+    "{* ../../docs_src/app.py hl[18:19,26:27] *}", "use x[0] here", "a list[int] value", "rows[1:3] and [3:5]",
+    "lines [18:19, 26:27] and [::2]", "dict_[2]",
+])
+def test_code_ish_brackets_are_not_markers(text):
+    assert markers([text]) == []
+    assert markers(list(text)) == []
+
+
+def test_citation_forms_still_read_after_code_ish_brackets():
+    text = "Use x[0] [1], then hl[3:5] [1, 3] and [Source 2]; see [Timeouts > Fine tuning the configuration]."
+    assert markers([text]) == ["[1]", "[1, 3]", "[Source 2]", "[Timeouts > Fine tuning the configuration]"]
+    assert markers(list(text)) == markers([text])
+
+
 def test_title_marker_waits_for_the_next_character():
     assert markers(["As [Timeouts]", "(x) says"]) == []
     assert markers(["As [Timeouts]", " says"]) == ["[Timeouts]"]

@@ -18,13 +18,16 @@ import numpy as np
 
 from ragstream.answer.markers import MarkerScanner
 from ragstream.answer.models import DocumentChunk
-from ragstream.documents.markdown_dialects import INCLUDE_LABEL
+from ragstream.documents.markdown_dialects import INCLUDE_LABEL, LABEL_SEPARATOR
 from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 from ragstream.providers.embedders.base import Embedder
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
 # Any bracket the citation scanner would read as a marker; the longest it reads (no limit here).
 _ANY_MARKER_CHARS = 1_000_000
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+# An admonition label ("Note: ", "Note — Technical Details: "): the same sentence under another label is no news.
+_LEADING_LABEL = re.compile(rf"^\w[\w ]*(?:{LABEL_SEPARATOR}[^:]+)?: ")
 _TRAILING_PUNCTUATION = re.compile(r"[\s.!?:;,]+$")
 
 
@@ -88,15 +91,19 @@ def _without_markers(sentence: str) -> str:
     """``sentence`` without the brackets a citation scanner reads as markers, whitespace collapsed."""
     scanner = MarkerScanner(_ANY_MARKER_CHARS)
     pieces = scanner.feed(sentence) + scanner.finish()
-    return " ".join("".join(piece.text for piece in pieces if piece.kind == "text").split())
+    text = " ".join("".join(piece.text for piece in pieces if piece.kind == "text").split())
+    if any(piece.kind == "marker" for piece in pieces):
+        text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)  # "guide [3]." -> "guide."
+    return text
 
 
 def _unique(candidates: list[tuple[int, Quote]]) -> list[tuple[int, Quote]]:
-    """The first occurrence of every sentence (compared without case, spacing or end punctuation)."""
+    """The first occurrence of every sentence (compared without case, spacing, end punctuation or a
+    leading admonition label)."""
     seen: set[str] = set()
     kept: list[tuple[int, Quote]] = []
     for number, quote in candidates:
-        key = _TRAILING_PUNCTUATION.sub("", " ".join(quote.sentence.casefold().split()))
+        key = _TRAILING_PUNCTUATION.sub("", _LEADING_LABEL.sub("", " ".join(quote.sentence.casefold().split())))
         if key and key not in seen:
             seen.add(key)
             kept.append((number, quote))
