@@ -79,3 +79,13 @@ def test_an_answer_over_fastapi_docs_cites_clean_titles_and_sections(make_fast_i
         assert "{ #" not in (citation.title or "") + (citation.section or "")
     for document in result.relatedDocs:
         assert "{ #" not in document.title
+
+
+def test_a_list_continuing_a_sentence_is_quoted_as_that_sentence() -> None:
+    # FastAPI docs/en/docs/advanced/strict-content-type.md
+    lines = answer("These attacks exploit the fact that browsers allow scripts to send requests without doing any "
+                   "CORS preflight check when they:\n\n* don't have a `Content-Type` header (e.g. using `fetch()` "
+                   "with a `Blob` body)\n* and don't send any authentication credentials.\n")
+    assert lines == ["- These attacks exploit the fact that browsers allow scripts to send requests without doing any "
+                     "CORS preflight check when they: don't have a `Content-Type` header (e.g. using `fetch()` with a "
+                     "`Blob` body) and don't send any authentication credentials. [1]"]

@@ -40,7 +40,7 @@ def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[s
     """The sentences of ``text`` (which holds no code blocks) as a person reads them.
 
     Each paragraph and each list item is read on its own (list markers and blockquote ``>``
-    dropped); headings, table rows, HTML-only lines, link definitions, rules and lines starting
+    dropped), except that an item starting in lower case continues the text before it; headings, table rows, HTML-only lines, link definitions, rules and lines starting
     with one of ``skip_prefixes`` are left out. Links keep their text (``[text](url)`` ->
     ``text``), images and HTML tags go, emphasis markers go, and inline code stays as written.
     """
@@ -61,10 +61,13 @@ def _units(text: str, skip_prefixes: tuple[str, ...]) -> list[str]:
             current = None
             continue
         item = _LIST_ITEM.match(line)
-        if item or current is None:
+        text = line[item.end():] if item else line
+        if item and units and text[:1].islower():
+            current = units[-1]  # "... when they:" / "* don't have ..." continues the sentence
+        elif item or current is None:
             current = []
             units.append(current)
-        current.append(line[item.end():] if item else line)
+        current.append(text)
     return [" ".join(unit) for unit in units]
 
 
