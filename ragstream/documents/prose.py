@@ -40,8 +40,9 @@ def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[s
     """The sentences of ``text`` (which holds no code blocks) as a person reads them.
 
     Each paragraph and each list item is read on its own (list markers and blockquote ``>``
-    dropped), except that an item starting in lower case continues the text before it; headings, table rows, HTML-only lines, link definitions, rules and lines starting
-    with one of ``skip_prefixes`` are left out. Links keep their text (``[text](url)`` ->
+    dropped), except that an item starting in lower case continues the text before it. Headings,
+    table rows, HTML-only lines, link definitions, rules and lines starting with one of
+    ``skip_prefixes`` are left out. Links keep their text (``[text](url)`` ->
     ``text``), images and HTML tags go, emphasis markers go, and inline code stays as written.
     """
     sentences: list[str] = []
