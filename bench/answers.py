@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -66,6 +67,8 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="--qwen: the server's context window.")
     parser.add_argument("--n-threads", type=int, default=2, help="--qwen: the server's threads.")
     parser.add_argument("--progress-every", type=int, default=10, help="Print the running report to stderr every N questions.")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="Write one JSON line per claim (answer text, attachments, citations, relevant documents).")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -94,7 +97,7 @@ def main() -> None:
             config = load_config(data_dir=args.data_dir or Path(scratch), **llm)
             with Ragstream(config) as rs:
                 ingest = rs.ingest_documents(documents)
-                report = _ask_all(rs, dataset.queries, query_ids, relevant, args.progress_every)
+                report = _ask_all(rs, dataset.queries, query_ids, relevant, args.progress_every, args.dump)
     finally:
         if server is not None:
             server[0].terminate()
@@ -139,7 +142,7 @@ def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]
 
 
 def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]],
-             progress_every: int = 0) -> dict:
+             progress_every: int = 0, dump: Path | None = None) -> dict:
     resolved = cites_relevant = answered = truncated = degraded = high = high_correct = 0
     levels: Counter[str] = Counter()
     latencies: dict[str, list[float]] = {}
@@ -154,6 +157,8 @@ def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relev
         answer = rs.ask(queries[qid])
         totals.append((time.perf_counter() - started) * 1000)
         meta = answer.metadata
+        if dump is not None:
+            _dump(dump, qid, queries[qid], answer, relevant[qid])
         levels[answer.confidence.level] += 1
         calls.append(meta["llm_calls"])
         truncated += bool(meta.get("truncated"))
@@ -173,6 +178,17 @@ def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relev
             high_correct += correct
     return _summary(len(query_ids), answered, resolved, cites_relevant, high, high_correct, truncated, degraded,
                     levels, calls, totals, latencies)
+
+
+def _dump(path: Path, qid: str, claim: str, answer: Any, relevant: set[str]) -> None:
+    """Append one claim's record (to re-score citation methods offline without asking the model again)."""
+    record = {"qid": qid, "claim": claim, "answer": answer.answer, "mode": answer.metadata["mode"],
+              "context_chunk_ids": answer.metadata["context_chunk_ids"], "relevant": sorted(relevant),
+              "citations": [{"chunk_id": c.chunk_id, "document_id": c.document_id, "match_type": c.match_type,
+                             "matched": c.matched} for c in answer.citations],
+              "truncated": bool(answer.metadata.get("truncated")), "confidence": answer.confidence.level}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
 
 
 def _summary(total: int, answered: int, resolved: int, cites_relevant: int, high: int, high_correct: int,
