@@ -57,6 +57,12 @@ def test_code_ish_brackets_are_not_markers(text):
     assert markers(list(text)) == []
 
 
+def test_a_number_right_after_a_word_still_cites():
+    text = "Set a timeout[2]. Both agree[1, 3], unlike x[0]."
+    assert markers([text]) == ["[2]", "[1, 3]"]
+    assert markers(list(text)) == markers([text])
+
+
 def test_citation_forms_still_read_after_code_ish_brackets():
     text = "Use x[0] [1], then hl[3:5] [1, 3] and [Source 2]; see [Timeouts > Fine tuning the configuration]."
     assert markers([text]) == ["[1]", "[1, 3]", "[Source 2]", "[Timeouts > Fine tuning the configuration]"]

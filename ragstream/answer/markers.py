@@ -2,9 +2,10 @@
 
 A marker is ``[...]`` on one line, at most ``max_chars`` inside, holding a letter or digit,
 outside fenced code blocks and inline code spans, and not the text of a Markdown link
-``[text](url)``. Code-ish brackets are not markers either: a ``[`` directly after a word
-character (``x[0]``, ``hl[18:19,26:27]``, ``list[int]``) or a bracket holding a slice
-(``[3:5]``, ``[1:2, 4:]``). Text that may still become a marker (an open ``[``, or a closed non-numeric one
+``[text](url)``. Code-ish brackets are not markers either: a ``[`` directly after a letter
+or digit unless it holds attachment numbers (``timeout[2]`` cites, ``x[0]`` and ``list[int]`` do not), a
+``[`` after ``_``, or a bracket holding a slice (``[3:5]``, ``[1:2, 4:]``, ``hl[18:19,26:27]``).
+Text that may still become a marker (an open ``[``, or a closed non-numeric one
 whose next character decides whether it is a link) is held back until it is decided.
 """
 
@@ -75,8 +76,9 @@ class MarkerScanner:
         self._pending = ""
         while i < len(buf):
             char = buf[i]
-            if char == "[" and not (self._in_fence or self._in_inline or _is_word_char(self._line[-1:])):
-                end, hold = self._marker_end(buf, i, final)
+            previous = self._line[-1:]
+            if char == "[" and not (self._in_fence or self._in_inline or previous == "_"):
+                end, hold = self._marker_end(buf, i, final, numbered_only=previous.isalnum())
                 if hold:
                     self._pending = buf[i:]
                     break
@@ -91,8 +93,9 @@ class MarkerScanner:
         _add(pieces, "text", buf[start : len(buf) - len(self._pending)])
         return pieces
 
-    def _marker_end(self, buf: str, i: int, final: bool) -> tuple[int | None, bool]:
-        """(index of the closing bracket or None, whether to hold the text from ``i``)."""
+    def _marker_end(self, buf: str, i: int, final: bool, *, numbered_only: bool = False) -> tuple[int | None, bool]:
+        """(index of the closing bracket or None, whether to hold the text from ``i``). ``numbered_only``
+        (a ``[`` right after a letter or digit): only attachment numbers (``word[2]``) make a marker."""
         limit = i + self._max_chars + 1
         for j in range(i + 1, min(len(buf), limit + 1)):
             if buf[j] in "\n[":
@@ -101,7 +104,10 @@ class MarkerScanner:
                 content = buf[i + 1 : j]
                 if not _HAS_WORD.search(content) or is_slice(content):
                     return None, False
-                if marker_numbers(content) is not None:
+                numbers = marker_numbers(content)
+                if numbered_only:
+                    return (j, False) if numbers and min(numbers) >= 1 else (None, False)
+                if numbers is not None:
                     return j, False
                 if j + 1 == len(buf):
                     return (j, False) if final else (None, True)
@@ -120,10 +126,6 @@ class MarkerScanner:
         self._line += char
         if char == "`" and not self._in_fence:
             self._in_inline = not self._in_inline
-
-
-def _is_word_char(char: str) -> bool:
-    return bool(char) and (char.isalnum() or char == "_")
 
 
 def _add(pieces: list[Piece], kind: Literal["text", "marker"], text: str) -> None:
