@@ -36,7 +36,7 @@ from levers_cache import build
 
 from ragstream.config import RetrievalConfig
 from ragstream.evaluation.beir import METRICS
-from ragstream.retrieval.fusion import fuse
+from ragstream.retrieval.fusion import contributions, fuse, neighbourhoods
 
 EVAL_DEPTH = 100
 """Chunks per query scored, like ``evaluate_retrieval(depth=100)``."""
@@ -54,6 +54,7 @@ class Levers:
         self.query_ids: list[str] = meta["query_ids"]
         self.qrels = Qrels(meta["qrels"])
         self.document_of = dict(zip(self.chunk_ids, self.doc_ids.tolist(), strict=True))
+        self.position_of = dict(zip(self.chunk_ids, meta["chunk_index"], strict=True))
         self.dense_vectors = np.load(cache / "dense.npy")
         self.query_vectors = np.load(cache / "query_vectors.npy")
         self.doc_bm25 = sparse.load_npz(cache / "doc_bm25.npz").tocsr()
@@ -110,7 +111,7 @@ class Levers:
         return self.score(self.fused_orders(dense, bm25, depth, **settings))
 
     def fused_orders(self, dense: np.ndarray, bm25: np.ndarray, depth: int, **settings: Any) -> list[list[str]]:
-        return [[chunk for chunk, _ in fuse(d, b, self.document_of, **settings)]
+        return [[chunk for chunk, _ in fuse(d, b, self.document_of, self.position_of, **settings)]
                 for d, b in zip(self.top(dense, depth), self.top(bm25, depth), strict=True)]
 
     def score(self, orders: Sequence[Sequence[str]]) -> dict[str, float]:
@@ -197,6 +198,22 @@ def completed_scores(scores: np.ndarray, other: np.ndarray, depth: int) -> tuple
 # -- the table ---------------------------------------------------------------------------------
 
 
+def lifted_orders(levers: Levers, dense: np.ndarray, bm25: np.ndarray, depth: int, alpha: float) -> list[list[str]]:
+    """Document level with every chunk lifted: each chunk takes its document's pooled score (not only the
+    document's best chunk); inside a document the own score orders them. Measured, not shipped: it buries the
+    best chunk of the second document under every chunk of the first (bench/retrieval_local_check.py)."""
+    orders = []
+    for d, b in zip(levers.top(dense, depth), levers.top(bm25, depth), strict=True):
+        dense_part, bm25_part = contributions(d, b, method="alpha", alpha=alpha, rrf_k=60, weights=(1.0, 1.0))
+        items = sorted(dense_part.keys() | bm25_part.keys())
+        own = {c: dense_part.get(c, 0.0) + bm25_part.get(c, 0.0) for c in items}
+        near = neighbourhoods(items, levers.document_of, levers.position_of, None)
+        pooled = {c: max(dense_part.get(o, 0.0) for o in near[c]) + max(bm25_part.get(o, 0.0) for o in near[c])
+                  for c in items}
+        orders.append(sorted(items, key=lambda c: (-pooled[c], -own[c], c)))
+    return orders
+
+
 def table(levers: Levers) -> list[dict[str, Any]]:
     """Every variant, in the order of the lever table."""
     rows: list[dict[str, Any]] = []
@@ -206,54 +223,68 @@ def table(levers: Levers) -> list[dict[str, Any]]:
         print(f"{metrics['ndcg@10']:.4f}  {name}", file=sys.stderr, flush=True)
 
     dense, bm25 = levers.dense, levers.bm25
+    run: Callable[..., dict[str, float]] = levers.fused
+    default = {"method": "alpha", "level": "neighbours", "window": 1, "alpha": 0.5}
+
     add("bm25 alone", "baseline", levers.single(bm25))
     add("dense alone", "baseline", levers.single(dense))
-    run: Callable[..., dict[str, float]] = levers.fused
 
-    # fusion method, level and depth
-    add("rrf k=60, chunk, depth 100 (old default)", "fusion", run(dense, bm25, 100, method="rrf", level="chunk"),
-        method="rrf", level="chunk", rrf_k=60, depth=100)
-    add("rrf k=10, dense weight 1.25, chunk, depth 100", "fusion",
+    # fusion method and level (chunk -> neighbours -> document), at the old and the new depth
+    add("rrf k=60, chunk, depth 100 (old default)", "fusion method",
+        run(dense, bm25, 100, method="rrf", level="chunk", rrf_k=60), method="rrf", level="chunk", rrf_k=60, depth=100)
+    add("rrf k=10, dense weight 1.25, chunk, depth 100", "fusion method",
         run(dense, bm25, 100, method="rrf", level="chunk", rrf_k=10, weights=(1.25, 1.0)),
         method="rrf", level="chunk", rrf_k=10, dense_weight=1.25, depth=100)
     for k in (10, 60):
-        add(f"rrf k={k}, document, depth 200", "fusion level",
-            run(dense, bm25, 200, method="rrf", level="document", rrf_k=k), method="rrf", level="document", rrf_k=k, depth=200)
+        add(f"rrf k={k}, neighbours window 1, depth 200", "fusion method",
+            run(dense, bm25, 200, method="rrf", level="neighbours", window=1, rrf_k=k),
+            method="rrf", level="neighbours", window=1, rrf_k=k, depth=200)
+    add("alpha 0.5, chunk, depth 200", "fusion level",
+        run(dense, bm25, 200, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5, depth=200)
+    for window in (1, 2):
+        add(f"alpha 0.5, neighbours window {window}, depth 200", "fusion level",
+            run(dense, bm25, 200, **{**default, "window": window}), **{**default, "window": window}, depth=200)
+    add("alpha 0.5, document, depth 200", "fusion level",
+        run(dense, bm25, 200, method="alpha", level="document", alpha=0.5), method="alpha", level="document", alpha=0.5,
+        depth=200)
+    add("alpha 0.5, document, every chunk lifted, depth 200", "fusion level",
+        levers.score(lifted_orders(levers, dense, bm25, 200, 0.5)), method="alpha", level="document (all chunks)",
+        alpha=0.5, depth=200)
     for depth in (100, 200, 400, 1000):
         add(f"alpha 0.5, chunk, depth {depth}", "candidate depth",
-            run(dense, bm25, depth, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5, depth=depth)
-    for depth in (100, 200, 400, 1000):
-        add(f"alpha 0.5, document, depth {depth}", "fusion level + depth",
-            run(dense, bm25, depth, method="alpha", level="document", alpha=0.5), method="alpha", level="document", alpha=0.5,
+            run(dense, bm25, depth, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5,
             depth=depth)
+    for depth in (100, 400, 1000):
+        add(f"alpha 0.5, neighbours window 1, depth {depth}", "candidate depth",
+            run(dense, bm25, depth, **default), **default, depth=depth)
     for alpha in (0.3, 0.4, 0.6, 0.7):
-        add(f"alpha {alpha}, document, depth 200", "alpha",
-            run(dense, bm25, 200, method="alpha", level="document", alpha=alpha), method="alpha", level="document", alpha=alpha,
-            depth=200)
+        add(f"alpha {alpha}, neighbours window 1, depth 200", "alpha",
+            run(dense, bm25, 200, **{**default, "alpha": alpha}), **{**default, "alpha": alpha}, depth=200)
+
+    # normalisation and candidate completion (document level, where they were tried)
     for alpha in (0.5, 0.6):
         add(f"z-score blend {alpha}, document, depth 200", "normalisation",
             levers.score(zscore_document_blend(levers, dense, bm25, 200, alpha)), alpha=alpha, depth=200)
         completed = completed_scores(dense, bm25, 200)
-        add(f"alpha {alpha}, document, depth 200, missing scores completed", "complete missing scores",
-            run(*completed, 10**6, method="alpha", level="document", alpha=alpha), alpha=alpha, depth=200)
+        add(f"alpha {alpha}, neighbours window 1, depth 200, missing scores completed", "complete missing scores",
+            run(*completed, 10**6, **{**default, "alpha": alpha}), alpha=alpha, depth=200)
 
     # pseudo-relevance feedback from the default first pass
-    first = levers.rows(levers.fused_orders(dense, bm25, 200, method="alpha", level="document", alpha=0.5))
+    first = levers.rows(levers.fused_orders(dense, bm25, 200, **default))
     for k, beta in ((1, 0.2), (3, 0.2), (3, 0.4), (10, 0.1)):
         vectors = rocchio(levers, first, k, beta)
         add(f"+ Rocchio dense query (k={k}, beta={beta})", "PRF dense",
-            run(levers.dense_scores(vectors), bm25, 200, method="alpha", level="document", alpha=0.5), k=k, beta=beta)
+            run(levers.dense_scores(vectors), bm25, 200, **default), k=k, beta=beta)
     for k, terms, keep in ((3, 20, 0.85), (3, 40, 0.7), (5, 40, 0.85), (10, 20, 0.7)):
         weights = rm3(levers, first, k, terms, keep)
         add(f"+ RM3 BM25 query (k={k}, terms={terms}, original weight={keep})", "PRF BM25",
-            run(dense, levers.bm25_scores(weights), 200, method="alpha", level="document", alpha=0.5),
-            k=k, terms=terms, original_weight=keep)
+            run(dense, levers.bm25_scores(weights), 200, **default), k=k, terms=terms, original_weight=keep)
 
-    # title weighting: the document title as an extra field of every chunk
+    # title weighting: the document title as an extra field of every chunk, or embedded with every chunk
     title_bm25 = levers.bm25_scores(levers.query_terms.toarray(), levers.title_bm25)
     for weight in (0.1, 0.3):
         add(f"+ title BM25 field (weight {weight})", "title weighting",
-            run(dense, bm25 + weight * title_bm25, 200, method="alpha", level="document", alpha=0.5), weight=weight)
+            run(dense, bm25 + weight * title_bm25, 200, **default), weight=weight)
     if (levers.cache / "title_vectors.npy").exists():
         titles = np.load(levers.cache / "title_vectors.npy")
         title_docs = json.loads((levers.cache / "title_docs.json").read_text())
@@ -261,12 +292,19 @@ def table(levers: Levers) -> list[dict[str, Any]]:
         title_dense = (levers.query_vectors @ titles.T)[:, [index[d] for d in levers.doc_ids]]
         for weight in (0.1, 0.3):
             add(f"+ title dense field (weight {weight})", "title weighting",
-                run(dense + weight * title_dense, bm25, 200, method="alpha", level="document", alpha=0.5), weight=weight)
+                run(dense + weight * title_dense, bm25, 200, **default), weight=weight)
     if (levers.cache / "dense_titled.npy").exists():
         titled = levers.dense_scores(levers.query_vectors, np.load(levers.cache / "dense_titled.npy"))
         add("dense alone, title prefixed to every chunk (re-embedded)", "title weighting", levers.single(titled))
-        add("alpha 0.5, document, depth 200, dense on title-prefixed chunks", "title weighting",
-            run(titled, bm25, 200, method="alpha", level="document", alpha=0.5))
+        add("default fusion, dense on title-prefixed chunks", "title weighting", run(titled, bm25, 200, **default))
+
+    # a finer dense view: each document's best sentence (an index-time change: ~4x the vectors)
+    if (levers.cache / "sentence_best.npy").exists():
+        sentence = np.load(levers.cache / "sentence_best.npy")
+        add("dense alone on the document's best sentence", "sentence vectors", levers.single(sentence))
+        for share in (0.3, 0.5):
+            add(f"default fusion, dense = {1 - share:g} chunk + {share:g} best sentence cosine", "sentence vectors",
+                run((1 - share) * dense + share * sentence, bm25, 200, **default), sentence_share=share)
     return rows
 
 
@@ -286,10 +324,12 @@ def main() -> None:
     levers = Levers(args.cache)
     config = RetrievalConfig()
     default = {"fusion": config.fusion, "fusion_level": config.fusion_level, "alpha": config.alpha,
+               "fusion_window": config.fusion_window,
                "rrf_k": config.rrf_k, "candidates": config.candidates,
                "weights": [config.dense_weight, config.bm25_weight]}
     chosen = levers.fused(levers.dense, levers.bm25, config.candidates, method=config.fusion, level=config.fusion_level,
-                          alpha=config.alpha, rrf_k=config.rrf_k, weights=(config.dense_weight, config.bm25_weight))
+                          alpha=config.alpha, rrf_k=config.rrf_k, weights=(config.dense_weight, config.bm25_weight),
+                          window=config.fusion_window)
     report = {
         "benchmark": "retrieval_levers",
         "dataset": json.loads((args.cache / "meta.json").read_text())["dataset"],

@@ -114,12 +114,15 @@ class RetrievalConfig(ConfigSection):
         description="How hybrid combines dense and BM25: alpha blends min-max normalised scores, rrf fuses "
         "ranks. On SciFact train (NDCG@10, bench/retrieval_levers.py) alpha beats rrf at either level.",
     )
-    fusion_level: Literal["chunk", "document"] = Field(
-        "document",
-        description="document: each retriever scores a document by its best chunk, the two are fused per "
-        "document and every chunk gets its document's fused score (hits stay chunks; inside a document the "
-        "chunk-level fusion orders them). chunk: each chunk's own scores are fused.",
+    fusion_level: Literal["chunk", "neighbours", "document"] = Field(
+        "neighbours",
+        description="chunk: each chunk's own dense and BM25 scores are fused. neighbours: a chunk that fuses best "
+        "among its neighbours (the chunks of its document at most fusion_window positions away) takes, per "
+        "retriever, the best normalised score among them, so evidence split by a chunk boundary (a title in one "
+        "chunk, the finding in the next) counts together; the other chunks keep their own score. document: the "
+        "same over the whole document. Hits stay chunks.",
     )
+    fusion_window: int = Field(1, ge=0, description="fusion_level=neighbours: how many chunk positions away evidence pools.")
     top_k: int = Field(10, description="Results returned by search.")
     candidates: int = Field(200, description="Candidates fetched per retriever before fusion (hybrid's depth).")
     rrf_k: int = Field(60, description="Reciprocal-rank-fusion constant.")

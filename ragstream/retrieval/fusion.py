@@ -1,11 +1,17 @@
 """Combine the dense and BM25 rankings of one hybrid search (pure functions, no store, no model).
 
-Two methods: reciprocal-rank fusion (``rrf``) and alpha blending of min-max normalised scores
-(``alpha``). Two levels: ``chunk`` fuses each chunk's own scores; ``document`` fuses per document,
-each retriever scoring a document by its best chunk, and gives every chunk its document's fused
-score (the result still lists chunks; inside a document the chunk-level fusion orders them).
-:func:`fuse` is what :class:`~ragstream.retrieval.searcher.Searcher` runs and what
-``bench/retrieval_levers.py`` measures.
+Each retriever gives every candidate chunk a *contribution*: ``alpha`` fusion takes the min-max
+normalised score times ``alpha`` (dense) or ``1 - alpha`` (BM25); ``rrf`` takes weight / (k + rank).
+A chunk's own fused score is the sum of its two contributions (``level="chunk"``).
+
+At ``level="neighbours"`` (and ``"document"``, the same over the whole document) evidence split by a
+chunk boundary counts together: a chunk whose own score is the best of its neighbourhood (the chunks
+of its document at most ``window`` positions away, itself included) takes, per retriever, the best
+contribution in that neighbourhood; every other chunk keeps its own score. So a claim matched by
+BM25 in an abstract's first chunk and by the dense vector in its second lifts the better of the two,
+and no chunk is lifted just for sitting next to a good one. The result always lists chunks; ties are
+ordered by the own score, then the id. :func:`fuse` is what
+:class:`~ragstream.retrieval.searcher.Searcher` runs and what ``bench/retrieval_levers.py`` measures.
 """
 
 from __future__ import annotations
@@ -14,16 +20,22 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 FusionMethod = Literal["rrf", "alpha"]
-FusionLevel = Literal["chunk", "document"]
+FusionLevel = Literal["chunk", "neighbours", "document"]
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], weights: Sequence[float], k: int) -> dict[str, float]:
-    """score(id) = sum over rankings of weight / (k + rank), ranks 1-based."""
+def reciprocal_rank_fusion(ranks: Sequence[Mapping[str, int]], weights: Sequence[float], k: int) -> dict[str, float]:
+    """score(id) = sum over rankings of weight / (k + rank), ranks 1-based; an id missing from a ranking gets 0 from it."""
     fused: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, item in enumerate(ranking, start=1):
+    for ranking, weight in zip(ranks, weights, strict=True):
+        for item, rank in ranking.items():
             fused[item] = fused.get(item, 0.0) + weight / (k + rank)
     return fused
+
+
+def dense_ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    """1 + the number of distinct higher scores: tied ids share a rank and the next score takes the next rank."""
+    position = {score: rank for rank, score in enumerate(sorted(set(scores.values()), reverse=True), start=1)}
+    return {item: position[score] for item, score in scores.items()}
 
 
 def min_max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
@@ -44,22 +56,7 @@ def alpha_blend(dense: Mapping[str, float], bm25: Mapping[str, float], alpha: fl
     }
 
 
-def best_per_group(scores: Mapping[str, float], group_of: Mapping[str, str]) -> dict[str, float]:
-    """Each group's (document's) best score among its items (chunks)."""
-    best: dict[str, float] = {}
-    for item, score in scores.items():
-        group = group_of[item]
-        if group not in best or score > best[group]:
-            best[group] = score
-    return best
-
-
-def ranked_ids(scores: Mapping[str, float]) -> list[str]:
-    """Ids by score, best first; ties by id."""
-    return [item for item, _ in sorted(scores.items(), key=lambda entry: (-entry[1], entry[0]))]
-
-
-def fuse_scores(
+def contributions(
     dense: Mapping[str, float],
     bm25: Mapping[str, float],
     *,
@@ -67,35 +64,69 @@ def fuse_scores(
     alpha: float,
     rrf_k: int,
     weights: tuple[float, float],
-) -> dict[str, float]:
-    """One level of fusion: ``alpha`` blends min-max scores, ``rrf`` fuses the two rankings."""
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each retriever's share of the fused score of each chunk it returned (their sum is the chunk-level fusion)."""
     if method == "alpha":
-        return alpha_blend(dense, bm25, alpha)
-    return reciprocal_rank_fusion([ranked_ids(dense), ranked_ids(bm25)], list(weights), rrf_k)
+        return ({item: alpha * score for item, score in min_max_normalise(dense).items()},
+                {item: (1 - alpha) * score for item, score in min_max_normalise(bm25).items()})
+    return (reciprocal_rank_fusion([dense_ranks(dense)], [weights[0]], rrf_k),
+            reciprocal_rank_fusion([dense_ranks(bm25)], [weights[1]], rrf_k))
+
+
+def neighbourhoods(
+    items: Sequence[str], document_of: Mapping[str, str], position_of: Mapping[str, int], window: int | None
+) -> dict[str, tuple[str, ...]]:
+    """For each item, the items of its document at most ``window`` positions away, itself included
+    (``None``: the whole document; the members of one document then share one tuple)."""
+    if window is None:
+        members: dict[str, list[str]] = {}
+        for item in items:
+            members.setdefault(document_of[item], []).append(item)
+        shared = {document: tuple(group) for document, group in members.items()}
+        return {item: shared[document_of[item]] for item in items}
+    at = {(document_of[item], position_of[item]): item for item in items}
+    return {
+        item: tuple(at[(document_of[item], p)] for p in range(position_of[item] - window, position_of[item] + window + 1)
+                    if (document_of[item], p) in at)
+        for item in items
+    }
 
 
 def fuse(
     dense: Mapping[str, float],
     bm25: Mapping[str, float],
     document_of: Mapping[str, str],
+    position_of: Mapping[str, int] | None = None,
     *,
     method: FusionMethod = "alpha",
-    level: FusionLevel = "document",
+    level: FusionLevel = "neighbours",
+    window: int = 1,
     alpha: float = 0.5,
     rrf_k: int = 60,
     weights: tuple[float, float] = (1.0, 1.0),
 ) -> list[tuple[str, float]]:
     """Chunk ids with fused scores, best first, from each retriever's chunk scores.
 
-    ``document_of`` maps every chunk id to its document. At ``level="document"`` a chunk's score is
-    its document's fused score, computed from the document's best chunk per retriever; chunks of one
-    document are ordered by their chunk-level fusion, then by id. The scores never increase down
-    the list.
+    ``document_of`` maps every chunk id to its document, ``position_of`` to its position in it (needed
+    at ``level="neighbours"``). The scores never increase down the list.
     """
-    chunk_level = fuse_scores(dense, bm25, method=method, alpha=alpha, rrf_k=rrf_k, weights=weights)
-    if level == "chunk":
-        return sorted(chunk_level.items(), key=lambda entry: (-entry[1], entry[0]))
-    by_document = fuse_scores(best_per_group(dense, document_of), best_per_group(bm25, document_of),
-                              method=method, alpha=alpha, rrf_k=rrf_k, weights=weights)
-    ordered = sorted(chunk_level, key=lambda item: (-by_document[document_of[item]], -chunk_level[item], item))
-    return [(item, by_document[document_of[item]]) for item in ordered]
+    dense_part, bm25_part = contributions(dense, bm25, method=method, alpha=alpha, rrf_k=rrf_k, weights=weights)
+    items = sorted(dense_part.keys() | bm25_part.keys())
+    own = {item: dense_part.get(item, 0.0) + bm25_part.get(item, 0.0) for item in items}
+    scores = dict(own)
+    if level != "chunk":
+        if level == "neighbours" and position_of is None:
+            raise ValueError("neighbours fusion needs each chunk's position in its document")
+        near = neighbourhoods(items, document_of, position_of or {}, window if level == "neighbours" else None)
+        pooled: dict[tuple[str, ...], tuple[float, float]] = {}  # per neighbourhood: best own score, pooled score
+        for item in items:
+            group = near[item]
+            if group not in pooled:
+                pooled[group] = (max(own[other] for other in group),
+                                 max(dense_part.get(other, 0.0) for other in group)
+                                 + max(bm25_part.get(other, 0.0) for other in group))
+            best_own, pooled_score = pooled[group]
+            if own[item] >= best_own:  # the best of its neighbourhood takes the neighbourhood's evidence
+                scores[item] = pooled_score
+    ordered = sorted(items, key=lambda item: (-scores[item], -own[item], item))
+    return [(item, scores[item]) for item in ordered]

@@ -48,8 +48,8 @@ class Searcher:
 
         In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
-        score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1; with
-        ``retrieval.fusion_level = "document"`` a hybrid hit scores its document's fused score).
+        score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1; a hybrid hit's score
+        fuses the scores pooled over its neighbours or document, ``retrieval.fusion_level``).
         """
         validate_query(query, self._max_query_chars)
         requested: SearchMode = mode or self._config.mode
@@ -96,7 +96,8 @@ class Searcher:
         bm25_scores = {chunk.chunk_id: score for chunk, score in bm25}
         config = self._config
         fused = fuse(dense_scores, bm25_scores, {cid: chunk.metadata.document_id for cid, chunk in chunks.items()},
-                     method=config.fusion, level=config.fusion_level, alpha=config.alpha, rrf_k=config.rrf_k,
+                     {cid: chunk.metadata.chunk_index for cid, chunk in chunks.items()}, method=config.fusion,
+                     level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
                      weights=(config.dense_weight, config.bm25_weight))
         return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in fused]
 
