@@ -250,7 +250,7 @@ def table(levers: Levers) -> list[dict[str, Any]]:
     add("alpha 0.5, document, every chunk lifted, depth 200", "fusion level",
         levers.score(lifted_orders(levers, dense, bm25, 200, 0.5)), method="alpha", level="document (all chunks)",
         alpha=0.5, depth=200)
-    for depth in (100, 200, 400, 1000):
+    for depth in (100, 400, 1000):
         add(f"alpha 0.5, chunk, depth {depth}", "candidate depth",
             run(dense, bm25, depth, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5,
             depth=depth)
