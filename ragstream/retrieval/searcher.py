@@ -12,7 +12,7 @@ from ragstream.config import RetrievalConfig
 from ragstream.errors import EmbeddingFailureError, InvalidQueryError
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
 from ragstream.providers.embedders.base import Embedder
-from ragstream.retrieval.fusion import alpha_blend, reciprocal_rank_fusion
+from ragstream.retrieval.fusion import fuse
 from ragstream.store.base import Filters, VectorStore
 from ragstream.store.visibility import Visibility
 
@@ -48,7 +48,8 @@ class Searcher:
 
         In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
-        score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1).
+        score of the mode that ran (cosine, BM25, RRF, or alpha-blended 0..1; a hybrid hit's score
+        fuses the scores pooled over its neighbours or document, ``retrieval.fusion_level``).
         """
         validate_query(query, self._max_query_chars)
         requested: SearchMode = mode or self._config.mode
@@ -93,16 +94,12 @@ class Searcher:
         chunks = {chunk.chunk_id: chunk for chunk, _ in dense + bm25}
         dense_scores = {chunk.chunk_id: score for chunk, score in dense}
         bm25_scores = {chunk.chunk_id: score for chunk, score in bm25}
-        if self._config.fusion == "alpha":
-            fused = alpha_blend(dense_scores, bm25_scores, self._config.alpha)
-        else:
-            fused = reciprocal_rank_fusion(
-                [list(dense_scores), list(bm25_scores)],
-                [self._config.dense_weight, self._config.bm25_weight],
-                self._config.rrf_k,
-            )
-        ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-        return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in ordered]
+        config = self._config
+        fused = fuse(dense_scores, bm25_scores, {cid: chunk.metadata.document_id for cid, chunk in chunks.items()},
+                     {cid: chunk.metadata.chunk_index for cid, chunk in chunks.items()}, method=config.fusion,
+                     level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
+                     weights=(config.dense_weight, config.bm25_weight))
+        return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in fused]
 
 
 def validate_query(query: object, max_chars: int) -> str:

@@ -1,0 +1,348 @@
+"""Retrieval levers on SciFact train, measured offline from cached candidate lists.
+
+Usage:
+    python bench/retrieval_levers.py --cache DIR [--data-dir INDEX --dataset DIR]
+
+Prints one JSON object: every variant with its NDCG@10, P@5, R@100 and MRR on the split, plus the
+configured default (``RetrievalConfig()``) and whether the offline scores reproduce the store.
+
+The cache (``bench/levers_cache.py``) is built once from an existing index (``--data-dir``; a copy
+of an ``eval --beir`` index, so nothing is ingested) when ``--cache`` holds none. Then every
+variant is seconds: the dense scores are query vectors times chunk vectors, the BM25 scores the
+query terms times the stored BM25 document vectors times the engine's IDF, checked against the
+store's own candidate lists. Each fusion variant runs :func:`ragstream.retrieval.fusion.fuse`, the
+function the searcher runs, on the top ``depth`` chunks of each retriever. Runs are scored like
+``evaluation/beir.py``: the top 100 chunks, a document ranked by its best chunk, ranx metrics.
+
+Levers that are not shipped (pseudo-relevance feedback, title fields, z-score normalisation,
+completing missing scores) are implemented here only, as small numpy functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ranx import Qrels, Run, evaluate
+from scipy import sparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from levers_cache import build
+
+from ragstream.config import RetrievalConfig
+from ragstream.evaluation.beir import METRICS
+from ragstream.retrieval.fusion import contributions, fuse, neighbourhoods
+
+EVAL_DEPTH = 100
+"""Chunks per query scored, like ``evaluate_retrieval(depth=100)``."""
+DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+
+
+class Levers:
+    """The cached index and queries, with the offline retrievers and the scorer."""
+
+    def __init__(self, cache: Path) -> None:
+        meta = json.loads((cache / "meta.json").read_text())
+        self.cache = cache
+        self.chunk_ids: list[str] = meta["chunk_ids"]
+        self.doc_ids = np.array(meta["doc_ids"])
+        self.query_ids: list[str] = meta["query_ids"]
+        self.qrels = Qrels(meta["qrels"])
+        self.document_of = dict(zip(self.chunk_ids, self.doc_ids.tolist(), strict=True))
+        self.position_of = dict(zip(self.chunk_ids, meta["chunk_index"], strict=True))
+        self.dense_vectors = np.load(cache / "dense.npy")
+        self.query_vectors = np.load(cache / "query_vectors.npy")
+        self.doc_bm25 = sparse.load_npz(cache / "doc_bm25.npz").tocsr()
+        self.doc_tf = sparse.load_npz(cache / "doc_tf.npz").tocsr()
+        self.title_bm25 = sparse.load_npz(cache / "title_tf.npz").tocsr()
+        self.query_terms = sparse.load_npz(cache / "query_terms.npz").tocsr()
+        self.store_runs = np.load(cache / "store_runs.npz")
+        points = self.doc_bm25.shape[0]
+        df = np.asarray((self.doc_bm25 > 0).sum(axis=0)).ravel()
+        self.idf = np.log((points - df + 0.5) / (df + 0.5) + 1).astype(np.float32)  # Qdrant's Idf modifier
+        self.dense = self.dense_scores(self.query_vectors)
+        self.bm25 = self.bm25_scores(self.query_terms.toarray())
+
+    # -- retrievers -------------------------------------------------------------------------
+
+    def dense_scores(self, query_vectors: np.ndarray, chunk_vectors: np.ndarray | None = None) -> np.ndarray:
+        """Cosine of every query to every chunk (vectors are L2-normalised)."""
+        return query_vectors @ (self.dense_vectors if chunk_vectors is None else chunk_vectors).T
+
+    def bm25_scores(self, query_weights: np.ndarray, documents: sparse.csr_matrix | None = None) -> np.ndarray:
+        """sum over terms of query weight * IDF * stored BM25 document weight (Qdrant's sparse + Idf)."""
+        weighted = sparse.csr_matrix(query_weights * self.idf[None, :])
+        return (weighted @ (self.doc_bm25 if documents is None else documents).T).toarray()
+
+    def check_store(self) -> dict[str, Any]:
+        """How closely the offline scores reproduce the store's own candidate lists."""
+        out: dict[str, Any] = {}
+        for name, scores in (("dense", self.dense), ("bm25", self.bm25)):
+            ids, stored = self.store_runs[name], self.store_runs[f"{name}_score"]
+            valid = ids >= 0
+            offline = np.take_along_axis(scores, np.maximum(ids, 0), axis=1)
+            out[name] = {"max_abs_score_diff": round(float(np.abs(np.where(valid, offline - stored, 0)).max()), 6),
+                         "same_top1": float(np.mean(ids[:, 0] == scores.argmax(axis=1)))}
+        return out
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def top(self, scores: np.ndarray, depth: int) -> list[dict[str, float]]:
+        """Per query, the ``depth`` best chunks (positive scores only) as {chunk_id: score}."""
+        depth = min(depth, scores.shape[1] - 1)
+        part = np.argpartition(-scores, depth, axis=1)[:, :depth]
+        lists = []
+        for row, cols in zip(scores, part, strict=True):
+            cols = cols[np.argsort(-row[cols], kind="stable")]
+            lists.append({self.chunk_ids[c]: float(row[c]) for c in cols if row[c] > 0})
+        return lists
+
+    def single(self, scores: np.ndarray) -> dict[str, float]:
+        """Metrics of one retriever alone."""
+        return self.score([sorted(hits, key=lambda c: -hits[c]) for hits in self.top(scores, EVAL_DEPTH)])
+
+    def fused(self, dense: np.ndarray, bm25: np.ndarray, depth: int, **settings: Any) -> dict[str, float]:
+        """Metrics of :func:`fuse` over each retriever's top ``depth`` chunks."""
+        return self.score(self.fused_orders(dense, bm25, depth, **settings))
+
+    def fused_orders(self, dense: np.ndarray, bm25: np.ndarray, depth: int, **settings: Any) -> list[list[str]]:
+        return [[chunk for chunk, _ in fuse(d, b, self.document_of, self.position_of, **settings)]
+                for d, b in zip(self.top(dense, depth), self.top(bm25, depth), strict=True)]
+
+    def score(self, orders: Sequence[Sequence[str]]) -> dict[str, float]:
+        """ranx metrics of chunk rankings, documents ranked by their best chunk (as evaluation/beir.py)."""
+        run: dict[str, dict[str, float]] = {}
+        for qid, order in zip(self.query_ids, orders, strict=True):
+            kept = list(order)[:EVAL_DEPTH]
+            docs: dict[str, float] = {}
+            for chunk in kept:
+                doc = self.document_of[chunk]
+                if doc not in docs:
+                    docs[doc] = float(len(kept) - len(docs))
+            run[qid] = docs or {"__none__": 0.0}
+        scores = evaluate(self.qrels, Run(run), list(METRICS))
+        return {name: round(float(scores[name]), 4) for name in METRICS}
+
+    def rows(self, orders: Iterable[Sequence[str]]) -> list[np.ndarray]:
+        position = {chunk: i for i, chunk in enumerate(self.chunk_ids)}
+        return [np.array([position[c] for c in order], dtype=np.int64) for order in orders]
+
+
+# -- levers that are measured but not shipped ----------------------------------------------------
+
+
+def rocchio(levers: Levers, feedback: list[np.ndarray], k: int, beta: float) -> np.ndarray:
+    """Query vector + beta * mean of the top-k feedback chunks' vectors, re-normalised."""
+    out = np.empty_like(levers.query_vectors)
+    for i, rows in enumerate(feedback):
+        vector = levers.query_vectors[i] + beta * levers.dense_vectors[rows[:k]].mean(axis=0)
+        out[i] = vector / np.linalg.norm(vector)
+    return out
+
+
+def rm3(levers: Levers, feedback: list[np.ndarray], k: int, terms: int, keep: float) -> np.ndarray:
+    """RM3: keep * uniform query terms + (1 - keep) * the top ``terms`` of mean P(t|chunk) over the top-k feedback."""
+    lengths = np.maximum(np.asarray(levers.doc_tf.sum(axis=1)).ravel(), 1.0)
+    query = levers.query_terms.toarray()
+    out = np.zeros_like(query)
+    for i, rows in enumerate(feedback):
+        chosen = rows[:k]
+        weights = np.asarray(levers.doc_tf[chosen].multiply(1.0 / lengths[chosen][:, None]).mean(axis=0)).ravel()
+        best = np.argpartition(-weights, terms)[:terms]
+        best = best[weights[best] > 0]
+        expansion = np.zeros_like(weights)
+        expansion[best] = weights[best] / weights[best].sum()
+        original = query[i] / max(query[i].sum(), 1.0)
+        out[i] = keep * original + (1 - keep) * expansion
+    return out
+
+
+def zscore_document_blend(levers: Levers, dense: np.ndarray, bm25: np.ndarray, depth: int, alpha: float) -> list[list[str]]:
+    """Document-level blend with z-score instead of min-max normalisation."""
+    orders = []
+    for d, b in zip(levers.top(dense, depth), levers.top(bm25, depth), strict=True):
+        docs: dict[str, list[float]] = {}
+        for index, scores in enumerate((d, b)):
+            best: dict[str, float] = {}
+            for chunk, score in scores.items():
+                doc = levers.document_of[chunk]
+                best[doc] = max(best.get(doc, -np.inf), score)
+            values = np.array(list(best.values()))
+            mean, std = values.mean(), values.std() or 1.0
+            for doc, score in best.items():
+                docs.setdefault(doc, [np.nan, np.nan])[index] = (score - mean) / std
+        fused = {}
+        for doc, (zd, zb) in docs.items():
+            fused[doc] = alpha * np.nan_to_num(zd, nan=-3.0) + (1 - alpha) * np.nan_to_num(zb, nan=-3.0)
+        chunks = set(d) | set(b)
+        orders.append(sorted(chunks, key=lambda c: (-fused[levers.document_of[c]], -max(d.get(c, 0), 0), c)))
+    return orders
+
+
+def completed_scores(scores: np.ndarray, other: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both retrievers' exact scores for every chunk in either top-``depth`` list, -inf elsewhere."""
+    part_a = np.argpartition(-scores, depth, axis=1)[:, :depth]
+    part_b = np.argpartition(-other, depth, axis=1)[:, :depth]
+    keep = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(keep, part_a, True, axis=1)
+    np.put_along_axis(keep, part_b, True, axis=1)
+    floor = np.float32(1e-9)  # present but lowest: top() keeps positive scores only
+    return (np.where(keep, np.maximum(scores, floor), 0.0), np.where(keep, np.maximum(other, floor), 0.0))
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def lifted_orders(levers: Levers, dense: np.ndarray, bm25: np.ndarray, depth: int, alpha: float) -> list[list[str]]:
+    """Document level with every chunk lifted: each chunk takes its document's pooled score (not only the
+    document's best chunk); inside a document the own score orders them. Measured, not shipped: it buries the
+    best chunk of the second document under every chunk of the first (bench/retrieval_local_check.py)."""
+    orders = []
+    for d, b in zip(levers.top(dense, depth), levers.top(bm25, depth), strict=True):
+        dense_part, bm25_part = contributions(d, b, method="alpha", alpha=alpha, rrf_k=60, weights=(1.0, 1.0))
+        items = sorted(dense_part.keys() | bm25_part.keys())
+        own = {c: dense_part.get(c, 0.0) + bm25_part.get(c, 0.0) for c in items}
+        near = neighbourhoods(items, levers.document_of, levers.position_of, None)
+        pooled = {c: max(dense_part.get(o, 0.0) for o in near[c]) + max(bm25_part.get(o, 0.0) for o in near[c])
+                  for c in items}
+        orders.append(sorted(items, key=lambda c: (-pooled[c], -own[c], c)))
+    return orders
+
+
+def table(levers: Levers) -> list[dict[str, Any]]:
+    """Every variant, in the order of the lever table."""
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, lever: str, metrics: dict[str, float], **params: Any) -> None:
+        rows.append({"variant": name, "lever": lever, "params": params, **metrics})
+        print(f"{metrics['ndcg@10']:.4f}  {name}", file=sys.stderr, flush=True)
+
+    dense, bm25 = levers.dense, levers.bm25
+    run: Callable[..., dict[str, float]] = levers.fused
+    default = {"method": "alpha", "level": "neighbours", "window": 1, "alpha": 0.5}
+
+    add("bm25 alone", "baseline", levers.single(bm25))
+    add("dense alone", "baseline", levers.single(dense))
+
+    # fusion method and level (chunk -> neighbours -> document), at the old and the new depth
+    add("rrf k=60, chunk, depth 100 (old default)", "fusion method",
+        run(dense, bm25, 100, method="rrf", level="chunk", rrf_k=60), method="rrf", level="chunk", rrf_k=60, depth=100)
+    add("rrf k=10, dense weight 1.25, chunk, depth 100", "fusion method",
+        run(dense, bm25, 100, method="rrf", level="chunk", rrf_k=10, weights=(1.25, 1.0)),
+        method="rrf", level="chunk", rrf_k=10, dense_weight=1.25, depth=100)
+    for k in (10, 60):
+        add(f"rrf k={k}, neighbours window 1, depth 200", "fusion method",
+            run(dense, bm25, 200, method="rrf", level="neighbours", window=1, rrf_k=k),
+            method="rrf", level="neighbours", window=1, rrf_k=k, depth=200)
+    add("alpha 0.5, chunk, depth 200", "fusion level",
+        run(dense, bm25, 200, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5, depth=200)
+    for window in (1, 2):
+        add(f"alpha 0.5, neighbours window {window}, depth 200", "fusion level",
+            run(dense, bm25, 200, **{**default, "window": window}), **{**default, "window": window}, depth=200)
+    add("alpha 0.5, document, depth 200", "fusion level",
+        run(dense, bm25, 200, method="alpha", level="document", alpha=0.5), method="alpha", level="document", alpha=0.5,
+        depth=200)
+    add("alpha 0.5, document, every chunk lifted, depth 200", "fusion level",
+        levers.score(lifted_orders(levers, dense, bm25, 200, 0.5)), method="alpha", level="document (all chunks)",
+        alpha=0.5, depth=200)
+    for depth in (100, 400, 1000):
+        add(f"alpha 0.5, chunk, depth {depth}", "candidate depth",
+            run(dense, bm25, depth, method="alpha", level="chunk", alpha=0.5), method="alpha", level="chunk", alpha=0.5,
+            depth=depth)
+    for depth in (100, 400, 1000):
+        add(f"alpha 0.5, neighbours window 1, depth {depth}", "candidate depth",
+            run(dense, bm25, depth, **default), **default, depth=depth)
+    for alpha in (0.3, 0.4, 0.6, 0.7):
+        add(f"alpha {alpha}, neighbours window 1, depth 200", "alpha",
+            run(dense, bm25, 200, **{**default, "alpha": alpha}), **{**default, "alpha": alpha}, depth=200)
+
+    # normalisation and candidate completion (document level, where they were tried)
+    for alpha in (0.5, 0.6):
+        add(f"z-score blend {alpha}, document, depth 200", "normalisation",
+            levers.score(zscore_document_blend(levers, dense, bm25, 200, alpha)), alpha=alpha, depth=200)
+        completed = completed_scores(dense, bm25, 200)
+        add(f"alpha {alpha}, neighbours window 1, depth 200, missing scores completed", "complete missing scores",
+            run(*completed, 10**6, **{**default, "alpha": alpha}), alpha=alpha, depth=200)
+
+    # pseudo-relevance feedback from the default first pass
+    first = levers.rows(levers.fused_orders(dense, bm25, 200, **default))
+    for k, beta in ((1, 0.2), (3, 0.2), (3, 0.4), (10, 0.1)):
+        vectors = rocchio(levers, first, k, beta)
+        add(f"+ Rocchio dense query (k={k}, beta={beta})", "PRF dense",
+            run(levers.dense_scores(vectors), bm25, 200, **default), k=k, beta=beta)
+    for k, terms, keep in ((3, 20, 0.85), (3, 40, 0.7), (5, 40, 0.85), (10, 20, 0.7)):
+        weights = rm3(levers, first, k, terms, keep)
+        add(f"+ RM3 BM25 query (k={k}, terms={terms}, original weight={keep})", "PRF BM25",
+            run(dense, levers.bm25_scores(weights), 200, **default), k=k, terms=terms, original_weight=keep)
+
+    # title weighting: the document title as an extra field of every chunk, or embedded with every chunk
+    title_bm25 = levers.bm25_scores(levers.query_terms.toarray(), levers.title_bm25)
+    for weight in (0.1, 0.3):
+        add(f"+ title BM25 field (weight {weight})", "title weighting",
+            run(dense, bm25 + weight * title_bm25, 200, **default), weight=weight)
+    if (levers.cache / "title_vectors.npy").exists():
+        titles = np.load(levers.cache / "title_vectors.npy")
+        title_docs = json.loads((levers.cache / "title_docs.json").read_text())
+        index = {doc: i for i, doc in enumerate(title_docs)}
+        title_dense = (levers.query_vectors @ titles.T)[:, [index[d] for d in levers.doc_ids]]
+        for weight in (0.1, 0.3):
+            add(f"+ title dense field (weight {weight})", "title weighting",
+                run(dense + weight * title_dense, bm25, 200, **default), weight=weight)
+    if (levers.cache / "dense_titled.npy").exists():
+        titled = levers.dense_scores(levers.query_vectors, np.load(levers.cache / "dense_titled.npy"))
+        add("dense alone, title prefixed to every chunk (re-embedded)", "title weighting", levers.single(titled))
+        add("default fusion, dense on title-prefixed chunks", "title weighting", run(titled, bm25, 200, **default))
+
+    # a finer dense view: each document's best sentence (an index-time change: ~4x the vectors)
+    if (levers.cache / "sentence_best.npy").exists():
+        sentence = np.load(levers.cache / "sentence_best.npy")
+        add("dense alone on the document's best sentence", "sentence vectors", levers.single(sentence))
+        for share in (0.3, 0.5):
+            add(f"default fusion, dense = {1 - share:g} chunk + {share:g} best sentence cosine", "sentence vectors",
+                run((1 - share) * dense + share * sentence, bm25, 200, **default), sentence_share=share)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, required=True, help="Cache folder (built when empty).")
+    parser.add_argument("--data-dir", type=Path, help="Index to build the cache from (an eval --beir index).")
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "retrieval_levers.json")
+    args = parser.parse_args()
+    if not (args.cache / "meta.json").exists():
+        if args.data_dir is None:
+            sys.exit("no cache yet: pass --data-dir (an index of the dataset) to build it")
+        build(args.dataset, args.split, args.data_dir, args.cache, depth=1000)
+
+    levers = Levers(args.cache)
+    config = RetrievalConfig()
+    default = {"fusion": config.fusion, "fusion_level": config.fusion_level, "alpha": config.alpha,
+               "fusion_window": config.fusion_window,
+               "rrf_k": config.rrf_k, "candidates": config.candidates,
+               "weights": [config.dense_weight, config.bm25_weight]}
+    chosen = levers.fused(levers.dense, levers.bm25, config.candidates, method=config.fusion, level=config.fusion_level,
+                          alpha=config.alpha, rrf_k=config.rrf_k, weights=(config.dense_weight, config.bm25_weight),
+                          window=config.fusion_window)
+    report = {
+        "benchmark": "retrieval_levers",
+        "dataset": json.loads((args.cache / "meta.json").read_text())["dataset"],
+        "queries": len(levers.query_ids),
+        "chunks": len(levers.chunk_ids),
+        "offline_matches_store": levers.check_store(),
+        "variants": table(levers),
+        "default": {"config": default, **chosen},
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
