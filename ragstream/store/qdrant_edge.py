@@ -10,7 +10,7 @@ once the shard holds ``store.optimize_min_points`` points (exact search is fast 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import qdrant_edge as qe
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import Chunk, ChunkMetadata
-from ragstream.store.base import Filters
+from ragstream.store.base import Filters, Snapshot
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -103,17 +103,20 @@ class QdrantEdgeStore:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        return self._query(qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE), limit, filters, hidden)
+    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
+        return self._query(query, limit, filters, snapshot)
 
-    def search_bm25(self, text: str, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
+    def search_bm25(self, text: str, limit: int, filters: Filters | None,
+                    snapshot: Snapshot) -> list[tuple[Chunk, float]]:
         sparse = self._bm25.embed_query(text)
         if not sparse.indices:
             return []
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, hidden)
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot)
 
-    def _query(self, query: Any, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_build_filter(filters, hidden), with_payload=True)
+    def _query(self, query: Any, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        request = qe.QueryRequest(limit=limit, query=query, filter=_build_filter(filters, snapshot), with_payload=True)
         try:
             with self._lock:
                 points = self._shard.query(request)
@@ -123,7 +126,7 @@ class QdrantEdgeStore:
 
     def count(self, filters: Filters | None = None) -> int:
         with self._lock:
-            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, ()), exact=True)))
+            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, None), exact=True)))
 
     def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:
         condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
@@ -176,9 +179,15 @@ def _match(key: str, value: Any) -> qe.FieldCondition:
     return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
 
-def _build_filter(filters: Filters | None, hidden: Collection[int]) -> qe.Filter | None:
+def _build_filter(filters: Filters | None, snapshot: Snapshot | None) -> qe.Filter | None:
+    """The metadata filters, plus (with a snapshot) the generations it sees: at most its
+    ``max_generation`` and none of its ``uncommitted`` ones (both on the indexed ``generation``)."""
     must: list[Any] = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
-    must_not: list[Any] = [_match("generation", sorted(hidden))] if hidden else []
+    must_not: list[Any] = []
+    if snapshot is not None:
+        must.append(qe.FieldCondition(key="generation", range=qe.RangeFloat(lte=snapshot.max_generation)))
+        if snapshot.uncommitted:
+            must_not.append(_match("generation", sorted(snapshot.uncommitted)))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)
