@@ -224,16 +224,22 @@ class Ragstream:
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
                  min_relevance: float | None = None) -> RAGContext:
-        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first; cached."""
-        return self.answers().retrieve(query, context_key, max_chunks, min_relevance)
+        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot;
+        cached per commit sequence."""
+        with self.snapshot() as snapshot:
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot)
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
-        """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata."""
-        return self.answers().ask(question, conversation_id, selected_text)
+        """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
+
+        It reads the versions committed when the call starts."""
+        with self.snapshot() as snapshot:
+            return self.answers().ask(question, conversation_id, selected_text, snapshot)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
-        """The answer as ``token`` and ``citation`` events, then ``done``."""
+        """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
+        committed when the iteration starts (a snapshot is held only while the pipeline runs)."""
         return self.answers().stream_answer(question, conversation_id, selected_text)
 
     def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -251,9 +257,11 @@ class Ragstream:
 
         context = self.stage_context()
 
-        def run(sp: SuperPrompt, deadline: Deadline) -> SuperPrompt:
-            with self.snapshot() as snapshot:  # every search of the question reads one snapshot
+        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None) -> SuperPrompt:
+            if snapshot is not None:
                 return controller.run_pipeline(sp, context.for_turn(deadline, snapshot))
+            with self.snapshot() as fresh:  # every search of the question reads one snapshot
+                return controller.run_pipeline(sp, context.for_turn(deadline, fresh))
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,
