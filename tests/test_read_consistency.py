@@ -15,8 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+from server_process import running_server
+
 from ragstream import Ragstream
 from ragstream.documents.chunk_builder import chunk_id_for
+from ragstream.models import Chunk, DocumentRecord
 from ragstream.store.catalog import Catalog
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 
@@ -27,6 +31,8 @@ QUESTION = "What does paragraph 2 of document 1 say about the weather in spring?
 WRITER_SECONDS = 6.0
 """How long the writer re-ingests in the threaded tests (bounded; they take about this long)."""
 READERS = 4
+TOP_K = 50
+HTTP_TIMEOUT = httpx.Timeout(120.0)
 MIN_VERSIONS = 3
 """The writer must have committed at least this many versions for the run to prove anything."""
 
@@ -55,10 +61,14 @@ def _versions(texts: Iterable[str]) -> dict[int, set[int]]:
 
 @dataclass
 class _Writer:
-    """Re-ingests every document, version after version, and records what it committed."""
+    """Re-ingests every document, version after version, and records what it committed.
 
-    rs: Ragstream
-    folder: Path
+    ``ingest(version)`` writes version ``version`` of every document (in process or over HTTP);
+    ``records()`` lists the live documents.
+    """
+
+    ingest: Callable[[int], None]
+    records: Callable[[], list[DocumentRecord]]
     seconds: float
     committed: int = 0
     """The last version whose ingest returned (every document is at it or later)."""
@@ -69,7 +79,7 @@ class _Writer:
     error: BaseException | None = None
 
     def record(self, version: int) -> None:
-        for record in self.rs.documents():
+        for record in self.records():
             self.generations[(record.document_id, record.generation)] = (version, record.chunk_count)
 
     def run(self) -> None:
@@ -79,9 +89,7 @@ class _Writer:
             while time.monotonic() < deadline:
                 version += 1
                 self.attempting = version
-                _write_version(self.folder, version)
-                report = self.rs.ingest([self.folder])
-                assert report.documents_processed == DOCUMENTS, report
+                self.ingest(version)
                 self.record(version)
                 self.committed = version
         except BaseException as error:
@@ -93,13 +101,18 @@ class _Writer:
 
     def chunk_versions(self) -> dict[str, tuple[int, int]]:
         """chunk_id -> (document number, version) of every committed chunk."""
-        by_id: dict[str, tuple[int, int]] = {}
-        for (document_id, generation), (version, count) in self.generations.items():
-            source = next(r.source for r in self.rs.documents() if r.document_id == document_id)
-            doc = int(re.findall(r"doc(\d+)", source)[-1])
-            for index in range(count):
-                by_id[chunk_id_for(document_id, generation, index)] = (doc, version)
-        return by_id
+        numbers = {record.document_id: int(re.findall(r"doc(\d+)", record.source)[-1]) for record in self.records()}
+        return {chunk_id_for(document_id, generation, index): (numbers[document_id], version)
+                for (document_id, generation), (version, count) in self.generations.items() for index in range(count)}
+
+
+def _in_process_writer(rs: Ragstream, folder: Path) -> _Writer:
+    def ingest(version: int) -> None:
+        _write_version(folder, version)
+        report = rs.ingest([folder])
+        assert report.documents_processed == DOCUMENTS, report
+
+    return _Writer(ingest, rs.documents, WRITER_SECONDS)
 
 
 @dataclass
@@ -137,11 +150,12 @@ class _Tally:
             assert self.with_results.get(kind, 0) > 0, f"{kind} never got results: {self.responses}"
 
 
-def _run(rs: Ragstream, folder: Path, readers: list[Callable[[_Writer, _Tally], None]]) -> tuple[_Writer, _Tally]:
-    """The writer for WRITER_SECONDS against ``readers`` (each looping until the writer stops)."""
-    _write_version(folder, 0)
-    rs.ingest([folder])
-    writer = _Writer(rs, folder, WRITER_SECONDS)
+Reader = Callable[[_Writer, _Tally], None]
+
+
+def _run(writer: _Writer, readers: list[Reader]) -> _Tally:
+    """Version 0, then the writer for its time against ``readers`` (each looping until it stops)."""
+    writer.ingest(0)
     writer.record(0)
     tally = _Tally()
     done = threading.Event()
@@ -164,36 +178,52 @@ def _run(rs: Ragstream, folder: Path, readers: list[Callable[[_Writer, _Tally], 
     assert writer.error is None, writer.error
     assert not tally.errors, tally.errors
     assert writer.committed >= MIN_VERSIONS, f"the writer committed only {writer.committed} versions"
-    return writer, tally
+    return tally
 
 
-def _search(writer: _Writer, tally: _Tally) -> None:
-    window = writer.window()
-    result = writer.rs.search(QUERY, top_k=50)
-    tally.check("search", window, _versions(hit.chunk.text for hit in result.hits))
-
-
-def _retrieve(writer: _Writer, tally: _Tally) -> None:
-    window = writer.window()
-    context = writer.rs.retrieve(QUERY, "consistency", max_chunks=50, min_relevance=0.0)
-    tally.check("retrieve", window, _versions(chunk.text for chunk in context.document_chunks))
-
-
-def _ask(writer: _Writer, tally: _Tally) -> None:
-    window = writer.window()
-    answer = writer.rs.ask(QUESTION)
-    with tally.lock:  # checked at the end, when every committed chunk id is known
-        tally.answers.append((window, answer.metadata["context_chunk_ids"]))
-
-
-def _document(writer: _Writer, tally: _Tally) -> None:
-    for record in writer.rs.documents():
+def _searcher(rs: Ragstream) -> Reader:
+    def read(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
-        found, chunks = writer.rs.document_with_chunks(record.document_id)
-        if len(chunks) != found.chunk_count or [c.metadata.chunk_index for c in chunks] != list(range(len(chunks))):
-            with tally.lock:
-                tally.incomplete.append(f"{found.source}: record says {found.chunk_count} chunks, got {len(chunks)}")
-        tally.check("document", window, _versions(chunk.text for chunk in chunks))
+        result = rs.search(QUERY, top_k=TOP_K)
+        tally.check("search", window, _versions(hit.chunk.text for hit in result.hits))
+
+    return read
+
+
+def _retriever(rs: Ragstream) -> Reader:
+    def read(writer: _Writer, tally: _Tally) -> None:
+        window = writer.window()
+        context = rs.retrieve(QUERY, "consistency", max_chunks=TOP_K, min_relevance=0.0)
+        tally.check("retrieve", window, _versions(chunk.text for chunk in context.document_chunks))
+
+    return read
+
+
+def _asker(rs: Ragstream) -> Reader:
+    def read(writer: _Writer, tally: _Tally) -> None:
+        window = writer.window()
+        answer = rs.ask(QUESTION)
+        with tally.lock:  # checked at the end, when every committed chunk id is known
+            tally.answers.append((window, answer.metadata["context_chunk_ids"]))
+
+    return read
+
+
+def _document_reader(rs: Ragstream) -> Reader:
+    def read(writer: _Writer, tally: _Tally) -> None:
+        for record in rs.documents():
+            window = writer.window()
+            _check_document(tally, window, *rs.document_with_chunks(record.document_id))
+
+    return read
+
+
+def _check_document(tally: _Tally, window: tuple[int, int], record: DocumentRecord, chunks: list[Chunk]) -> None:
+    """The record and its chunks: one version, all of its chunks, in order."""
+    if len(chunks) != record.chunk_count or [c.metadata.chunk_index for c in chunks] != list(range(len(chunks))):
+        with tally.lock:
+            tally.incomplete.append(f"{record.source}: record says {record.chunk_count} chunks, got {len(chunks)}")
+    tally.check("document", window, _versions(chunk.text for chunk in chunks))
 
 
 def _check_answer_contexts(writer: _Writer, tally: _Tally) -> None:
@@ -212,7 +242,8 @@ def _check_answer_contexts(writer: _Writer, tally: _Tally) -> None:
 
 def test_concurrent_readers_see_only_the_version_committed_at_their_start(make_fast_index, tmp_path):
     rs = make_fast_index()
-    writer, tally = _run(rs, tmp_path / "docs", [_search, _retrieve, _ask, _document])
+    writer = _in_process_writer(rs, tmp_path / "docs")
+    tally = _run(writer, [_searcher(rs), _retriever(rs), _asker(rs), _document_reader(rs)])
     _check_answer_contexts(writer, tally)
     tally.assert_clean("search", "retrieve", "ask", "document")
     assert rs.snapshots.open_count() == 0 and rs.snapshots.waiting() == 0
@@ -221,7 +252,7 @@ def test_concurrent_readers_see_only_the_version_committed_at_their_start(make_f
 
 def test_document_with_chunks_is_one_version_under_a_writer(make_fast_index, tmp_path):
     rs = make_fast_index()
-    _, tally = _run(rs, tmp_path / "docs", [_document] * READERS)
+    tally = _run(_in_process_writer(rs, tmp_path / "docs"), [_document_reader(rs)] * READERS)
     tally.assert_clean("document")
 
 
@@ -297,3 +328,66 @@ def test_a_crash_while_old_versions_wait_for_a_reader_recovers(make_fast_index, 
     assert reopened.catalog.intents() == []
     assert reopened.store.count() == sum(record.chunk_count for record in reopened.documents())
     assert _search_versions(reopened)[0] == {doc: {1} for doc in range(DOCUMENTS)}
+
+
+# -- over HTTP, against a real server process ----------------------------------------------------------
+
+
+def _http_writer(api: httpx.Client, folder: Path) -> _Writer:
+    def ingest(version: int) -> None:
+        _write_version(folder, version)
+        files = [("files", (path.name, path.read_bytes())) for path in sorted(folder.iterdir())]
+        response = api.post("/api/documents", files=files)
+        assert response.status_code == 201, response.text
+        assert {item["status"] for item in response.json()["files"]} == {"ingested"}
+
+    return _Writer(ingest, lambda: _records(api), WRITER_SECONDS)
+
+
+def _records(api: httpx.Client) -> list[DocumentRecord]:
+    response = api.get("/api/documents")
+    assert response.status_code == 200, response.text
+    return [DocumentRecord.model_validate(item) for item in response.json()]
+
+
+def _http_readers(api: httpx.Client) -> list[Reader]:
+    def post(path: str, body: dict) -> dict:
+        response = api.post(path, json=body)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def search(writer: _Writer, tally: _Tally) -> None:
+        window = writer.window()
+        hits = post("/api/search", {"query": QUERY, "top_k": TOP_K})["hits"]
+        tally.check("search", window, _versions(hit["chunk"]["text"] for hit in hits))
+
+    def retrieve(writer: _Writer, tally: _Tally) -> None:
+        window = writer.window()
+        context = post("/api/retrieve", {"query": QUERY, "max_chunks": TOP_K, "min_relevance": 0.0})
+        tally.check("retrieve", window, _versions(chunk["text"] for chunk in context["document_chunks"]))
+
+    def query(writer: _Writer, tally: _Tally) -> None:
+        window = writer.window()
+        answer = post("/api/query", {"query": QUESTION})
+        with tally.lock:
+            tally.answers.append((window, answer["metadata"]["context_chunk_ids"]))
+
+    def document(writer: _Writer, tally: _Tally) -> None:
+        for record in _records(api):
+            window = writer.window()
+            response = api.get(f"/api/documents/{record.document_id}", params={"include_chunks": "true"})
+            assert response.status_code == 200, response.text
+            body = response.json()
+            chunks = [Chunk.model_validate(chunk) for chunk in body["chunks"]]
+            _check_document(tally, window, DocumentRecord.model_validate(body["document"]), chunks)
+
+    return [search, retrieve, query, document]
+
+
+def test_http_readers_see_one_committed_version(tmp_path):
+    with running_server(tmp_path, hash_embedder=True) as server, \
+            httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT) as api:
+        writer = _http_writer(api, tmp_path / "docs")
+        tally = _run(writer, _http_readers(api))
+        _check_answer_contexts(writer, tally)
+    tally.assert_clean("search", "retrieve", "ask", "document")
