@@ -58,6 +58,13 @@ class QdrantEdgeStore:
                     "stop it or use that process's HTTP API"
                 ) from error
             raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
+        self._newest_generation = self._stored_newest_generation()
+
+    def _stored_newest_generation(self) -> int:
+        """The highest generation any stored point carries (0 for an empty shard)."""
+        order = qe.OrderBy("generation", direction=qe.Direction.Desc)
+        records, _ = self._shard.scroll(qe.ScrollRequest(limit=1, order_by=order, with_payload=True))
+        return int((records[0].payload or {}).get("generation", 0)) if records else 0
 
     def _create_indexes(self) -> None:
         for field in KEYWORD_INDEXES:
@@ -78,6 +85,7 @@ class QdrantEdgeStore:
         ]
         try:
             with self._lock:
+                self._newest_generation = max(self._newest_generation, generation)
                 for start in range(0, len(points), _UPSERT_BATCH):
                     self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + _UPSERT_BATCH]))
         except Exception as error:
@@ -116,17 +124,18 @@ class QdrantEdgeStore:
         return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot)
 
     def _query(self, query: Any, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[tuple[Chunk, float]]:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_build_filter(filters, snapshot), with_payload=True)
         try:
-            with self._lock:
-                points = self._shard.query(request)
+            with self._lock:  # no upsert between the newest-generation check and the query
+                newer_stored = self._newest_generation > snapshot.max_generation
+                condition = _build_filter(filters, snapshot, newer_stored=newer_stored)
+                points = self._shard.query(qe.QueryRequest(limit=limit, query=query, filter=condition, with_payload=True))
         except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
         return [(_from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
 
     def count(self, filters: Filters | None = None) -> int:
         with self._lock:
-            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, None), exact=True)))
+            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, None, newer_stored=False), exact=True)))
 
     def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:
         condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
@@ -179,13 +188,18 @@ def _match(key: str, value: Any) -> qe.FieldCondition:
     return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
 
-def _build_filter(filters: Filters | None, snapshot: Snapshot | None) -> qe.Filter | None:
-    """The metadata filters, plus (with a snapshot) the generations it sees: at most its
-    ``max_generation`` and none of its ``uncommitted`` ones (both on the indexed ``generation``)."""
+def _build_filter(filters: Filters | None, snapshot: Snapshot | None, *, newer_stored: bool) -> qe.Filter | None:
+    """The metadata filters, plus (with a snapshot) the generations it sees: none of its ``uncommitted``
+    ones and, when the shard holds newer ones (``newer_stored``), none above its ``max_generation``.
+
+    Both conditions use the indexed ``generation``; when no write happened since the snapshot was
+    taken they are empty and the query runs unfiltered, as fast as before.
+    """
     must: list[Any] = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
     must_not: list[Any] = []
     if snapshot is not None:
-        must.append(qe.FieldCondition(key="generation", range=qe.RangeFloat(lte=snapshot.max_generation)))
+        if newer_stored:
+            must.append(qe.FieldCondition(key="generation", range=qe.RangeFloat(lte=snapshot.max_generation)))
         if snapshot.uncommitted:
             must_not.append(_match("generation", sorted(snapshot.uncommitted)))
     if not must and not must_not:
