@@ -28,7 +28,7 @@ DOCUMENTS = 3
 MARKER = re.compile(r"\[d(\d+)v(\d+)\]")
 QUERY = "paragraph document marker spring weather topic"
 QUESTION = "What does paragraph 2 of document 1 say about the weather in spring?"
-WRITER_SECONDS = 6.0
+WRITER_SECONDS = 4.0
 """How long the writer re-ingests in the threaded tests (bounded; they take about this long)."""
 READERS = 4
 TOP_K = 50
