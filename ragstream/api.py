@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,10 @@ from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
-from ragstream.store.base import Filters, VectorStore
+from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog import Catalog
 from ragstream.store.qdrant_edge import QdrantEdgeStore
-from ragstream.store.visibility import Visibility
+from ragstream.store.snapshots import Snapshots
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
@@ -48,12 +49,12 @@ class Ragstream:
             if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
-        self.visibility = Visibility()
         self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
+        self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
-        self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.visibility,
+        self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.snapshots,
                                  on_change=self.retrieval_cache.invalidate)
-        self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.visibility,
+        self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
         self._answer_service: AnswerService | None = None
@@ -101,20 +102,30 @@ class Ragstream:
         """Ingest documents built in memory (upsert by document_id)."""
         return self.ingestor.ingest_documents(docs, progress=progress)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """The committed state of the index now: reads given it (``search(..., snapshot=)``) see one
+        version of each document, the one committed when the block began (docs/consistency.md)."""
+        with self.snapshots.open() as snapshot:
+            yield snapshot
+
     def documents(self) -> list[DocumentRecord]:
-        """Every live document."""
+        """Every live document (one catalog read)."""
         return self.catalog.list()
 
     def document(self, document_id: str) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError."""
-        record = self.catalog.get(document_id)
-        if record is None:
-            raise DocumentNotFoundError(f"no document with id {document_id!r}")
-        return record
+        return _found(document_id, self.catalog.get(document_id))
+
+    def document_with_chunks(self, document_id: str) -> tuple[DocumentRecord, list[Chunk]]:
+        """One document's record and the chunks of that very version, from one snapshot."""
+        with self.snapshots.open_with(lambda: self.catalog.get(document_id)) as (_, record):
+            found = _found(document_id, record)
+            return found, self.store.chunks_of(document_id, found.generation)
 
     def document_chunks(self, document_id: str) -> list[Chunk]:
         """The live chunks of one document, in order."""
-        return self.store.chunks_of(document_id, self.document(document_id).generation)
+        return self.document_with_chunks(document_id)[1]
 
     def delete(self, document_id: str) -> None:
         """Delete a document and every chunk of it."""
@@ -139,10 +150,12 @@ class Ragstream:
         filters: Filters | None = None,
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
+        snapshot: Snapshot | None = None,
     ) -> SearchResult:
-        """Hybrid (default), dense or BM25 search with metadata filters."""
+        """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
+        at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts)."""
         return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters,
-                                    score_threshold=score_threshold, query_vector=query_vector)
+                                    score_threshold=score_threshold, query_vector=query_vector, snapshot=snapshot)
 
     def stats(self) -> dict[str, Any]:
         """Counts for observability."""
@@ -173,18 +186,20 @@ class Ragstream:
         """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last)."""
         from ragstream.pipeline import controller
 
-        return controller.run_stage(sp, self._turn_context(), stage)
+        with self.snapshot() as snapshot:
+            return controller.run_stage(sp, self._turn_context(snapshot), stage)
 
     def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None) -> SuperPrompt:
         """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt."""
         from ragstream.pipeline import controller
 
         sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
-        return controller.run_pipeline(sp, self._turn_context(), until)
+        with self.snapshot() as snapshot:
+            return controller.run_pipeline(sp, self._turn_context(snapshot), until)
 
-    def _turn_context(self) -> StageContext:
-        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``)."""
-        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds))
+    def _turn_context(self, snapshot: Snapshot) -> StageContext:
+        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``) and ``snapshot``."""
+        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot)
 
     def stage_context(self) -> StageContext:
         """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""
@@ -209,16 +224,22 @@ class Ragstream:
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
                  min_relevance: float | None = None) -> RAGContext:
-        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first; cached."""
-        return self.answers().retrieve(query, context_key, max_chunks, min_relevance)
+        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot;
+        cached per commit sequence."""
+        with self.snapshot() as snapshot:
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot)
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
-        """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata."""
-        return self.answers().ask(question, conversation_id, selected_text)
+        """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
+
+        It reads the versions committed when the call starts."""
+        with self.snapshot() as snapshot:
+            return self.answers().ask(question, conversation_id, selected_text, snapshot)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
-        """The answer as ``token`` and ``citation`` events, then ``done``."""
+        """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
+        committed when the iteration starts (a snapshot is held only while the pipeline runs)."""
         return self.answers().stream_answer(question, conversation_id, selected_text)
 
     def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -236,8 +257,11 @@ class Ragstream:
 
         context = self.stage_context()
 
-        def run(sp: SuperPrompt, deadline: Deadline) -> SuperPrompt:
-            return controller.run_pipeline(sp, context.for_turn(deadline))
+        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None) -> SuperPrompt:
+            if snapshot is not None:
+                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot))
+            with self.snapshot() as fresh:  # every search of the question reads one snapshot
+                return controller.run_pipeline(sp, context.for_turn(deadline, fresh))
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,
@@ -249,3 +273,9 @@ class Ragstream:
         with self._embedder_lock:
             self._answer_service = self._answer_service or service
             return self._answer_service
+
+
+def _found(document_id: str, record: DocumentRecord | None) -> DocumentRecord:
+    if record is None:
+        raise DocumentNotFoundError(f"no document with id {document_id!r}")
+    return record

@@ -5,10 +5,12 @@ Documents are prepared one by one (load, validate, chunk) and written in batches
 once per batch instead of once per document.
 
 Crash safety: before touching the vector store, intent rows name the generations a batch may
-leave behind. New points are written under fresh generations and flushed; one catalog
-transaction then makes those generations live; the old generations' points are deleted; the
-intents are cleared. :meth:`Ingestor.recover` replays unfinished intents on start-up, so after a
-crash at any point each document is at its old version or its new one, never a mix.
+leave behind (allocated in the same transaction). New points are written under fresh generations
+and flushed; one catalog transaction then makes those generations live; the old generations'
+points are deleted (once no reader snapshot taken before the switch is open) and the intents
+cleared. :meth:`Ingestor.recover` replays unfinished intents on start-up, so after a crash at any
+point each document is at its old version or its new one, never a mix. docs/consistency.md tells
+how readers see only committed versions meanwhile.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument, T
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog import Catalog, DocumentVersion
-from ragstream.store.visibility import Visibility
+from ragstream.store.snapshots import Retired, Snapshots
 
 ProgressCallback = Callable[[str, str], None]
 """Called as ``progress(outcome, source)`` after each document: processed, skipped or failed."""
@@ -59,14 +61,14 @@ class Ingestor:
         catalog: Catalog,
         store: VectorStore,
         embedder: Callable[[], CachedEmbedder],
-        visibility: Visibility,
+        snapshots: Snapshots,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._config = config
         self._catalog = catalog
         self._store = store
         self._embedder = embedder
-        self._visibility = visibility
+        self._snapshots = snapshots
         self._on_change = on_change
 
     # -- public operations ---------------------------------------------------------------------
@@ -90,14 +92,10 @@ class Ingestor:
         record = self._catalog.get(document_id)
         if record is None:
             raise DocumentNotFoundError(f"no document with id {document_id!r}")
-        intents = self._catalog.add_intents([(document_id, None, record.generation)])
-        self._visibility.hide(record.generation)
-        self._catalog.remove_document(document_id)
-        self._store.delete_generation(document_id, record.generation)
-        self._store.flush()
-        self._catalog.clear_intents(intents)
-        self._visibility.show(record.generation)
+        [intent] = self._catalog.add_intents([(document_id, None, record.generation)])
+        sequence = self._catalog.remove_document(document_id)
         self._on_change()
+        self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
@@ -184,7 +182,7 @@ class Ingestor:
 
     def _write_batch(self, batch: list[_Pending], fingerprint: str, report: IngestReport, progress: ProgressCallback | None) -> None:
         """Embed a batch in one go and switch every document in it to its new version."""
-        generations = self._catalog.next_generations(len(batch))
+        generations, intents = self._catalog.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
         ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
         chunk_lists = [
             build_chunks(pending.doc, pending.pieces, generation=generation, created_at=ingested_at)
@@ -193,6 +191,7 @@ class Ingestor:
         try:
             vectors = self._embed([chunk for chunks in chunk_lists for chunk in chunks], report)
         except EmbeddingFailureError as error:
+            self._catalog.clear_intents(intents)  # nothing was written under these generations
             if len(batch) == 1:
                 _fail(report, batch[0].doc.source, error, progress)
             else:  # isolate the document the embedder rejects
@@ -204,25 +203,15 @@ class Ingestor:
             DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
             for pending, generation in zip(batch, generations, strict=True)
         ]
-        old_generations = [pending.old_generation for pending in batch]
-        intents = self._catalog.add_intents(
-            [(p.doc.document_id, g, p.old_generation) for p, g in zip(batch, generations, strict=True)]
-        )
-        self._visibility.hide(*generations)
         offset = 0
         for chunks, generation in zip(chunk_lists, generations, strict=True):
             self._store.upsert(chunks, vectors[offset : offset + len(chunks)], generation)
             offset += len(chunks)
         self._store.flush()
-        self._catalog.commit_documents(versions)
-        self._visibility.switch(show=generations, hide=old_generations)
-        for pending in batch:
-            if pending.old_generation is not None:
-                self._store.delete_generation(pending.doc.document_id, pending.old_generation)
-        if any(generation is not None for generation in old_generations):
-            self._store.flush()
-        self._catalog.clear_intents(intents)
-        self._visibility.show(*old_generations)
+        sequence = self._catalog.commit_documents(versions)
+        self._on_change()
+        self._snapshots.retire(sequence, [Retired(p.doc.document_id, p.old_generation, intent)
+                                          for p, intent in zip(batch, intents, strict=True)])
 
         for pending in batch:
             report.documents_processed += 1

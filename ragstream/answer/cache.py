@@ -15,8 +15,9 @@ from ragstream.config import RetrievalCacheConfig
 class RetrievalCache:
     """(query, context_key, limits) -> RAGContext for ``ttl_seconds``; counts hits and misses.
 
-    :meth:`invalidate` is wired to the ingestor's ``on_change`` hook. The cache is per process:
-    a change made by another process is seen when the TTL runs out.
+    :meth:`invalidate` is wired to the ingestor's ``on_change`` hook. The facade's keys carry the
+    catalog's commit sequence of the request's snapshot, so a result is never served to a request
+    that sees another committed state, even one changed by another process.
     """
 
     def __init__(self, config: RetrievalCacheConfig, clock: Callable[[], float] = time.monotonic) -> None:

@@ -57,6 +57,7 @@ from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
 from ragstream.retrieval.searcher import validate_query
+from ragstream.store.base import Snapshot
 
 Mode = Literal["llm", "extractive", "no_results"]
 MS = 1000.0
@@ -65,9 +66,10 @@ BM25 = "bm25"
 
 
 class PipelineRunner(Protocol):
-    """Runs the eight stages on a fresh SuperPrompt within one question's deadline."""
+    """Runs the eight stages on a fresh SuperPrompt within one question's deadline, every search
+    reading ``snapshot`` (or one snapshot taken when the pipeline starts)."""
 
-    def __call__(self, sp: SuperPrompt, deadline: Deadline) -> SuperPrompt: ...
+    def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None) -> SuperPrompt: ...
 
 
 @dataclass
@@ -117,17 +119,20 @@ class AnswerService:
     # -- retrieve (the standalone context contract) -------------------------------------------------
 
     def retrieve(self, query: str, context_key: str, max_chunks: int | None = None,
-                 min_relevance: float | None = None) -> RAGContext:
-        """Chunks of dense relevance >= ``min_relevance``, served from the cache for the same arguments."""
-        key = (query, context_key, max_chunks, min_relevance)
+                 min_relevance: float | None = None, snapshot: Snapshot | None = None) -> RAGContext:
+        """Chunks of dense relevance >= ``min_relevance`` among the versions committed at ``snapshot``,
+        served from the cache for the same arguments and the same commit sequence."""
+        key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None)
         return self.cache.get_or_compute(key, lambda: self.retriever.retrieve(
-            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance))[0]
+            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot))[0]
 
     # -- answers ---------------------------------------------------------------------------------
 
-    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
-        """Answer ``question`` in one piece."""
-        turn = self._prepare(question, conversation_id, selected_text)
+    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
+            snapshot: Snapshot | None = None) -> Answer:
+        """Answer ``question`` in one piece from the versions committed at ``snapshot`` (by default,
+        when the pipeline starts)."""
+        turn = self._prepare(question, conversation_id, selected_text, snapshot)
         if turn.no_results_reason is not None:
             text = self._config.no_results_message
             return self._finish(turn, text, "no_results", None, {}, self._tracker(turn, text))
@@ -151,7 +156,7 @@ class AnswerService:
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None) -> Iterator[StreamEvent]:
         """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event."""
-        turn = self._prepare(question, conversation_id, selected_text)
+        turn = self._prepare(question, conversation_id, selected_text, None)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         started = time.perf_counter()
         mode, deltas = self._open_stream(turn)
@@ -211,7 +216,8 @@ class AnswerService:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None) -> _Turn:
+    def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
+                 snapshot: Snapshot | None) -> _Turn:
         """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
@@ -226,7 +232,7 @@ class AnswerService:
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp)
         started = time.perf_counter()
         try:
-            turn.sp = self._pipeline(sp, turn.deadline)
+            turn.sp = self._pipeline(sp, turn.deadline, snapshot)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
             return turn

@@ -3,7 +3,7 @@
 Stages hold no state and never see the ``Ragstream`` facade: they get a search function, an
 embedder source, an optional reranker, the agents, the prompt schema, a token counter and the
 question's deadline. ``api.py`` builds the context once and ``for_turn`` gives each question its
-own deadline. See docs/pipeline.md.
+own deadline and the catalog snapshot all of its searches read. See docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders.base import Embedder
 from ragstream.providers.rerankers.base import Reranker
-from ragstream.store.base import Filters
+from ragstream.store.base import Filters, Snapshot
 
 
 class Search(Protocol):
-    """The index's search (hybrid, dense or BM25) over committed document versions."""
+    """The index's search (hybrid, dense or BM25) over the document versions committed at
+    ``snapshot`` (or at the call, without one)."""
 
     def __call__(
         self,
@@ -37,6 +38,7 @@ class Search(Protocol):
         filters: Filters | None = None,
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
+        snapshot: Snapshot | None = None,
     ) -> SearchResult: ...
 
 
@@ -60,7 +62,9 @@ class StageContext:
     schema: PromptSchema
     count_tokens: TokenCounter
     deadline: Deadline = dataclasses.field(default_factory=Deadline.unbounded)
+    snapshot: Snapshot | None = None
+    """The catalog snapshot every search of the question reads (one version of each document)."""
 
-    def for_turn(self, deadline: Deadline) -> StageContext:
-        """This context with the deadline of one question."""
-        return dataclasses.replace(self, deadline=deadline)
+    def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None) -> StageContext:
+        """This context with the deadline of one question and the snapshot its searches read."""
+        return dataclasses.replace(self, deadline=deadline, snapshot=snapshot)

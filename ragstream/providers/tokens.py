@@ -8,6 +8,7 @@ is conservative for English prose and code under the BPE tokenizers of current c
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,8 +38,10 @@ def make_token_counter(config: LLMConfig) -> TokenCounter:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(file))
+    lock = threading.Lock()  # one tokenizer serves every request thread
 
     def count(text: str) -> int:
-        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+        with lock:
+            return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
     return count

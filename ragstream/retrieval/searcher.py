@@ -13,25 +13,25 @@ from ragstream.errors import EmbeddingFailureError, InvalidQueryError
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
 from ragstream.providers.embedders.base import Embedder
 from ragstream.retrieval.fusion import fuse
-from ragstream.store.base import Filters, VectorStore
-from ragstream.store.visibility import Visibility
+from ragstream.store.base import Filters, Snapshot, VectorStore
+from ragstream.store.snapshots import Snapshots
 
 
 class Searcher:
-    """Runs one search over the live generations of the store."""
+    """Runs one search over the document versions committed at one catalog snapshot."""
 
     def __init__(
         self,
         store: VectorStore,
         embedder: Callable[[], Embedder],
         config: RetrievalConfig,
-        visibility: Visibility,
+        snapshots: Snapshots,
         max_query_chars: int,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._config = config
-        self._visibility = visibility
+        self._snapshots = snapshots
         self._max_query_chars = max_query_chars
 
     def search(
@@ -43,8 +43,10 @@ class Searcher:
         filters: Filters | None = None,
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
+        snapshot: Snapshot | None = None,
     ) -> SearchResult:
-        """Rank chunks for ``query``.
+        """Rank chunks for ``query`` among the versions committed at ``snapshot`` (by default, a
+        snapshot taken now and held for this search).
 
         In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
@@ -52,10 +54,16 @@ class Searcher:
         fuses the scores pooled over its neighbours or document, ``retrieval.fusion_level``).
         """
         validate_query(query, self._max_query_chars)
+        if snapshot is None:
+            with self._snapshots.open() as fresh:
+                return self._search(query, mode, top_k, filters, score_threshold, query_vector, fresh)
+        return self._search(query, mode, top_k, filters, score_threshold, query_vector, snapshot)
+
+    def _search(self, query: str, mode: SearchMode | None, top_k: int | None, filters: Filters | None,
+                score_threshold: float | None, query_vector: np.ndarray | None, snapshot: Snapshot) -> SearchResult:
         requested: SearchMode = mode or self._config.mode
         limit = top_k or self._config.top_k
         threshold = score_threshold if score_threshold is not None else self._config.score_threshold
-        hidden = self._visibility.snapshot()
         latencies: dict[str, float] = {}
         started = time.perf_counter()
 
@@ -70,9 +78,9 @@ class Searcher:
         dense = bm25 = []
         if ran in ("dense", "hybrid") and query_vector is not None:
             vector = query_vector
-            dense = _timed(latencies, "dense", lambda: self._store.search_dense(vector, candidates, filters, hidden))
+            dense = _timed(latencies, "dense", lambda: self._store.search_dense(vector, candidates, filters, snapshot))
         if ran in ("bm25", "hybrid"):
-            bm25 = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, candidates, filters, hidden))
+            bm25 = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, candidates, filters, snapshot))
 
         if ran == "hybrid":
             hits = _timed(latencies, "fusion", lambda: self._fuse(dense, bm25))

@@ -77,10 +77,11 @@ def reindex(state: ServerState = Depends(get_state)) -> IngestReport:
 @router.get("/{document_id}", response_model=DocumentDetail, responses=ERRORS, summary="Get a document")
 def get_document(document_id: str, include_chunks: bool = False,
                  state: ServerState = Depends(get_state)) -> DocumentDetail:
-    """One document's record, with its chunks when ``include_chunks`` is true."""
-    record = state.rs.document(document_id)
-    chunks = state.rs.document_chunks(document_id) if include_chunks else None
-    return DocumentDetail(document=record, chunks=chunks)
+    """One document's record, with the chunks of that same version when ``include_chunks`` is true."""
+    if include_chunks:
+        record, chunks = state.rs.document_with_chunks(document_id)
+        return DocumentDetail(document=record, chunks=chunks)
+    return DocumentDetail(document=state.rs.document(document_id), chunks=None)
 
 
 @router.get("/{document_id}/chunks", response_model=list[Chunk], responses=ERRORS, summary="A document's chunks")

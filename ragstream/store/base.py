@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -11,6 +12,27 @@ from ragstream.models import Chunk
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The committed state of the catalog at one instant, as a reader needs it (docs/consistency.md).
+
+    A point of generation ``g`` belongs to a version committed at this instant exactly when
+    ``g <= max_generation`` (generations allocated later are invisible) and ``g`` is not in
+    ``uncommitted`` (generations that write intents named at this instant and that were not the
+    live generation of their document: versions being written, and versions replaced or deleted
+    whose points are not gone yet). Generation numbers are never reused, so no document id is needed.
+    """
+
+    sequence: int
+    """The catalog's commit sequence: how many version switches (commits and deletes) it had seen."""
+    max_generation: int
+    uncommitted: frozenset[int]
+
+    def visible(self, generation: int) -> bool:
+        """Whether points of ``generation`` belong to a version committed at this snapshot."""
+        return generation <= self.max_generation and generation not in self.uncommitted
 
 
 class ScoredChunk(Protocol):
@@ -23,8 +45,9 @@ class ScoredChunk(Protocol):
 class VectorStore(Protocol):
     """What ragstream needs from a vector database.
 
-    Every point carries the ``generation`` (document version) it was written under; searches
-    skip the generations in ``hidden`` so readers never see a half-written or superseded version.
+    Every point carries the ``document_id`` and ``generation`` (document version) it was written
+    under; a search returns only points that :meth:`Snapshot.visible` accepts, so a reader sees the
+    versions committed at its snapshot: never a half-written, superseded or later one.
     """
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
@@ -39,16 +62,18 @@ class VectorStore(Protocol):
         """Make every write so far durable."""
         ...
 
-    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity."""
+    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        """Nearest chunks by cosine similarity among the versions committed at ``snapshot``."""
         ...
 
-    def search_bm25(self, text: str, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        """Best chunks by BM25."""
+    def search_bm25(self, text: str, limit: int, filters: Filters | None,
+                    snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        """Best chunks by BM25 among the versions committed at ``snapshot``."""
         ...
 
     def count(self, filters: Filters | None = None) -> int:
-        """Number of stored points matching ``filters``."""
+        """Number of stored points matching ``filters`` (of every generation, committed or not)."""
         ...
 
     def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:

@@ -1,7 +1,8 @@
 """The SQLite catalog: document registry, stored document text, write intents and embedding cache.
 
 The catalog is the source of truth for which *generation* (version) of each document is live.
-Vector-store points of any other generation are invisible to readers and removed on recovery.
+Vector-store points of any other generation are invisible to readers (:meth:`Catalog.snapshot`) and
+removed once no reader needs them, or on recovery. docs/consistency.md tells the whole protocol.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragstream.models import DocumentRecord, LoadedDocument, Page
+from ragstream.store.base import Snapshot
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -36,6 +38,7 @@ CREATE TABLE IF NOT EXISTS documents (
     pages TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
 CREATE TABLE IF NOT EXISTS write_intents (
     intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
     document_id TEXT NOT NULL,
@@ -75,6 +78,13 @@ class DocumentVersion:
     ingested_at: str
 
 
+GENERATION_COUNTER = "generation"
+COMMIT_SEQUENCE = "commit_sequence"
+_UNCOMMITTED = """
+SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents)
+WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
+"""
+
 _RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
 
 
@@ -89,6 +99,7 @@ class Catalog:
         self._db.executescript(_SCHEMA)
         _migrate(self._db)
         self._lock = threading.RLock()
+        self._read_depth = 0
 
     def close(self) -> None:
         """Close the database."""
@@ -107,6 +118,33 @@ class Catalog:
                 raise
             self._db.execute("COMMIT")
 
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        """One read transaction: every catalog read inside it sees the same committed state (nests)."""
+        with self._lock:
+            outermost = self._read_depth == 0
+            if outermost:
+                self._db.execute("BEGIN")
+            self._read_depth += 1
+            try:
+                yield
+            finally:
+                self._read_depth -= 1
+                if outermost:
+                    self._db.execute("COMMIT")
+
+    def snapshot(self) -> Snapshot:
+        """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
+        with self.read_transaction():
+            sequence = self._counter(COMMIT_SEQUENCE)
+            max_generation = self._counter(GENERATION_COUNTER)
+            uncommitted = frozenset(int(row[0]) for row in self._db.execute(_UNCOMMITTED))
+        return Snapshot(sequence=sequence, max_generation=max_generation, uncommitted=uncommitted)
+
+    def _counter(self, name: str) -> int:
+        row = self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else 0
+
     # -- generations and intents -------------------------------------------------------------
 
     def setting(self, name: str) -> int | None:
@@ -120,16 +158,25 @@ class Catalog:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO counters(name, value) VALUES (?, ?)", (name, value))
 
-    def next_generations(self, count: int) -> list[int]:
-        """``count`` new, never reused generation numbers (one transaction)."""
+    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
+        """New, never reused generations for (document_id, old_generation) pairs and their write
+        intents, in one transaction: ``(generations, intent_ids)``.
+
+        Allocating and recording together is what lets a snapshot exclude every generation being
+        written: one allocated after it is above its ``max_generation``, one allocated before it is
+        named by an intent it reads.
+        """
+        count = len(documents)
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO counters(name, value) VALUES('generation', ?) "
-                "ON CONFLICT(name) DO UPDATE SET value = value + ?",
-                (count, count),
+                "INSERT INTO counters(name, value) VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+                (GENERATION_COUNTER, count, count),
             )
-            last = int(db.execute("SELECT value FROM counters WHERE name='generation'").fetchone()[0])
-        return list(range(last - count + 1, last + 1))
+            last = self._counter(GENERATION_COUNTER)
+            generations = list(range(last - count + 1, last + 1))
+            intents = [self._add_intent(db, document_id, generation, old)
+                       for (document_id, old), generation in zip(documents, generations, strict=True)]
+        return generations, intents
 
     def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
         """Record, before touching the vector store, which generations operations may leave behind.
@@ -137,12 +184,13 @@ class Catalog:
         Each intent is (document_id, new_generation, old_generation).
         """
         with self.transaction() as db:
-            return [
-                int(db.execute(
-                    "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (?, ?, ?)", intent
-                ).lastrowid or 0)
-                for intent in intents
-            ]
+            return [self._add_intent(db, *intent) for intent in intents]
+
+    @staticmethod
+    def _add_intent(db: sqlite3.Connection, document_id: str, new: int | None, old: int | None) -> int:
+        row = db.execute("INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (?, ?, ?)",
+                         (document_id, new, old))
+        return int(row.lastrowid or 0)
 
     def clear_intents(self, intent_ids: Sequence[int]) -> None:
         """Forget intents once the vector store matches the catalog."""
@@ -156,8 +204,11 @@ class Catalog:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def commit_documents(self, versions: Sequence[DocumentVersion]) -> None:
-        """Make each version live, all in one transaction (the atomic switch of an upsert)."""
+    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
+        """Make each version live, all in one transaction (the atomic switch of an upsert).
+
+        Returns the commit sequence of the switch.
+        """
         rows = [
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
@@ -168,11 +219,18 @@ class Catalog:
         ]
         with self.transaction() as db:
             db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            return self._next_sequence(db)
 
-    def remove_document(self, document_id: str) -> None:
-        """Drop a document from the registry (its points become invisible at once)."""
+    def remove_document(self, document_id: str) -> int:
+        """Drop a document from the registry (its points become invisible at once); the commit sequence."""
         with self.transaction() as db:
             db.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+            return self._next_sequence(db)
+
+    def _next_sequence(self, db: sqlite3.Connection) -> int:
+        db.execute("INSERT INTO counters(name, value) VALUES(?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
+                   (COMMIT_SEQUENCE,))
+        return self._counter(COMMIT_SEQUENCE)
 
     def get(self, document_id: str) -> DocumentRecord | None:
         """The live record of a document, or None."""

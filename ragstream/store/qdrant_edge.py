@@ -10,7 +10,7 @@ once the shard holds ``store.optimize_min_points`` points (exact search is fast 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import qdrant_edge as qe
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import Chunk, ChunkMetadata
-from ragstream.store.base import Filters
+from ragstream.store.base import Filters, Snapshot
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -58,6 +58,13 @@ class QdrantEdgeStore:
                     "stop it or use that process's HTTP API"
                 ) from error
             raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
+        self._newest_generation = self._stored_newest_generation()
+
+    def _stored_newest_generation(self) -> int:
+        """The highest generation any stored point carries (0 for an empty shard)."""
+        order = qe.OrderBy("generation", direction=qe.Direction.Desc)
+        records, _ = self._shard.scroll(qe.ScrollRequest(limit=1, order_by=order, with_payload=True))
+        return int((records[0].payload or {}).get("generation", 0)) if records else 0
 
     def _create_indexes(self) -> None:
         for field in KEYWORD_INDEXES:
@@ -78,6 +85,7 @@ class QdrantEdgeStore:
         ]
         try:
             with self._lock:
+                self._newest_generation = max(self._newest_generation, generation)
                 for start in range(0, len(points), _UPSERT_BATCH):
                     self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + _UPSERT_BATCH]))
         except Exception as error:
@@ -103,27 +111,31 @@ class QdrantEdgeStore:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        return self._query(qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE), limit, filters, hidden)
+    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
+        return self._query(query, limit, filters, snapshot)
 
-    def search_bm25(self, text: str, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
+    def search_bm25(self, text: str, limit: int, filters: Filters | None,
+                    snapshot: Snapshot) -> list[tuple[Chunk, float]]:
         sparse = self._bm25.embed_query(text)
         if not sparse.indices:
             return []
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, hidden)
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot)
 
-    def _query(self, query: Any, limit: int, filters: Filters | None, hidden: Collection[int]) -> list[tuple[Chunk, float]]:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_build_filter(filters, hidden), with_payload=True)
+    def _query(self, query: Any, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[tuple[Chunk, float]]:
         try:
-            with self._lock:
-                points = self._shard.query(request)
+            with self._lock:  # no upsert between the newest-generation check and the query
+                newer_stored = self._newest_generation > snapshot.max_generation
+                condition = _build_filter(filters, snapshot, newer_stored=newer_stored)
+                points = self._shard.query(qe.QueryRequest(limit=limit, query=query, filter=condition, with_payload=True))
         except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
         return [(_from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
 
     def count(self, filters: Filters | None = None) -> int:
         with self._lock:
-            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, ()), exact=True)))
+            return int(self._shard.count(qe.CountRequest(filter=_build_filter(filters, None, newer_stored=False), exact=True)))
 
     def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:
         condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
@@ -176,9 +188,20 @@ def _match(key: str, value: Any) -> qe.FieldCondition:
     return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
 
-def _build_filter(filters: Filters | None, hidden: Collection[int]) -> qe.Filter | None:
+def _build_filter(filters: Filters | None, snapshot: Snapshot | None, *, newer_stored: bool) -> qe.Filter | None:
+    """The metadata filters, plus (with a snapshot) the generations it sees: none of its ``uncommitted``
+    ones and, when the shard holds newer ones (``newer_stored``), none above its ``max_generation``.
+
+    Both conditions use the indexed ``generation``; when no write happened since the snapshot was
+    taken they are empty and the query runs unfiltered, as fast as before.
+    """
     must: list[Any] = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
-    must_not: list[Any] = [_match("generation", sorted(hidden))] if hidden else []
+    must_not: list[Any] = []
+    if snapshot is not None:
+        if newer_stored:
+            must.append(qe.FieldCondition(key="generation", range=qe.RangeFloat(lte=snapshot.max_generation)))
+        if snapshot.uncommitted:
+            must_not.append(_match("generation", sorted(snapshot.uncommitted)))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)

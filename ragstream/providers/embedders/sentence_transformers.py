@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,6 +20,12 @@ class SentenceTransformerEmbedder:
 
     bfloat16 is the default: on 2 CPU cores it embeds ~1.8x faster than float32 with equal
     vectors (cosine ~1.0 against float32).
+
+    Safe to share between threads: one lock serialises the model (its fast tokenizer keeps
+    truncation and padding settings as mutable state, so concurrent calls broke each other's
+    batches), and token counting runs on its own copy of the tokenizer under its own lock, so
+    chunking does not wait behind embedding. Torch already spreads one call over every core, so
+    serialising costs little throughput (docs/consistency.md has the measurement).
     """
 
     def __init__(self, config: EmbeddingConfig) -> None:
@@ -42,6 +50,9 @@ class SentenceTransformerEmbedder:
         if dimensions is None:
             raise EmbedderUnavailableError(f"embedding model {config.model!r} reports no vector size")
         self._dimensions = int(dimensions)
+        self._model_lock = threading.Lock()
+        self._counter = copy.deepcopy(self._model.tokenizer)
+        self._counter_lock = threading.Lock()
 
     @property
     def dimensions(self) -> int:
@@ -56,12 +67,14 @@ class SentenceTransformerEmbedder:
             return self._encode(texts)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._model.tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])
+        with self._counter_lock:
+            return len(self._counter(text, add_special_tokens=True, verbose=False)["input_ids"])
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts), batch_size=self._batch_size, convert_to_numpy=True, show_progress_bar=False
-        )
+        with self._model_lock:
+            vectors = self._model.encode(
+                list(texts), batch_size=self._batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
         return normalise(vectors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from ragstream.config import RerankerConfig
@@ -13,7 +14,10 @@ class CrossEncoderUnavailableError(Exception):
 
 
 class CrossEncoderReranker:
-    """Cross-encoder scores; ``config.model`` is a hub id found locally, a weights package or a path."""
+    """Cross-encoder scores; ``config.model`` is a hub id found locally, a weights package or a path.
+
+    Safe to share between threads: one lock serialises the model and its tokenizer.
+    """
 
     backend = "cross_encoder"
     degraded_reason: str | None = None
@@ -33,10 +37,12 @@ class CrossEncoderReranker:
             ) from error
         self.model = config.model
         self._batch_size = config.batch_size
+        self._lock = threading.Lock()
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        scores = self._model.predict([(query, text) for text in texts], batch_size=self._batch_size,
-                                     show_progress_bar=False, convert_to_numpy=True)
+        with self._lock:
+            scores = self._model.predict([(query, text) for text in texts], batch_size=self._batch_size,
+                                         show_progress_bar=False, convert_to_numpy=True)
         return [float(value) for value in scores.reshape(len(texts), -1)[:, 0]]
