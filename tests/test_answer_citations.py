@@ -130,3 +130,12 @@ def test_confidence_levels():
     low = calculate_confidence([0.2, 0.1, 0.1], 1, config)
     assert low.level == "Low" and "avg 13%" in low.reason
     assert calculate_confidence([], 0, config).level == "Low"
+
+
+def test_a_bracket_quoted_from_an_attachment_is_text_not_a_citation():
+    quoted = DocumentChunk(chunk_id="c9", document_id="d-trial", text="mean age, 66.5 [SD, 15.5] y; risk [ARD] fell",
+                           relevance_score=0.6, position_in_doc=0, metadata={"title": "Trial", "section": ""})
+    tracker = CitationTracker(CitationResolver([*CHUNKS, quoted], CONFIG))
+    track_text("Mean age 66.5 [SD, 15.5] y [4]; the [ARD] fell; see [Nowhere].", tracker, CONFIG)
+    assert [c.chunk_id for c in tracker.matched] == ["c9"]
+    assert tracker.unmatched == ["Nowhere"]  # a bracket in no attachment is still reported

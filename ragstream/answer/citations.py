@@ -55,12 +55,15 @@ class CitationResolver:
         self._labels = [_labels(chunk) for chunk in self.chunks]
 
     def resolve(self, content: str) -> list[Citation]:
-        """One Citation per number of a numbered marker, else one for the title marker."""
+        """One Citation per number of a numbered marker, else one for the title marker; none for a
+        bracket quoted from an attachment (``[SD, 15.5]``, ``[ARD]``): that is document text, not a citation."""
         numbers = marker_numbers(content)
         if numbers is not None:
             return [self._numbered(number) for number in numbers]
         index, tier = self._by_title(_norm(content))
         if index is None:
+            if any(f"[{content}]" in chunk.text for chunk in self.chunks):
+                return []
             return [Citation(marker=content, matched=False, match_type=UNMATCHED)]
         return [_citation(content, tier, index, self.chunks[index])]
 
