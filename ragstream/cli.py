@@ -62,7 +62,8 @@ def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = Fals
         rs = Ragstream(settings)
     except RagstreamError as error:
         _fail(error)
-    err_console.print(f"[dim]index {index} ({len(rs.documents())} documents)[/]")
+    count = len(rs.documents())
+    err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'})[/]", soft_wrap=True)
     return rs
 
 
@@ -394,26 +395,27 @@ def _print_report(report: IngestReport, *, verbose: bool) -> None:
         f"processed [green]{report.documents_processed}[/], skipped unchanged {report.documents_skipped}, "
         f"failed [red]{report.documents_failed}[/], chunks {report.chunks_written}, "
         f"embedded {report.embedding_count} (cache hits {report.embedding_cache_hits}), "
-        f"{report.duration_seconds:.1f} s"
+        f"{report.duration_seconds:.1f} s", soft_wrap=True,
     )
     hint = "" if verbose else " (--verbose lists them)"
     if report.skipped_files:
-        console.print(f"skipped {len(report.skipped_files)} files: {_counted(report.files_skipped, SKIP_REASON_LABELS)}{hint}")
+        console.print(f"skipped {len(report.skipped_files)} files: {_counted(report.files_skipped, SKIP_REASON_LABELS)}{hint}",
+                      soft_wrap=True)
     if report.failures:
         codes: dict[str, int] = {}
         for failure in report.failures:
             codes[failure.code] = codes.get(failure.code, 0) + 1
-        console.print(f"[red]failed {len(report.failures)}[/]: {_counted(codes, {})}{hint}")
+        console.print(f"[red]failed {len(report.failures)}[/]: {_counted(codes, {})}{hint}", soft_wrap=True)
     if report.warnings and not verbose:
-        console.print(f"[yellow]warnings {len(report.warnings)}[/]{hint}")
+        console.print(f"[yellow]warnings {len(report.warnings)}[/]{hint}", soft_wrap=True)
     if not verbose:
         return
     for failure in report.failures:
-        console.print(f"  [red]failed[/] {failure.source}: {failure.error_type} ({failure.code}): {failure.message}")
+        console.print(f"  [red]failed[/] {failure.source}: {failure.error_type} ({failure.code}): {failure.message}", soft_wrap=True)
     for warning in report.warnings:
-        console.print(f"  [yellow]warning[/] {warning}")
+        console.print(f"  [yellow]warning[/] {warning}", soft_wrap=True)
     for skipped in report.skipped_files:
-        console.print(f"  [dim]skipped[/] {skipped.source}: {SKIP_REASON_LABELS.get(skipped.reason, skipped.reason)}")
+        console.print(f"  [dim]skipped[/] {skipped.source}: {SKIP_REASON_LABELS.get(skipped.reason, skipped.reason)}", soft_wrap=True)
 
 
 def _counted(counts: dict[str, Any], labels: dict[str, str]) -> str:
