@@ -19,7 +19,7 @@ from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError
 from ragstream.ingestion import Ingestor, ProgressCallback
-from ragstream.models import Chunk, ChunkMetadata, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult
+from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder, make_embedder
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
     from ragstream.answer.service import AnswerService
     from ragstream.pipeline.context import StageContext
-
-
-FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra"} | {"chapter"})
-"""Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path)."""
 
 
 class Ragstream:
@@ -118,10 +114,7 @@ class Ragstream:
 
     def filter_fields(self) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        fields = set(FILTERABLE_FIELDS)
-        for record in self.catalog.list():
-            fields.update(record.metadata)
-        return fields
+        return filter_fields(self.catalog.list())
 
     def document_chunks(self, document_id: str) -> list[Chunk]:
         """The live chunks of one document, in order."""

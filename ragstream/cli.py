@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ragstream.api import Ragstream
     from ragstream.config import RagstreamConfig
     from ragstream.models import IngestReport, SearchResult
+    from ragstream.remote import RemoteIndex
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -57,10 +58,16 @@ def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = Fals
                           "or name another with --data-dir / RAGSTREAM_DATA_DIR")
         raise typer.Exit(code=EXIT_EMPTY_INDEX)
     from ragstream.api import Ragstream
+    from ragstream.serve_link import announcement
 
     try:
         rs = Ragstream(settings)
     except RagstreamError as error:
+        server = announcement(index)
+        if server is not None:
+            err_console.print(f"ragstream serve at {server.url} (process {server.pid}) holds the index at {index}: "
+                              "search, ask, chat and docs go through it; upload with POST /api/documents or stop it "
+                              "to run this command")
         _fail(error)
     count = len(rs.documents())
     err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'})[/]", soft_wrap=True)
@@ -77,16 +84,44 @@ def _require_documents(rs: Ragstream) -> None:
 
 
 @contextmanager
-def _reading(config: Path | None, data_dir: Path | None) -> Iterator[Ragstream]:
-    """An index that exists and holds documents, closed afterwards (exit 1 otherwise)."""
+def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool = True) -> Iterator[Ragstream | RemoteIndex]:
+    """The index for a command that reads it: through a running ``ragstream serve`` on it when there is
+    one, else opened here; exit 1 when it does not exist (or, with ``need_documents``, holds no document)."""
+    settings = _load(config, data_dir)
+    from ragstream.serve_link import announcement
+
+    if announcement(settings.data_dir) is not None:
+        from ragstream.remote import find_server
+
+        remote = find_server(settings)
+        if remote is not None:
+            with remote:
+                yield from _remote_index(remote, settings, need_documents=need_documents)
+            return
     rs = _open(config, data_dir, must_exist=True)
-    _require_documents(rs)
+    if need_documents:
+        _require_documents(rs)
     with rs:
         yield rs
 
 
+def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_documents: bool) -> Iterator[RemoteIndex]:
+    index = Path(settings.data_dir).expanduser().resolve()
+    try:
+        count = len(remote.documents())
+    except RagstreamError as error:
+        _fail(error)
+    err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'}, "
+                      f"via ragstream serve at {remote.url})[/]", soft_wrap=True)
+    if need_documents and not count:
+        err_console.print(f"the index at {index} is empty: ingest documents first (ragstream ingest PATH)")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+    yield remote
+
+
 def _fail(error: RagstreamError) -> NoReturn:
-    err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
+    name = getattr(error, "error_type", type(error).__name__)
+    err_console.print(f"[bold red]{name}[/] ({error.code}): {error.message}")
     raise typer.Exit(code=EXIT_ERROR)
 
 
@@ -132,9 +167,13 @@ def search(
         raise typer.BadParameter("mode must be hybrid, dense or bm25", param_hint="--mode")
     filters = _parse_filters(filter_ or [])
     with _reading(config, data_dir) as rs:
-        unknown = sorted(set(filters) - rs.filter_fields())
+        try:
+            fields = rs.filter_fields() if filters else set()
+        except RagstreamError as error:
+            _fail(error)
+        unknown = sorted(set(filters) - fields)
         if unknown:
-            known = ", ".join(sorted(rs.filter_fields()))
+            known = ", ".join(sorted(fields))
             raise typer.BadParameter(f"unknown filter field {', '.join(map(repr, unknown))}; known fields: {known}",
                                      param_hint="--filter")
         try:
@@ -151,7 +190,7 @@ def search(
 def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
               json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List ingested documents."""
-    with _open(config, data_dir, must_exist=True) as rs:
+    with _reading(config, data_dir, need_documents=False) as rs:
         records = rs.documents()
     if json_output:
         console.print_json(json.dumps([record.model_dump() for record in records]))
@@ -167,7 +206,7 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
 @docs_app.command("delete")
 def docs_delete(document_id: str, config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
     """Delete a document and all its chunks."""
-    with _open(config, data_dir, must_exist=True) as rs:
+    with _reading(config, data_dir, need_documents=False) as rs:
         try:
             rs.delete(document_id)
         except RagstreamError as error:
@@ -334,7 +373,7 @@ def chat(
                 err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
 
 
-def _answer(rs: Ragstream, question: str, conversation: str | None, selected_text: str | None, *,
+def _answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
             stream: bool, json_output: bool) -> str:
     """Print one answer; returns its conversation id."""
     from ragstream.answer.models import Answer

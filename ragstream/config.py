@@ -286,6 +286,10 @@ class ServerConfig(ConfigSection):
     max_top_k: int = Field(100, ge=1, description="Largest top_k a search request may ask for.")
     max_pipeline_sessions: int = Field(200, ge=1, description="SuperPrompts kept in memory; the oldest is dropped.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+    client_timeout_seconds: float = Field(
+        120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")
+    client_probe_seconds: float = Field(
+        1.0, gt=0, description="The CLI's check that the server announced in the data directory answers (/healthz).")
 
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf")

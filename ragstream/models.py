@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -66,6 +67,10 @@ class ChunkMetadata(BaseModel):
     mime: str
     created_at: str = Field(description="ISO 8601 UTC time the document version was ingested.")
     extra: dict[str, Any] = Field(default_factory=dict, description="User-given document metadata.")
+
+
+FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra"} | {"chapter"})
+"""Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path)."""
 
 
 class Chunk(BaseModel):
@@ -168,3 +173,11 @@ class IngestReport(BaseModel):
     def errors(self) -> list[str]:
         """Seed 003: the sources that failed."""
         return [failure.source for failure in self.failures]
+
+
+def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
+    """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
+    fields = set(FILTERABLE_FIELDS)
+    for record in records:
+        fields.update(record.metadata)
+    return fields

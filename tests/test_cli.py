@@ -212,3 +212,39 @@ def test_unknown_filter_fields_are_errors(fast_data_dir: Path, tmp_path: Path):
     message = " ".join(result.output.split())
     assert "unknown filter field 'nosuchfield'" in message and "has_code" in message and "team" in message
     assert json.loads(_run("search", "timeout", "--filter", "team=platform", "--json"))["hits"]
+
+
+def test_commands_go_through_a_running_server_on_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import httpx
+    from server_process import running_server
+
+    with running_server(tmp_path, hash_embedder=True) as server:
+        files = [("files", (name, (SAMPLES / name).read_bytes())) for name in ("httpx-timeouts.md", "httpx-async.md")]
+        assert httpx.post(f"{server.url}/api/documents", files=files, timeout=60).status_code == 201
+        assert json.loads((server.data_dir / "server.json").read_text())["url"] == server.url
+        monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(server.data_dir))
+
+        result = runner.invoke(app, ["search", "pool timeout", "--mode", "bm25", "--top-k", "2", "--json"])
+        assert result.exit_code == 0, result.output
+        assert f"via ragstream serve at {server.url}" in result.stderr
+        hits = json.loads(result.stdout)["hits"]
+        assert len(hits) == 2 and hits[0]["chunk"]["metadata"]["source"].endswith("httpx-timeouts.md")
+
+        listed = json.loads(_run("docs", "list", "--json"))
+        assert len(listed) == 2
+        answer = json.loads(_run("ask", "How do I set a timeout on a client?", "--json"))
+        assert answer["citations"] and answer["metadata"]["mode"] == "extractive"
+        events = [json.loads(line) for line in _run("ask", "What is a pool timeout?", "--stream", "--json").splitlines()]
+        assert events[-1]["type"] == "done" and any(event["type"] == "token" for event in events)
+
+        unknown = runner.invoke(app, ["search", "x", "--filter", "nosuchfield=1"])
+        assert unknown.exit_code == 2 and "unknown filter field" in unknown.output
+        bad = runner.invoke(app, ["search", "   "])
+        assert bad.exit_code == 2 and "invalid_query" in bad.output
+
+        _run("docs", "delete", listed[0]["document_id"])
+        assert len(json.loads(_run("docs", "list", "--json"))) == 1
+
+        held = runner.invoke(app, ["ingest", str(SAMPLES / "httpx-async.md")])
+        assert held.exit_code == 2 and f"ragstream serve at {server.url}" in " ".join(held.stderr.split())
+    assert not (server.data_dir / "server.json").exists(), "a stopped server withdraws its announcement"
