@@ -51,8 +51,9 @@ class Ragstream:
         self.visibility = Visibility()
         self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
+        self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.visibility,
-                                 on_change=self.retrieval_cache.invalidate)
+                                 on_change=self._index_changed)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.visibility,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -95,10 +96,12 @@ class Ragstream:
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, progress: ProgressCallback | None = None
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported."""
+        self._changed = True
         return self.ingestor.ingest_paths(paths, metadata=metadata, progress=progress)
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id)."""
+        self._changed = True
         return self.ingestor.ingest_documents(docs, progress=progress)
 
     def documents(self) -> list[DocumentRecord]:
@@ -122,10 +125,12 @@ class Ragstream:
 
     def delete(self, document_id: str) -> None:
         """Delete a document and every chunk of it."""
+        self._changed = True
         self.ingestor.delete(document_id)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Rebuild every document under the current chunking and embedding settings."""
+        self._changed = True
         return self.ingestor.reindex(progress=progress)
 
     def stale_documents(self) -> list[str]:
@@ -153,10 +158,15 @@ class Ragstream:
         return {"documents": len(self.catalog.list()), **self.store.info()}
 
     def close(self) -> None:
-        """Flush and release the store and catalog."""
-        self.store.flush()
+        """Release the store and catalog (flushing the store first when this process changed the index)."""
+        if self._changed:
+            self.store.flush()
         self.store.close()
         self.catalog.close()
+
+    def _index_changed(self) -> None:
+        self._changed = True
+        self.retrieval_cache.invalidate()
 
     def __enter__(self) -> Ragstream:
         return self

@@ -27,7 +27,6 @@ from ragstream import metrics
 from ragstream.config import RagstreamConfig
 from ragstream.documents.chunk_builder import build_chunks
 from ragstream.documents.chunkers import chunk_document
-from ragstream.documents.loaders import load_file
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.documents.selection import select_files
 from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
@@ -131,6 +130,8 @@ class Ingestor:
     def _load_all(
         self, paths: Iterable[Path], metadata: dict[str, Any] | None, report: IngestReport, progress: ProgressCallback | None
     ) -> Iterator[LoadedDocument]:
+        from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
+
         for path in paths:
             try:
                 yield load_file(path, self._config, metadata=metadata)
