@@ -51,8 +51,11 @@ def _load(config: Path | None, data_dir: Path | None) -> RagstreamConfig:
 
 def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = False) -> Ragstream:
     """Open the index (creating it unless ``must_exist``) and say on stderr which one it is."""
-    settings = _load(config, data_dir)
-    index = Path(settings.data_dir).expanduser().resolve()
+    return _open_index(_load(config, data_dir), must_exist=must_exist)
+
+
+def _open_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragstream:
+    index = Path(settings.data_dir).resolve()
     if must_exist and not (index / CATALOG_FILE).is_file():
         err_console.print(f"no index at {index} yet: ingest documents first (ragstream ingest PATH), "
                           "or name another with --data-dir / RAGSTREAM_DATA_DIR")
@@ -98,7 +101,7 @@ def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool
             with remote:
                 yield from _remote_index(remote, settings, need_documents=need_documents)
             return
-    rs = _open(config, data_dir, must_exist=True)
+    rs = _open_index(settings, must_exist=True)
     if need_documents:
         _require_documents(rs)
     with rs:
@@ -106,7 +109,7 @@ def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool
 
 
 def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_documents: bool) -> Iterator[RemoteIndex]:
-    index = Path(settings.data_dir).expanduser().resolve()
+    index = Path(settings.data_dir).resolve()
     try:
         count = len(remote.documents())
     except RagstreamError as error:
