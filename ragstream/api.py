@@ -1,7 +1,7 @@
 """The public Python API. The CLI, the HTTP server and the web UI are thin shells over it.
 
 >>> from ragstream import Ragstream
->>> rs = Ragstream()                      # embedded store under ./ragstream_data
+>>> rs = Ragstream()                      # embedded store in the user's data directory
 >>> rs.ingest(["docs/"])                  # IngestReport
 >>> rs.search("how do I set a timeout?")  # SearchResult with ranked, attributed hits
 """
@@ -20,7 +20,7 @@ from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError
 from ragstream.ingestion import Ingestor, ProgressCallback
-from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult
+from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder, make_embedder
@@ -52,8 +52,9 @@ class Ragstream:
         self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
+        self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.snapshots,
-                                 on_change=self.retrieval_cache.invalidate)
+                                 on_change=self._index_changed)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -96,10 +97,12 @@ class Ragstream:
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, progress: ProgressCallback | None = None
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported."""
+        self._changed = True
         return self.ingestor.ingest_paths(paths, metadata=metadata, progress=progress)
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id)."""
+        self._changed = True
         return self.ingestor.ingest_documents(docs, progress=progress)
 
     @contextmanager
@@ -123,16 +126,22 @@ class Ragstream:
             found = _found(document_id, record)
             return found, self.store.chunks_of(document_id, found.generation)
 
+    def filter_fields(self) -> set[str]:
+        """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
+        return filter_fields(self.catalog.list())
+
     def document_chunks(self, document_id: str) -> list[Chunk]:
         """The live chunks of one document, in order."""
         return self.document_with_chunks(document_id)[1]
 
     def delete(self, document_id: str) -> None:
         """Delete a document and every chunk of it."""
+        self._changed = True
         self.ingestor.delete(document_id)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Rebuild every document under the current chunking and embedding settings."""
+        self._changed = True
         return self.ingestor.reindex(progress=progress)
 
     def stale_documents(self) -> list[str]:
@@ -162,10 +171,15 @@ class Ragstream:
         return {"documents": len(self.catalog.list()), **self.store.info()}
 
     def close(self) -> None:
-        """Flush and release the store and catalog."""
-        self.store.flush()
+        """Release the store and catalog (flushing the store first when this process changed the index)."""
+        if self._changed:
+            self.store.flush()
         self.store.close()
         self.catalog.close()
+
+    def _index_changed(self) -> None:
+        self._changed = True
+        self.retrieval_cache.invalidate()
 
     def __enter__(self) -> Ragstream:
         return self

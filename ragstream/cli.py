@@ -1,22 +1,29 @@
-"""The ``ragstream`` command line: a thin shell over :class:`ragstream.Ragstream`."""
+"""The ``ragstream`` command line: a thin shell over :class:`ragstream.Ragstream`.
+
+Imports of the index, the models and the store happen inside the commands, so ``ragstream --help``
+and a command's argument errors stay light. Every command names the index it used on stderr, so
+``--json`` output on stdout stays clean.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from ragstream.api import Ragstream
-from ragstream.config import load_config
 from ragstream.errors import RagstreamError
-from ragstream.ingestion import expand_paths
-from ragstream.models import IngestReport, SearchResult
+
+if TYPE_CHECKING:
+    from ragstream.api import Ragstream
+    from ragstream.config import RagstreamConfig
+    from ragstream.models import IngestReport, SearchResult
+    from ragstream.remote import RemoteIndex
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -29,18 +36,99 @@ DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Index di
 DEMO_QUESTION = "How do I set a timeout on a request?"
 
 
-def _open(config: Path | None, data_dir: Path | None) -> Ragstream:
-    overrides = {"data_dir": data_dir} if data_dir else {}
+CATALOG_FILE = "catalog.sqlite3"
+EXIT_EMPTY_INDEX = 1
+EXIT_ERROR = 2
+SKIP_REASON_LABELS = {"not_a_document": "not a document type", "excluded": "excluded", "ignored": "ignored",
+                      "hidden": "hidden"}
+
+
+def _load(config: Path | None, data_dir: Path | None) -> RagstreamConfig:
+    from ragstream.config import load_config
+
+    return load_config(config, **({"data_dir": data_dir} if data_dir else {}))
+
+
+def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = False) -> Ragstream:
+    """Open the index (creating it unless ``must_exist``) and say on stderr which one it is."""
+    return _open_index(_load(config, data_dir), must_exist=must_exist)
+
+
+def _open_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragstream:
+    index = Path(settings.data_dir).resolve()
+    if must_exist and not (index / CATALOG_FILE).is_file():
+        err_console.print(f"no index at {index} yet: ingest documents first (ragstream ingest PATH), "
+                          "or name another with --data-dir / RAGSTREAM_DATA_DIR")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+    from ragstream.api import Ragstream
+    from ragstream.serve_link import announcement
+
     try:
-        return Ragstream(load_config(config, **overrides))
+        rs = Ragstream(settings)
+    except RagstreamError as error:
+        server = announcement(index)
+        if server is not None:
+            err_console.print(f"ragstream serve at {server.url} (process {server.pid}) holds the index at {index}: "
+                              "search, ask, chat and docs go through it; upload with POST /api/documents or stop it "
+                              "to run this command")
+        _fail(error)
+    count = len(rs.documents())
+    err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'})[/]", soft_wrap=True)
+    return rs
+
+
+def _require_documents(rs: Ragstream) -> None:
+    """Exit with a clear message when the index holds no document."""
+    if not rs.documents():
+        rs.close()
+        err_console.print(f"the index at {Path(rs.config.data_dir).resolve()} is empty: ingest documents first "
+                          "(ragstream ingest PATH)")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+
+
+@contextmanager
+def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool = True) -> Iterator[Ragstream | RemoteIndex]:
+    """The index for a command that reads it: through a running ``ragstream serve`` on it when there is
+    one, else opened here; exit 1 when it does not exist (or, with ``need_documents``, holds no document)."""
+    settings = _load(config, data_dir)
+    from ragstream.serve_link import announcement
+
+    if announcement(settings.data_dir) is not None:
+        from ragstream.remote import find_server
+
+        remote = find_server(settings)
+        if remote is not None:
+            with remote:
+                yield from _remote_index(remote, settings, need_documents=need_documents)
+            return
+    rs = _open_index(settings, must_exist=True)
+    if need_documents:
+        _require_documents(rs)
+    with rs:
+        yield rs
+
+
+def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_documents: bool) -> Iterator[RemoteIndex]:
+    index = Path(settings.data_dir).resolve()
+    try:
+        count = len(remote.documents())
     except RagstreamError as error:
         _fail(error)
-        raise
+    err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'}, "
+                      f"via ragstream serve at {remote.url})[/]", soft_wrap=True)
+    if need_documents and not count:
+        err_console.print(f"the index at {index} is empty: ingest documents first (ragstream ingest PATH)")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+    yield remote
 
 
-def _fail(error: RagstreamError) -> None:
-    err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
-    raise typer.Exit(code=2)
+def _fail(error: RagstreamError) -> NoReturn:
+    name = getattr(error, "error_type", type(error).__name__)
+    err_console.print(f"[bold red]{name}[/] ({error.code}): {error.message}")
+    raise typer.Exit(code=EXIT_ERROR)
+
+
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="List every failed, skipped and warned file.")]
 
 
 @app.command()
@@ -48,15 +136,20 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON (every file's outcome).")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
-    """Ingest files and folders into the index (unchanged documents are skipped)."""
+    """Ingest files and folders into the index (unchanged documents are skipped).
+
+    Folders are walked for document types (Markdown, text, reST, HTML, PDF; ingest.include /
+    ingest.exclude in the config) and .gitignore / .ragstreamignore files are honoured.
+    """
     with _open(config, data_dir) as rs:
         report = _ingest_with_progress(rs, paths, quiet=json_output)
     if json_output:
         console.print_json(report.model_dump_json())
     else:
-        _print_report(report)
+        _print_report(report, verbose=verbose)
     if report.documents_failed and not (report.documents_processed or report.documents_skipped):
         raise typer.Exit(code=1)
 
@@ -65,7 +158,7 @@ def ingest(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     mode: Annotated[str | None, typer.Option(help="hybrid, dense or bm25.")] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", help="Number of results.")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Number of results (1 or more).")] = None,
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum score of the mode that runs.")] = None,
     config: ConfigOption = None,
@@ -76,12 +169,20 @@ def search(
     if mode not in (None, "hybrid", "dense", "bm25"):
         raise typer.BadParameter("mode must be hybrid, dense or bm25", param_hint="--mode")
     filters = _parse_filters(filter_ or [])
-    with _open(config, data_dir) as rs:
+    with _reading(config, data_dir) as rs:
+        try:
+            fields = rs.filter_fields() if filters else set()
+        except RagstreamError as error:
+            _fail(error)
+        unknown = sorted(set(filters) - fields)
+        if unknown:
+            known = ", ".join(sorted(fields))
+            raise typer.BadParameter(f"unknown filter field {', '.join(map(repr, unknown))}; known fields: {known}",
+                                     param_hint="--filter")
         try:
             result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold)  # type: ignore[arg-type]
         except RagstreamError as error:
             _fail(error)
-            return
     if json_output:
         console.print_json(result.model_dump_json())
     else:
@@ -92,11 +193,13 @@ def search(
 def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
               json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List ingested documents."""
-    with _open(config, data_dir) as rs:
+    with _reading(config, data_dir, need_documents=False) as rs:
         records = rs.documents()
     if json_output:
         console.print_json(json.dumps([record.model_dump() for record in records]))
         return
+    from rich.table import Table
+
     table = Table("document_id", "title", "source", "mime", "chunks", "ingested")
     for record in records:
         table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at)
@@ -106,7 +209,7 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
 @docs_app.command("delete")
 def docs_delete(document_id: str, config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
     """Delete a document and all its chunks."""
-    with _open(config, data_dir) as rs:
+    with _reading(config, data_dir, need_documents=False) as rs:
         try:
             rs.delete(document_id)
         except RagstreamError as error:
@@ -115,13 +218,14 @@ def docs_delete(document_id: str, config: ConfigOption = None, data_dir: DataDir
 
 
 @app.command()
-def reindex(config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
+def reindex(config: ConfigOption = None, data_dir: DataDirOption = None,
+            verbose: VerboseOption = False) -> None:
     """Re-chunk and re-embed every document under the current settings."""
-    with _open(config, data_dir) as rs:
+    with _open(config, data_dir, must_exist=True) as rs:
         stale = len(rs.stale_documents())
         console.print(f"{stale} of {len(rs.documents())} documents were indexed with other settings")
         report = rs.reindex()
-    _print_report(report)
+    _print_report(report, verbose=verbose)
 
 
 @app.command(name="eval")
@@ -137,21 +241,25 @@ def eval_command(
     )] = "search",
 ) -> None:
     """Score retrieval on a BEIR dataset (NDCG@10, P@5, R@100, MRR), per mode."""
+    from ragstream.api import Ragstream
     from ragstream.evaluation.beir import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
 
     if mode not in ("search", PIPELINE):
         raise typer.BadParameter("expected search or pipeline", param_hint="--mode")
     modes = (*MODES, PIPELINE) if mode == PIPELINE else MODES
     dataset = load_beir(beir, split)
-    base = load_config(config, **({"data_dir": data_dir} if data_dir else {}))
+    base = _load(config, data_dir)
     eval_config = base.model_copy(update={"data_dir": Path(base.data_dir) / "eval" / dataset.name})
+    err_console.print(f"[dim]index {Path(eval_config.data_dir).resolve()}[/]")
     if not json_output:
-        err_console.print(f"ingesting {dataset.name} into {eval_config.data_dir} and scoring {len(dataset.queries)} queries ...")
+        err_console.print(f"ingesting {dataset.name} and scoring {len(dataset.queries)} queries ...")
     with Ragstream(eval_config) as rs:
         result = evaluate_retrieval(rs, dataset, modes=modes, max_queries=max_queries)
     if json_output:
         console.print_json(json.dumps(result.metrics))
         return
+    from rich.table import Table
+
     table = Table("mode", *METRICS, "p50 ms", "p95 ms")
     for mode, scores in result.metrics.items():
         latency = result.query_latency_ms[mode]
@@ -170,7 +278,7 @@ def demo(
     samples = resources.files("ragstream") / "samples" / "docs"
     with resources.as_file(samples) as sample_dir, _open(config, data_dir) as rs:
         console.print(f"[bold]Ingesting the bundled samples[/] from {sample_dir} into {rs.config.data_dir}")
-        _print_report(_ingest_with_progress(rs, [sample_dir], quiet=False))
+        _print_report(_ingest_with_progress(rs, [sample_dir], quiet=False), verbose=False)
         console.print(f"\n[bold]Search:[/] {question}")
         _print_result(rs.search(question, top_k=5))
         console.print(f"\n[bold]Answer:[/] {question}\n")
@@ -194,12 +302,11 @@ def prompt(
     json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
 ) -> None:
     """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON)."""
-    with _open(config, data_dir) as rs:
+    with _open(config, data_dir, must_exist=True) as rs:
         try:
             sp = rs.run_pipeline(text, until=until)
         except RagstreamError as error:
             _fail(error)
-            return
     if json_output:
         print(sp.model_dump_json(indent=2))
     else:
@@ -241,7 +348,7 @@ def ask(
     json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
 ) -> None:
     """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
-    with _open(config, data_dir) as rs:
+    with _reading(config, data_dir) as rs:
         try:
             _answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output)
         except RagstreamError as error:
@@ -255,7 +362,7 @@ def chat(
     data_dir: DataDirOption = None,
 ) -> None:
     """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
-    with _open(config, data_dir) as rs:
+    with _reading(config, data_dir) as rs:
         while True:
             try:
                 question = input("you> ").strip()
@@ -269,7 +376,7 @@ def chat(
                 err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
 
 
-def _answer(rs: Ragstream, question: str, conversation: str | None, selected_text: str | None, *,
+def _answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
             stream: bool, json_output: bool) -> str:
     """Print one answer; returns its conversation id."""
     from ragstream.answer.models import Answer
@@ -294,8 +401,14 @@ def _answer(rs: Ragstream, question: str, conversation: str | None, selected_tex
     conversation_id: str = final.metadata["conversation_id"]
     return conversation_id
 
+
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:
-    total = sum(1 for _ in expand_paths(paths))
+    """Ingest with a progress bar on stderr (one step per file taken)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ragstream.documents.selection import select_files
+
+    total = len(select_files(paths, rs.config.ingest).files)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=quiet, transient=True) as progress:
         task = progress.add_task("ingesting", total=total)
@@ -306,7 +419,7 @@ def _parse_filters(pairs: list[str]) -> dict[str, str | int | bool]:
     filters: dict[str, str | int | bool] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--filter")
         filters[key.strip()] = _coerce(value.strip())
     return filters
@@ -318,20 +431,44 @@ def _coerce(value: str) -> str | int | bool:
     return int(value) if value.lstrip("-").isdigit() else value
 
 
-def _print_report(report: IngestReport) -> None:
+def _print_report(report: IngestReport, *, verbose: bool) -> None:
+    """A short summary: counts, skipped files by reason, failures by code; each file with ``verbose``."""
     console.print(
         f"processed [green]{report.documents_processed}[/], skipped unchanged {report.documents_skipped}, "
         f"failed [red]{report.documents_failed}[/], chunks {report.chunks_written}, "
         f"embedded {report.embedding_count} (cache hits {report.embedding_cache_hits}), "
-        f"{report.duration_seconds:.1f} s"
+        f"{report.duration_seconds:.1f} s", soft_wrap=True,
     )
+    hint = "" if verbose else " (--verbose lists them)"
+    if report.skipped_files:
+        console.print(f"skipped {len(report.skipped_files)} files: {_counted(report.files_skipped, SKIP_REASON_LABELS)}{hint}",
+                      soft_wrap=True)
+    if report.failures:
+        codes: dict[str, int] = {}
+        for failure in report.failures:
+            codes[failure.code] = codes.get(failure.code, 0) + 1
+        console.print(f"[red]failed {len(report.failures)}[/]: {_counted(codes, {})}{hint}", soft_wrap=True)
+    if report.warnings and not verbose:
+        console.print(f"[yellow]warnings {len(report.warnings)}[/]{hint}", soft_wrap=True)
+    if not verbose:
+        return
     for failure in report.failures:
-        console.print(f"  [red]failed[/] {failure.source}: {failure.error_type} ({failure.code}): {failure.message}")
+        console.print(f"  [red]failed[/] {failure.source}: {failure.error_type} ({failure.code}): {failure.message}", soft_wrap=True)
     for warning in report.warnings:
-        console.print(f"  [yellow]warning[/] {warning}")
+        console.print(f"  [yellow]warning[/] {warning}", soft_wrap=True)
+    for skipped in report.skipped_files:
+        console.print(f"  [dim]skipped[/] {skipped.source}: {SKIP_REASON_LABELS.get(skipped.reason, skipped.reason)}", soft_wrap=True)
+
+
+def _counted(counts: dict[str, Any], labels: dict[str, str]) -> str:
+    """``3 not a document type, 1 hidden``: the biggest count first."""
+    ordered = sorted(counts.items(), key=lambda item: -item[1])
+    return ", ".join(f"{count} {labels.get(key, key)}" for key, count in ordered)
 
 
 def _print_result(result: SearchResult) -> None:
+    from rich.table import Table
+
     if result.fallback_reason:
         console.print(f"[yellow]{result.fallback_reason}[/]")
     table = Table("#", "score", "source", "section / page", "text", title=f"{result.mode} search, {result.latencies_ms['total']:.0f} ms")
@@ -345,3 +482,7 @@ def _print_result(result: SearchResult) -> None:
     console.print(table)
     if not result.hits:
         console.print("no results")
+
+
+if __name__ == "__main__":
+    app()

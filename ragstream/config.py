@@ -12,8 +12,11 @@ Every knob lives here. Values resolve in this order (first wins):
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +35,23 @@ TEXT_PIPELINE_VERSION = 2
 """Version of the text extraction and cleaning code (Markdown dialects, PDF titles). It is part
 of the index fingerprint: bump it whenever a change alters chunk text, so existing documents
 show as stale and ``reindex`` / re-ingest rebuilds them."""
+
+APP_NAME = "ragstream"
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for ragstream (platformdirs when installed, else XDG / OS conventions)."""
+    if importlib.util.find_spec("platformdirs") is not None:
+        platformdirs = importlib.import_module("platformdirs")
+        return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP_NAME
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP_NAME
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base_dir / APP_NAME
 
 
 class ConfigSection(BaseModel):
@@ -296,6 +316,16 @@ class ServerConfig(ConfigSection):
     max_top_k: int = Field(100, ge=1, description="Largest top_k a search request may ask for.")
     max_pipeline_sessions: int = Field(200, ge=1, description="SuperPrompts kept in memory; the oldest is dropped.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+    client_timeout_seconds: float = Field(
+        120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")
+    client_probe_seconds: float = Field(
+        1.0, gt=0, description="The CLI's check that the server announced in the data directory answers (/healthz).")
+
+
+DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf")
+"""Document types a folder ingest takes: Markdown, text, reStructuredText, HTML and PDF."""
+DEFAULT_EXCLUDE = ("node_modules/", "__pycache__/", "site-packages/")
+DEFAULT_IGNORE_FILES = (".gitignore", ".ragstreamignore")
 
 
 class IngestConfig(ConfigSection):
@@ -318,6 +348,20 @@ class IngestConfig(ConfigSection):
         description="A PDF without a metadata or outline title takes its first page's largest line as "
         "title when that type is at least this many times the body type; otherwise its first line.",
     )
+    include: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_INCLUDE),
+        description="Folder ingest takes files matching one of these .gitignore-style globs (relative to the "
+        "folder, case-insensitive): document types by default. Files named on their own are always taken.",
+    )
+    exclude: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXCLUDE),
+        description="Folder ingest skips files and folders matching one of these .gitignore-style globs.",
+    )
+    ignore_files: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_IGNORE_FILES),
+        description="Ignore files honoured in every folder walked, with .gitignore rules (a deeper file wins).",
+    )
+    skip_hidden: bool = Field(True, description="Folder ingest skips files and folders whose name starts with a dot.")
 
 
 class RetrievalCacheConfig(ConfigSection):
@@ -423,7 +467,11 @@ class RagstreamConfig(BaseSettings):
         env_prefix="RAGSTREAM_", env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
-    data_dir: Path = Field(Path("ragstream_data"), description="Where the store and catalog live.")
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where the store and catalog live; default: the user's data directory "
+        "(~/.local/share/ragstream on Linux, or $XDG_DATA_HOME/ragstream).",
+    )
     limits: LimitsConfig = LimitsConfig()
     chunking: ChunkingConfig = ChunkingConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()

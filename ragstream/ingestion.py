@@ -29,9 +29,8 @@ from ragstream import metrics
 from ragstream.config import RagstreamConfig
 from ragstream.documents.chunk_builder import build_chunks
 from ragstream.documents.chunkers import chunk_document
-from ragstream.documents.loaders import load_file
-from ragstream.documents.markdown_text import refresh_title
 from ragstream.documents.required_metadata import check_required_metadata
+from ragstream.documents.selection import select_files
 from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
 from ragstream.models import Chunk, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
@@ -76,9 +75,12 @@ class Ingestor:
     def ingest_paths(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, progress: ProgressCallback | None = None
     ) -> IngestReport:
-        """Ingest files and folders (recursively); each bad file is reported and skipped."""
+        """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
+        is reported and skipped."""
         report = _new_report()
-        docs = self._load_all(paths, metadata, report, progress)
+        selection = select_files(paths, self._config.ingest)
+        report.skipped_files = selection.skipped
+        docs = self._load_all(selection.files, metadata, report, progress)
         return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
@@ -99,6 +101,8 @@ class Ingestor:
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
+        from ragstream.documents.markdown_text import refresh_title  # the parsers load only when needed
+
         docs = (self._catalog.stored_document(record.document_id) for record in self._catalog.list())
         return self.ingest_documents((refresh_title(doc) for doc in docs if doc is not None), force=True, progress=progress)
 
@@ -124,9 +128,11 @@ class Ingestor:
     # -- the job -------------------------------------------------------------------------------
 
     def _load_all(
-        self, paths: Iterable[str | Path], metadata: dict[str, Any] | None, report: IngestReport, progress: ProgressCallback | None
+        self, paths: Iterable[Path], metadata: dict[str, Any] | None, report: IngestReport, progress: ProgressCallback | None
     ) -> Iterator[LoadedDocument]:
-        for path in expand_paths(paths):
+        from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
+
+        for path in paths:
             try:
                 yield load_file(path, self._config, metadata=metadata)
             except (DocumentError, OSError) as error:
@@ -227,19 +233,6 @@ class Ingestor:
         report.embedding_count += stats.embedded
         report.embedding_seconds += stats.model_seconds
         return vectors
-
-
-def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files as given, folders walked recursively in sorted order, hidden entries skipped."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                relative = child.relative_to(path).parts
-                if child.is_file() and not any(part.startswith(".") for part in relative):
-                    yield child
-        else:
-            yield path
 
 
 def _new_report() -> IngestReport:

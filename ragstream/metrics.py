@@ -21,6 +21,7 @@ __all__ = [
     "REGISTRY",
     "observe_http",
     "record_cache_lookup",
+    "record_failed_file",
     "record_ingest",
     "record_search",
     "render",
@@ -63,6 +64,11 @@ def record_ingest(report: IngestReport) -> None:
     INGESTED_FILES.labels("failed").inc(report.documents_failed)
     CHUNKS_WRITTEN.inc(report.chunks_written)
     EMBEDDING_CACHE_HITS.inc(report.embedding_cache_hits)
+
+
+def record_failed_file() -> None:
+    """Count one file that failed before it reached an ingest job (e.g. an upload that is too large or unsupported)."""
+    INGESTED_FILES.labels("failed").inc()
 
 
 def record_search(result: SearchResult) -> None:

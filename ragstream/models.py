@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Page(BaseModel):
@@ -68,6 +69,10 @@ class ChunkMetadata(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict, description="User-given document metadata.")
 
 
+FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra"} | {"chapter"})
+"""Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path)."""
+
+
 class Chunk(BaseModel):
     """An immutable, stored unit of retrieval."""
 
@@ -126,6 +131,16 @@ class FileFailure(BaseModel):
     message: str
 
 
+class SkippedFile(BaseModel):
+    """A file or folder that a folder ingest did not take, and why."""
+
+    source: str
+    reason: Literal["not_a_document", "excluded", "ignored", "hidden"] = Field(
+        description="not_a_document: no ingest.include glob matched; excluded: an ingest.exclude glob matched; "
+        "ignored: an ignore file (.gitignore, .ragstreamignore) matched; hidden: the name starts with a dot."
+    )
+
+
 class IngestReport(BaseModel):
     """Outcome of an ingest job (seed 003 IngestionResult plus skip counts)."""
 
@@ -137,12 +152,32 @@ class IngestReport(BaseModel):
     embedding_count: int = Field(0, description="Texts actually sent to the embedder (cache misses).")
     embedding_cache_hits: int = 0
     failures: list[FileFailure] = Field(default_factory=list)
+    skipped_files: list[SkippedFile] = Field(
+        default_factory=list, description="Files and folders a folder ingest did not take (a folder counts once)."
+    )
     warnings: list[str] = Field(default_factory=list)
     document_ids: list[str] = Field(default_factory=list)
     duration_seconds: float = 0.0
     embedding_seconds: float = Field(0.0, description="Time spent inside the embedding model.")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def files_skipped(self) -> dict[str, int]:
+        """``skipped_files`` counted per reason."""
+        counts: dict[str, int] = {}
+        for entry in self.skipped_files:
+            counts[entry.reason] = counts.get(entry.reason, 0) + 1
+        return counts
+
     @property
     def errors(self) -> list[str]:
         """Seed 003: the sources that failed."""
         return [failure.source for failure in self.failures]
+
+
+def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
+    """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
+    fields = set(FILTERABLE_FIELDS)
+    for record in records:
+        fields.update(record.metadata)
+    return fields

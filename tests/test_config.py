@@ -68,3 +68,11 @@ def test_fingerprint_tracks_index_shaping_settings():
     assert base.index_fingerprint() == load_config(retrieval={"top_k": 3}).index_fingerprint()
     assert base.index_fingerprint() != load_config(chunking={"chunk_size": 500}).index_fingerprint()
     assert base.index_fingerprint() != load_config(embedding={"model": "other"}).index_fingerprint()
+
+
+def test_default_data_dir_is_the_users_data_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("RAGSTREAM_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    assert load_config().data_dir == tmp_path / "share" / "ragstream"
+    monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert load_config().data_dir == tmp_path / "elsewhere"

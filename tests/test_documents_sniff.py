@@ -50,3 +50,35 @@ def test_binary_content_is_rejected_naming_the_type(data: bytes, named: str) -> 
 def test_markdown_extension_does_not_override_binary_content() -> None:
     with pytest.raises(UnsupportedFileTypeError):
         sniff_mime(PNG, "image.md")
+
+
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><text>words</text></svg>'
+DRAWIO_SVG = (b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- drawn -->\n'
+              b'<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n'
+              b'<svg width="10" height="10"><text>label</text></svg>')
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "named"),
+    [
+        (SVG, "drawing.svg", "SVG image"),
+        (SVG, "drawing.txt", "SVG image"),
+        (DRAWIO_SVG, "diagram", "SVG image"),
+        (b"plain words", "picture.svg", "SVG image"),
+        (b"const x = 1;\n", "app.js", "script"),
+        (b"export const x = 1;\n", "app.mjs", "script"),
+        (b"print('hi')\n", "tool.py", "script"),
+        (b"#!/usr/bin/env bash\necho hi\n", "run", "script"),
+        (b"body { color: red; }\n", "site.css", "stylesheet"),
+        (b"$c: red;\n", "site.scss", "stylesheet"),
+        (b"not really an image", "logo.png", "image"),
+    ],
+)
+def test_svg_scripts_stylesheets_and_images_never_become_text(data: bytes, filename: str, named: str) -> None:
+    with pytest.raises(UnsupportedFileTypeError, match=named):
+        sniff_mime(data, filename)
+
+
+def test_html_with_inline_svg_is_still_html() -> None:
+    page = b"<!DOCTYPE html><html><body><svg><circle r='1'/></svg><p>Text</p></body></html>"
+    assert sniff_mime(page, "page.html") == "text/html"

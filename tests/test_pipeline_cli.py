@@ -23,7 +23,7 @@ def test_prompt_command(make_index, tmp_path):
     partial = runner.invoke(app, ["prompt", "How do I set a timeout?", "--data-dir", str(data_dir),
                                   "--until", "Retrieval", "--json"])
     assert partial.exit_code == 0, partial.output
-    sp = json.loads(partial.output)
+    sp = json.loads(partial.stdout)
     assert sp["stage"] == "retrieval" and sp["views_by_stage"]["retrieval"]
 
     bad = runner.invoke(app, ["prompt", "x", "--data-dir", str(data_dir), "--until", "A9"])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from folder_corpus import IMAGES, NOT_DOCUMENTS
 from index_fixtures import SAMPLES
 from server_process import RunningServer, running_server
 
@@ -312,6 +313,52 @@ def test_openai_compatible(api: httpx.Client, ingested: dict[str, dict]):
     assert text and chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert_error(api.post("/v1/chat/completions", json={"messages": [{"role": "system", "content": "hi"}]}),
                  422, "invalid_query")
+
+
+def test_openai_clients_list_the_ragstream_model(server: RunningServer, api: httpx.Client):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+    assert [model.id for model in client.models.list()] == ["ragstream"]
+    card = client.models.retrieve("ragstream")
+    assert card.object == "model" and card.owned_by == "ragstream" and card.created > 0
+    listed = api.get("/v1/models").json()
+    assert listed["object"] == "list" and listed["data"] == [api.get("/v1/models/ragstream").json()]
+    assert_error(api.get("/v1/models/gpt-4o"), 404, "model_not_found")
+
+
+def metric_samples(api: httpx.Client) -> dict[str, float]:
+    """``GET /metrics`` as ``{'name{labels}': value}``."""
+    samples = {}
+    for line in api.get("/metrics").text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+FAILED_FILES = 'ragstream_ingested_files_total{outcome="failed"}'
+
+
+def test_svg_script_stylesheet_and_image_uploads_are_refused_and_counted(api: httpx.Client):
+    before = metric_samples(api).get(FAILED_FILES, 0.0)
+    contents = {**{name: text.encode() for name, text in NOT_DOCUMENTS.items()}, **IMAGES}
+    files = [("files", (Path(name).name, data)) for name, data in contents.items()]
+    body = assert_error(api.post("/api/documents", files=files), 415, "unsupported_file_type")
+    assert [item["status"] for item in body["files"]] == ["failed"] * len(files)
+    assert {item["error"]["code"] for item in body["files"]} == {"unsupported_file_type"}
+    assert "SVG image" in body["error"]["message"] and "script" in body["error"]["message"]
+    assert metric_samples(api)[FAILED_FILES] == before + len(files)
+
+
+def test_every_failed_upload_is_counted(api: httpx.Client):
+    before = metric_samples(api).get(FAILED_FILES, 0.0)
+    files = [("files", ("broken.pdf", b"%PDF-1.7\n1 0 obj <<")), ("files", ("empty.md", b"  \n")),
+             ("files", ("big.txt", b"x" * (MAX_FILE_BYTES + 1))),
+             ("files", ("fine.md", b"# Counted\n\nOnly the failures of this upload are counted as failed."))]
+    response = api.post("/api/documents", files=files)
+    assert response.status_code == 201 and response.json()["failed"] == 3, response.text
+    assert metric_samples(api)[FAILED_FILES] == before + 3
 
 
 def test_metrics(api: httpx.Client, ingested: dict[str, dict]):

@@ -30,12 +30,28 @@ _BINARY_MAGICS: dict[bytes, str] = {
     b"\xff\xd8\xff": "JPEG image",
     b"\x1f\x8b": "gzip archive",
 }
+# Text formats that are not documents: their text would be code or drawing instructions, not prose.
+_NOT_DOCUMENT_SUFFIXES: dict[str, str] = {
+    **dict.fromkeys((".svg", ".svgz"), "SVG image"),
+    **dict.fromkeys((".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".vue", ".svelte",
+                     ".py", ".pyw", ".rb", ".pl", ".php", ".lua", ".sh", ".bash", ".zsh", ".fish",
+                     ".ps1", ".bat", ".cmd"), "script"),
+    **dict.fromkeys((".css", ".scss", ".sass", ".less", ".styl"), "stylesheet"),
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif", ".heic"),
+                    "image"),
+}
 _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 _HTML_SUFFIXES = frozenset({".html", ".htm"})
 _PLAIN_SUFFIXES = frozenset({".txt"})
 
 _HTML_START = re.compile(r"\A\s*(?:<!--.*?-->\s*)*(?:<!doctype\s+html|<html[\s>])", re.IGNORECASE | re.DOTALL)
 _ANY_TAG = re.compile(r"<[a-zA-Z][^>]*>")
+# An SVG document: optional XML declaration, comments, processing instructions and doctype, then <svg.
+_SVG_START = re.compile(
+    r"\A\s*(?:<\?xml[^>]*\?>\s*)?(?:(?:<!--.*?-->|<\?.*?\?>|<!doctype\s+svg[^>]*>)\s*)*<svg[\s>/]",
+    re.IGNORECASE | re.DOTALL,
+)
+_SHEBANG = "#!"
 _MARKDOWN_MARKER = re.compile(r"^(?: {0,3}#{1,6}[ \t]+\S|\s*(?:`{3,}|~{3,}))", re.MULTILINE)
 
 
@@ -44,7 +60,9 @@ def sniff_mime(data: bytes, filename: str) -> str:
 
     The content decides; ``filename`` only separates Markdown from plain text (and lets an
     ``.html`` fragment without ``<html>`` count as HTML). Anything that is not PDF and not
-    UTF-8 text raises :class:`UnsupportedFileTypeError` naming the detected type.
+    UTF-8 text raises :class:`UnsupportedFileTypeError` naming the detected type, and so does
+    text that is not a document: SVG (by content or name), scripts (by name or a ``#!`` line),
+    stylesheets and images by name.
     """
     if data.lstrip().startswith(_PDF_MAGIC):
         return PDF
@@ -55,6 +73,9 @@ def sniff_mime(data: bytes, filename: str) -> str:
         raise _unsupported(filename, _describe_binary(data))
     head = text[:_TEXT_SNIFF_CHARS]
     suffix = PurePath(filename).suffix.lower()
+    not_document = _not_a_document(head, suffix)
+    if not_document:
+        raise _unsupported(filename, not_document)
     if _HTML_START.match(head) or (suffix in _HTML_SUFFIXES and _ANY_TAG.search(head)):
         return HTML
     if suffix in _MARKDOWN_SUFFIXES:
@@ -62,6 +83,15 @@ def sniff_mime(data: bytes, filename: str) -> str:
     if suffix not in _PLAIN_SUFFIXES and _MARKDOWN_MARKER.search(head):
         return MARKDOWN
     return PLAIN
+
+
+def _not_a_document(head: str, suffix: str) -> str | None:
+    """What a text that is not a document is (SVG image, script, stylesheet, image), or None."""
+    if _SVG_START.match(head):
+        return "SVG image"
+    if head.lstrip("\ufeff").startswith(_SHEBANG):
+        return "script"
+    return _NOT_DOCUMENT_SUFFIXES.get(suffix)
 
 
 def _decode_text(data: bytes) -> str | None:
@@ -94,5 +124,5 @@ def _describe_binary(data: bytes) -> str:
 
 def _unsupported(filename: str, detected: str) -> UnsupportedFileTypeError:
     return UnsupportedFileTypeError(
-        f"{filename}: detected {detected}; only PDF, HTML, Markdown and UTF-8 text are supported"
+        f"{filename}: detected {detected}; only PDF, HTML, Markdown and UTF-8 text documents are supported"
     )

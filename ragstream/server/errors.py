@@ -35,6 +35,12 @@ class PipelineNotFoundError(rse.RagstreamError):
     code = "pipeline_not_found"
 
 
+class ModelNotFoundError(rse.RagstreamError):
+    """``GET /v1/models/{model}`` named a model this server does not answer as."""
+
+    code = "model_not_found"
+
+
 class AuthenticationError(rse.RagstreamError):
     """The API key is missing or wrong."""
 
@@ -47,6 +53,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (RequestTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (NoFilesError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (PipelineNotFoundError, HTTPStatus.NOT_FOUND),
+    (ModelNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.DocumentNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.FileTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (rse.UnsupportedFileTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from ragstream import metrics
 from ragstream.documents.loaders import load_bytes
 from ragstream.errors import DocumentError, RagstreamError
 from ragstream.models import IngestReport, LoadedDocument
@@ -25,13 +26,15 @@ def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user_id: 
     try:
         stored = state.uploads.save(source, user_id, filename)
     except DocumentError as error:
+        metrics.record_failed_file()
         return _failed(filename, error)
     result = UploadedFile(filename=filename, status="failed", sha256=stored.sha256, size_bytes=stored.size_bytes,
                           stored_as=stored.relative)
     try:
         doc = _load(state, stored, filename, user_id)
         return _ingest(state, doc, stored, result)
-    except RagstreamError as error:
+    except RagstreamError as error:  # raised before an ingest job could count it
+        metrics.record_failed_file()
         state.uploads.remove(stored.relative)
         return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
 

@@ -1,6 +1,7 @@
 """``POST /v1/chat/completions``: ragstream as an OpenAI-compatible model whose answers are grounded
 and cited. The last user message is the question; the answer keeps its ``[n]`` markers and the
-extra ``ragstream`` field carries sources, citations and confidence."""
+extra ``ragstream`` field carries sources, citations and confidence. ``GET /v1/models`` lists the one
+model, ``ragstream``, as OpenAI clients expect before they call it."""
 
 from __future__ import annotations
 
@@ -15,12 +16,16 @@ from pydantic import BaseModel, Field
 
 from ragstream.answer.models import Answer, StreamEvent
 from ragstream.errors import InvalidQueryError
+from ragstream.server.errors import ModelNotFoundError
 from ragstream.server.schemas import ErrorResponse
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 MODEL_NAME = "ragstream"
+MODEL_OWNER = "ragstream"
+STARTED = int(time.time())
+"""``created`` of the listed model: when the server process started."""
 DONE = frame(None, "[DONE]")
 STOP = "stop"
 
@@ -66,6 +71,41 @@ class Completion(BaseModel):
     choices: list[CompletionChoice]
     usage: dict[str, int | None]
     ragstream: dict[str, Any]
+
+
+class ModelCard(BaseModel):
+    """One model as ``GET /v1/models`` lists it."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    """The OpenAI model list."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+@router.get("/models", response_model=ModelList, summary="OpenAI-compatible model list")
+def list_models() -> ModelList:
+    """The one model this server answers as: ``ragstream`` (any ``model`` sent to chat completions is answered by it)."""
+    return ModelList(data=[_model_card()])
+
+
+@router.get("/models/{model}", response_model=ModelCard, responses={404: {"model": ErrorResponse}},
+            summary="OpenAI-compatible model details")
+def get_model(model: str) -> ModelCard:
+    """``ragstream``'s model card; any other name is 404 ``model_not_found``."""
+    if model != MODEL_NAME:
+        raise ModelNotFoundError(f"no model {model!r}; this server answers as {MODEL_NAME!r}")
+    return _model_card()
+
+
+def _model_card() -> ModelCard:
+    return ModelCard(id=MODEL_NAME, created=STARTED, owned_by=MODEL_OWNER)
 
 
 @router.post("/chat/completions", response_model=Completion,

@@ -1,0 +1,5 @@
+"""``python -m ragstream``: the command line."""
+
+from ragstream.cli import app
+
+app()

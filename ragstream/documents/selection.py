@@ -1,0 +1,131 @@
+"""Which files an ingest takes: folders by document type, include/exclude globs and ignore files.
+
+A file named on its own is always taken (sniffing still refuses what is not a document). A folder
+is walked recursively in sorted order; each file is taken when it matches ``ingest.include`` and is
+not excluded, ignored or hidden. Globs follow ``.gitignore`` rules (``*.md`` matches at any depth,
+``drafts/`` a folder, ``/notes.txt`` only at the top). Ignore files (``ingest.ignore_files``) apply
+to the folder they sit in and below, the deepest one with a matching pattern deciding, as in git.
+A skipped folder is not walked and counts once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from ragstream.config import IngestConfig
+from ragstream.models import SkippedFile
+
+NOT_A_DOCUMENT = "not_a_document"
+EXCLUDED = "excluded"
+IGNORED = "ignored"
+HIDDEN = "hidden"
+
+
+@dataclass
+class FileSelection:
+    """The files an ingest takes and the entries it skipped (with their reason)."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _IgnoreFile:
+    """The compiled patterns of one ignore file and the folder they are relative to."""
+
+    base: Path
+    spec: pathspec.GitIgnoreSpec
+
+
+class FileSelector:
+    """Walks paths under one :class:`IngestConfig`."""
+
+    def __init__(self, config: IngestConfig) -> None:
+        self._config = config
+        self._include = _case_insensitive_spec(config.include)
+        self._exclude = _case_insensitive_spec(config.exclude)
+        self._ignore_names = frozenset(config.ignore_files)
+
+    def select(self, paths: Iterable[str | Path]) -> FileSelection:
+        """Files to ingest from ``paths`` (files as given, folders walked) and what was skipped."""
+        selection = FileSelection()
+        for raw in paths:
+            path = Path(raw)
+            if path.is_dir():
+                for entry, reason in self._walk(path, path, []):
+                    if reason is None:
+                        selection.files.append(entry)
+                    else:
+                        selection.skipped.append(SkippedFile(source=str(entry), reason=reason))
+            else:
+                selection.files.append(path)
+        return selection
+
+    def _walk(self, root: Path, folder: Path, ignores: list[_IgnoreFile]) -> Iterator[tuple[Path, str | None]]:
+        ignores = [*ignores, *self._ignore_files_in(folder)]
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if not is_dir and not entry.is_file():
+                continue
+            if entry.name in self._ignore_names and not is_dir:
+                continue
+            reason = self._skip_reason(root, path, is_dir, ignores)
+            if reason is not None:
+                yield path, reason
+            elif is_dir:
+                yield from self._walk(root, path, ignores)
+            else:
+                yield path, None
+
+    def _skip_reason(self, root: Path, path: Path, is_dir: bool, ignores: list[_IgnoreFile]) -> str | None:
+        if self._config.skip_hidden and path.name.startswith("."):
+            return HIDDEN
+        suffix = "/" if is_dir else ""
+        relative = path.relative_to(root).as_posix() + suffix
+        if self._exclude.match_file(relative.lower()):
+            return EXCLUDED
+        if _ignored(path, suffix, ignores):
+            return IGNORED
+        if not is_dir and not self._include.match_file(relative.lower()):
+            return NOT_A_DOCUMENT
+        return None
+
+    def _ignore_files_in(self, folder: Path) -> list[_IgnoreFile]:
+        found = []
+        for name in self._config.ignore_files:
+            candidate = folder / name
+            if candidate.is_file():
+                try:
+                    lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+                found.append(_IgnoreFile(base=folder, spec=pathspec.GitIgnoreSpec.from_lines(lines)))
+        return found
+
+
+def select_files(paths: Iterable[str | Path], config: IngestConfig) -> FileSelection:
+    """Files to ingest from ``paths`` under ``config`` (see the module docstring)."""
+    return FileSelector(config).select(paths)
+
+
+def _ignored(path: Path, suffix: str, ignores: list[_IgnoreFile]) -> bool:
+    """True when the deepest ignore file with a matching pattern ignores ``path``."""
+    for ignore in reversed(ignores):
+        result = ignore.spec.check_file(path.relative_to(ignore.base).as_posix() + suffix)
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+def _case_insensitive_spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in patterns)
