@@ -6,8 +6,9 @@ entry points (``ragstream --help``, ``ragstream.errors``) do not pay for the mod
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragstream.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
@@ -19,11 +20,4 @@ __version__ = "0.1.0"
 _LAZY = {"Ragstream": "ragstream.api", "RagstreamConfig": "ragstream.config", "load_config": "ragstream.config"}
 
 
-def __getattr__(name: str) -> Any:
-    """Import the public names on first access."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragstream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -6,8 +6,9 @@ The names below are imported on first use: searching an index needs none of the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragstream.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ragstream.documents.chunk_builder import build_chunks
@@ -27,11 +28,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import the public names on first access."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragstream.documents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
