@@ -275,8 +275,13 @@ class A3GateSettings(AgentSettings):
 class A4CondenserSettings(AgentSettings):
     """A4_Condenser: the extractive fallback (the selection's budget is ``answer.context_tokens``)."""
 
-    sentences_per_chunk: int = Field(3, description="Fallback: leading prose sentences quoted per chunk.")
+    sentences_per_chunk: int = Field(3, description="Fallback: prose sentences quoted per chunk.")
     sentence_max_chars: int = Field(300, description="Fallback: longer sentences are cut at this length.")
+    focus: Literal["question", "leading"] = Field(
+        "question", description="Fallback: which sentences of a chunk become S_CTX facts. 'question': the ones "
+        "closest to the question (best cosine to its query vectors), all facts ordered best first, so the answering "
+        "model reads the strongest evidence of every attachment before the attachments; 'leading': each chunk's "
+        "first sentences in attachment order (also used when the embedder is unavailable).")
     snippet_chars: int = Field(600, description="Characters of each chunk shown to the LLM.")
     max_tokens: int = Field(512, description="Cap on generated tokens per agent call.")
 
