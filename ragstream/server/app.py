@@ -28,7 +28,7 @@ DESCRIPTION = "Retrieval-augmented generation with cited, streamed answers. Erro
 def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     """The HTTP API and web UI over ``rs``; raises ConfigError when ``config`` needs a missing API key."""
     config = config or rs.config.server
-    check_binding(config)
+    keys = check_binding(config)
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
     app.state.ragstream = ServerState(rs=rs, config=config, uploads=_upload_store(rs, config),
                                       prompts=PromptSessions(config.max_pipeline_sessions))
@@ -41,8 +41,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse(f"{UI_PATH}/")
 
-    if api_key_required(config) and config.api_key:
-        app.add_middleware(ApiKeyMiddleware, api_key=config.api_key.get_secret_value())
+    if api_key_required(config, keys):
+        app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.add_middleware(RequestContextMiddleware, config=config)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins, allow_methods=["*"],

@@ -10,13 +10,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
+from ragstream.errors import PermissionDeniedError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import UPLOAD_PATH_KEY, ingest_upload
+from ragstream.server.intake import ingest_upload, public_record, stored_upload
 from ragstream.server.schemas import DeleteResponse, DocumentDetail, ErrorResponse, UploadedFile, UploadResponse
 from ragstream.server.state import ServerState, get_state
-from ragstream.server.uploads import check_content_length, display_name, limited_receive, safe_user_id
+from ragstream.server.uploads import check_content_length, display_name, limited_receive
+from ragstream.server.users import Caller, get_caller
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
@@ -34,18 +36,23 @@ MULTIPART_BODY = {
 # When every file failed, the request fails with the status of a shared cause.
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE}
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 413, 415, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (403, 404, 413, 415, 422)}
 
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse, responses=ERRORS,
              openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
-async def upload(request: Request, state: ServerState = Depends(get_state)) -> JSONResponse:
-    """Store each file under ``uploads/{user_id}/{date}/{uuid}``, sniff, parse and ingest it.
+async def upload(request: Request, shared: bool = False, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> JSONResponse:
+    """Store each file under ``uploads/{user folder}/{date}/{uuid}``, sniff, parse and ingest it as
+    a document of the caller's (``shared=true``, admins only: shared with every user).
 
     One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error);
     201 when at least one file landed, 200 when all were already there, and a 4xx error body
     (with the per-file results) when every file failed.
     """
+    if shared and not caller.admin:
+        raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
+    owner = None if shared else caller.user
     limits = state.rs.config.limits
     check_content_length(request.headers.get("content-length"), limits.max_request_bytes)
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
@@ -54,49 +61,55 @@ async def upload(request: Request, state: ServerState = Depends(get_state)) -> J
         files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
         if not files:
             raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
-        user_id = safe_user_id(request.headers.get(cfg.user_id_header), cfg.default_user_id, cfg.max_user_id_chars)
         results = [await run_in_threadpool(ingest_upload, state, item.file,
-                                           display_name(item.filename, cfg.max_filename_chars), user_id)
+                                           display_name(item.filename, cfg.max_filename_chars), caller.user, owner)
                    for item in files]
     return _upload_response(results)
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
-def list_documents(state: ServerState = Depends(get_state)) -> list[DocumentRecord]:
-    """Every live document."""
-    return state.rs.documents()
+def list_documents(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
+    """Every live document of the caller's, and every shared one (``owner`` null)."""
+    return [public_record(record) for record in state.rs.documents(user=caller.user)]
 
 
-@router.post("/reindex", response_model=IngestReport, summary="Reindex every document")
-def reindex(state: ServerState = Depends(get_state)) -> IngestReport:
-    """Re-chunk and re-embed every document under the current settings."""
+@router.post("/reindex", response_model=IngestReport, responses={403: {"model": ErrorResponse}},
+             summary="Reindex every document")
+def reindex(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> IngestReport:
+    """Re-chunk and re-embed every document (every user's) under the current settings; admins only."""
+    if not caller.admin:
+        raise PermissionDeniedError("only an admin key may reindex")
     with state.write_lock:
         return state.rs.reindex()
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses=ERRORS, summary="Get a document")
-def get_document(document_id: str, include_chunks: bool = False,
-                 state: ServerState = Depends(get_state)) -> DocumentDetail:
-    """One document's record, with the chunks of that same version when ``include_chunks`` is true."""
+def get_document(document_id: str, include_chunks: bool = False, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> DocumentDetail:
+    """One document's record, with the chunks of that same version when ``include_chunks`` is true
+    (404 for another user's document, as for one that does not exist)."""
     if include_chunks:
-        record, chunks = state.rs.document_with_chunks(document_id)
-        return DocumentDetail(document=record, chunks=chunks)
-    return DocumentDetail(document=state.rs.document(document_id), chunks=None)
+        record, chunks = state.rs.document_with_chunks(document_id, user=caller.user)
+        return DocumentDetail(document=public_record(record), chunks=chunks)
+    return DocumentDetail(document=public_record(state.rs.document(document_id, user=caller.user)), chunks=None)
 
 
 @router.get("/{document_id}/chunks", response_model=list[Chunk], responses=ERRORS, summary="A document's chunks")
-def get_chunks(document_id: str, state: ServerState = Depends(get_state)) -> list[Chunk]:
+def get_chunks(document_id: str, state: ServerState = Depends(get_state),
+               caller: Caller = Depends(get_caller)) -> list[Chunk]:
     """The live chunks of one document, in order."""
-    return state.rs.document_chunks(document_id)
+    return state.rs.document_chunks(document_id, user=caller.user)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")
-def delete_document(document_id: str, state: ServerState = Depends(get_state)) -> DeleteResponse:
-    """Delete the document, its chunks and its stored upload file."""
+def delete_document(document_id: str, state: ServerState = Depends(get_state),
+                    caller: Caller = Depends(get_caller)) -> DeleteResponse:
+    """Delete one of the caller's documents (a shared one: admins only, else 403), its chunks and its
+    stored upload file; another user's document is 404."""
     with state.write_lock:
-        stored = state.rs.document(document_id).metadata.get(UPLOAD_PATH_KEY)
-        state.rs.delete(document_id)
-    removed = isinstance(stored, str) and state.uploads.remove(stored)
+        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin)
+    stored = stored_upload(record)
+    removed = stored is not None and state.uploads.remove(stored)
     return DeleteResponse(deleted=document_id, upload_removed=removed)
 
 

@@ -17,32 +17,33 @@ from ragstream.server.uploads import UploadStore
 
 
 class PromptSessions:
-    """SuperPrompts by id, the ``capacity`` most recently used; thread-safe."""
+    """SuperPrompts by id and owner, the ``capacity`` most recently used; thread-safe. Another user's
+    SuperPrompt is as unknown to a caller as one never created."""
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[str, SuperPrompt] = OrderedDict()
+        self._items: OrderedDict[str, tuple[str, SuperPrompt]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def add(self, sp: SuperPrompt) -> str:
-        """Hold ``sp`` under a new id (dropping the least recently used past capacity)."""
+    def add(self, sp: SuperPrompt, owner: str) -> str:
+        """Hold ``owner``'s ``sp`` under a new id (dropping the least recently used past capacity)."""
         prompt_id = uuid.uuid4().hex
-        self.put(prompt_id, sp)
+        self.put(prompt_id, sp, owner)
         return prompt_id
 
-    def get(self, prompt_id: str) -> SuperPrompt:
-        """The SuperPrompt held as ``prompt_id``; raises PipelineNotFoundError."""
+    def get(self, prompt_id: str, owner: str) -> SuperPrompt:
+        """``owner``'s SuperPrompt held as ``prompt_id``; raises PipelineNotFoundError."""
         with self._lock:
-            sp = self._items.get(prompt_id)
-            if sp is None:
+            item = self._items.get(prompt_id)
+            if item is None or item[0] != owner:
                 raise PipelineNotFoundError(f"no SuperPrompt with id {prompt_id!r}")
             self._items.move_to_end(prompt_id)
-            return sp
+            return item[1]
 
-    def put(self, prompt_id: str, sp: SuperPrompt) -> None:
-        """Store (or replace) ``prompt_id``."""
+    def put(self, prompt_id: str, sp: SuperPrompt, owner: str) -> None:
+        """Store (or replace) ``owner``'s ``prompt_id``."""
         with self._lock:
-            self._items[prompt_id] = sp
+            self._items[prompt_id] = (owner, sp)
             self._items.move_to_end(prompt_id)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
