@@ -118,8 +118,9 @@ class DocumentRecord(BaseModel):
     generation: int
     chunk_count: int
     fingerprint: str
-    ingested_at: str
+    ingested_at: str = Field(description="When the live version was ingested (the last update).")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
 
 
 class FileFailure(BaseModel):

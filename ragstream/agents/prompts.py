@@ -116,3 +116,21 @@ def a5_prompt(format_kinds: tuple[str, ...], default_kind: str) -> AgentPrompt:
         enums={"format_kind": format_kinds},
         defaults={"format_kind": default_kind},
     )
+
+
+class A0RewriteOutput(BaseModel):
+    standalone: str = Field(min_length=1, description="The question rewritten to stand alone.")
+
+
+A0_REWRITE_PROMPT = AgentPrompt(
+    name="A0_FollowUp_Rewrite",
+    version=VERSION,
+    system_template=(
+        "You rewrite the user's latest question so that it can be understood without the conversation: "
+        "resolve pronouns and ellipses with the topic of the earlier turns, keep the user's own words and "
+        "language, add nothing else. If it already stands alone, return it unchanged. "
+        "Answer as JSON, for example: {{\"standalone\": \"How do I allow credentials with CORS in FastAPI?\"}}"
+    ),
+    user_template="CONVERSATION:\n{conversation}\n\nLATEST QUESTION:\n{question}",
+    output_schema=A0RewriteOutput,
+)

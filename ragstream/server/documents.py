@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
+from ragstream.errors import InvalidQueryError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import UPLOAD_PATH_KEY, ingest_upload
-from ragstream.server.schemas import DeleteResponse, DocumentDetail, ErrorResponse, UploadedFile, UploadResponse
+from ragstream.server.schemas import (
+    DeleteResponse,
+    DocumentDetail,
+    DocumentPageResponse,
+    ErrorResponse,
+    UploadedFile,
+    UploadResponse,
+)
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.uploads import check_content_length, display_name, limited_receive, safe_user_id
 
@@ -65,6 +73,29 @@ async def upload(request: Request, state: ServerState = Depends(get_state)) -> J
 def list_documents(state: ServerState = Depends(get_state)) -> list[DocumentRecord]:
     """Every live document."""
     return state.rs.documents()
+
+
+SortKey = Literal["title", "source", "mime", "chunks", "ingested", "updated"]
+"""The sort keys of the catalog's :data:`SORT_COLUMNS` (a test checks they agree)."""
+
+
+@router.get("/page", response_model=DocumentPageResponse, responses=ERRORS, summary="One page of documents")
+def page_documents(offset: int = Query(0, ge=0), limit: int | None = Query(None, ge=1),
+                   q: str = Query("", description="Part of the title or source, case-insensitive"),
+                   sort: SortKey = "source", order: Literal["asc", "desc"] = "asc",
+                   state: ServerState = Depends(get_state)) -> DocumentPageResponse:
+    """Documents whose title or source contains ``q``, sorted (``ingested``: first ingest; ``updated``:
+    the live version's ingest), ``limit`` (default ``server.documents_page_size``) from ``offset``,
+    with the ``total`` that matched."""
+    cfg = state.config
+    size = cfg.documents_page_size if limit is None else limit
+    if size > cfg.max_documents_page_size:
+        raise InvalidQueryError(f"limit must be at most {cfg.max_documents_page_size}")
+    if len(q) > cfg.max_document_filter_chars:
+        raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
+    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc")
+    return DocumentPageResponse(items=found.records, total=found.total, offset=offset, limit=size, q=q.strip(),
+                                sort=sort, order=order)
 
 
 @router.post("/reindex", response_model=IngestReport, summary="Reindex every document")

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS documents (
     ingested_at TEXT NOT NULL,
     metadata TEXT NOT NULL,
     size_bytes INTEGER NOT NULL,
-    pages TEXT NOT NULL
+    pages TEXT NOT NULL,
+    first_ingested_at TEXT
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -85,7 +86,24 @@ SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_ge
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
 """
 
-_RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
+_RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
+                   "metadata, first_ingested_at")
+_INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
+                   "metadata, size_bytes, pages, first_ingested_at")
+# A new version keeps the time its document was first ingested.
+_INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "COALESCE((SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
+SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
+                "ingested": "first_ingested_at", "updated": "ingested_at"}
+"""What a page of documents may be sorted by (API name -> SQL expression)."""
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of the document list and how many documents matched in all."""
+
+    records: list[DocumentRecord]
+    total: int
 
 
 class Catalog:
@@ -213,12 +231,12 @@ class Catalog:
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
                 v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.size_bytes,
-                json.dumps([page.model_dump() for page in v.doc.pages]),
+                json.dumps([page.model_dump() for page in v.doc.pages]), v.doc.document_id, v.ingested_at,
             )
             for v in versions
         ]
         with self.transaction() as db:
-            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(_INSERT_DOCUMENT, rows)
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
@@ -249,6 +267,21 @@ class Catalog:
         with self._lock:
             rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents ORDER BY source").fetchall()
         return [_record(row) for row in rows]
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False) -> DocumentPage:
+        """Live documents whose title or source contains ``query`` (case-insensitive), sorted by
+        ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source), ``limit`` of them from ``offset``."""
+        column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
+        direction = "DESC" if descending else "ASC"
+        pattern = "%" + query.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where = "WHERE lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\'"
+        with self.read_transaction():
+            total = int(self._db.execute(f"SELECT COUNT(*) FROM documents {where}", (pattern, pattern)).fetchone()[0])
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
+                "LIMIT ? OFFSET ?", (pattern, pattern, limit, offset)).fetchall()
+        return DocumentPage(records=[_record(row) for row in rows], total=total)
 
     def live_generations(self) -> dict[str, int]:
         """document_id -> live generation."""
@@ -343,9 +376,14 @@ def _migrate(db: sqlite3.Connection) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
     if "incomplete" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "first_ingested_at" not in columns:  # catalogs before it: the live version's time is the best known
+        db.execute("ALTER TABLE documents ADD COLUMN first_ingested_at TEXT")
+        db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
 
 
 def _record(row: tuple) -> DocumentRecord:
     values = dict(zip(_RECORD_COLUMNS.split(", "), row, strict=True))
     values["metadata"] = json.loads(values["metadata"])
+    values["first_ingested_at"] = values["first_ingested_at"] or values["ingested_at"]
     return DocumentRecord(**values)

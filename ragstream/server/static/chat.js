@@ -1,6 +1,6 @@
 // Chat page: streams POST /api/chat, renders [n] markers as links to the sources panel (per answer),
 // and shows each answer's confidence badge with its reason.
-import { api, describe, el, streamEvents } from "./api.js";
+import { api, describe, documentHref, el, streamEvents } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const FENCE = /(```[\s\S]*?(?:```|$))/;
@@ -13,6 +13,7 @@ let conversationId = null;
 let controller = null;
 let shownAnswer = null;
 let answerCount = 0;
+let turnsInConversation = 0;
 
 const sourceId = (answerId, number) => `source-${answerId}-${number}`;
 
@@ -55,7 +56,10 @@ function sourceItem(answerId, citation) {
     "data-document": citation.title || citation.document_id, "data-section": citation.section || null,
     "data-page": citation.page ?? null, "data-score": score,
   }, el("span", { class: "n" }, `[${citation.number}]`),
-  el("div", { class: "doc" }, citation.title || citation.source || citation.document_id),
+  el("div", { class: "doc" }, el("a", {
+    href: documentHref(citation.document_id, { chunkId: citation.chunk_id, page: citation.page }),
+    title: "Open the document at this passage",
+  }, citation.title || citation.source || citation.document_id)),
   el("div", { class: "where" }, ...separated),
   el("div", { class: "path" }, citation.source || ""));
 }
@@ -129,6 +133,10 @@ async function ask(event) {
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
         meta.replaceChildren(...confidenceBadge(data.response.confidence), ...notices(data));
+        const params = new URLSearchParams({ conversation: data.conversation_id, turns: turnsInConversation++, q: question });
+        meta.append(el("a", { class: "pipeline-link", href: `pipeline.html?${params}` }, "How it was retrieved"));
+        const rewritten = ((data.response.metadata || {}).pipeline || {}).rewritten_query;
+        if (rewritten) answer.insertBefore(el("p", { class: "rewritten" }, `Follow-up searched as: ${rewritten}`), meta);
         setStatus("");
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
@@ -168,6 +176,7 @@ $("stop").addEventListener("click", stop);
 $("new-chat").addEventListener("click", () => {
   stop();
   conversationId = null;
+  turnsInConversation = 0;
   answers.clear();
   $("messages").replaceChildren();
   $("empty-state").hidden = false;
@@ -189,9 +198,23 @@ $("messages").addEventListener("click", (event) => {
   setTimeout(() => item.classList.remove("flash"), FLASH_MS);
 });
 
-api("/api/documents").then((docs) => {
-  if (docs.length) return;
-  $("empty-state").replaceChildren("No documents are indexed yet: upload some on the ",
-    el("a", { href: "documents.html" }, "Documents page"), " first.");
-}).catch(() => {});
+/** Placeholder and example questions from the user's own index (GET /api/ui). */
+function showExamples(settings) {
+  if (!settings.documents) {
+    $("empty-state").replaceChildren("No documents are indexed yet: upload some on the ",
+      el("a", { href: "documents.html" }, "Documents page"), " first.");
+    $("question").placeholder = "Upload documents first, then ask about them.";
+    return;
+  }
+  const examples = settings.example_questions;
+  if (!examples.length) return;
+  $("question").placeholder = `For example: ${examples[0]}`;
+  $("empty-state").append(el("div", { class: "examples", role: "group", "aria-label": "Example questions" },
+    ...examples.map((question) => el("button", { type: "button", class: "secondary example", onclick: () => {
+      $("question").value = question;
+      $("ask-form").requestSubmit();
+    } }, question))));
+}
+
+api("/api/ui").then(showExamples).catch(() => {});
 $("question").focus();
