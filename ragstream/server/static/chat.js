@@ -210,6 +210,7 @@ function showExamples(settings) {
   if (!examples.length) return;
   $("question").placeholder = `For example: ${examples[0]}`;
   $("empty-state").append(el("div", { class: "examples", role: "group", "aria-label": "Example questions" },
+    el("span", { class: "muted" }, "Try:"),
     ...examples.map((question) => el("button", { type: "button", class: "secondary example", onclick: () => {
       $("question").value = question;
       $("ask-form").requestSubmit();

@@ -16,14 +16,22 @@ function meta(record, chunks) {
 
 function chunkNode(chunk, cited) {
   const m = chunk.metadata;
-  const where = [m.header_path || m.section, m.page ? `page ${m.page}` : null].filter(Boolean).join(" · ");
+  const where = [(m.header_path || m.section).replaceAll(" > ", " › "), m.page ? `page ${m.page}` : null]
+    .filter(Boolean).join(" · ");
   return el("article", {
     id: chunkAnchor(chunk), class: cited ? "doc-chunk cited" : "doc-chunk", tabindex: "-1",
     "data-chunk-id": chunk.chunk_id, "data-index": m.chunk_index, "aria-current": cited ? "true" : null,
     "aria-label": `Chunk ${m.chunk_index + 1}${cited ? " (cited)" : ""}`,
   }, el("div", { class: "chunk-head muted" }, el("a", { href: `#${chunkAnchor(chunk)}`, class: "chunk-link" },
     `#${m.chunk_index + 1}`), where ? ` ${where}` : "", cited ? el("span", { class: "badge cited-badge" }, "cited") : ""),
-  el("div", { class: "chunk-text" }, chunk.text));
+  el("div", { class: "chunk-text" }, ...textNodes(chunk.text)));
+}
+
+/** The chunk's text with its fenced code blocks as <pre> (as text, never HTML). */
+function textNodes(text) {
+  return text.split(/(```[\s\S]*?(?:```|$))/).filter(Boolean).map((part) => (part.startsWith("```")
+    ? el("pre", {}, el("code", {}, part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "")))
+    : part));
 }
 
 /** The chunk the address points at: ?chunk=ID, #chunk-N, else the first chunk of ?page= / #page-N. */

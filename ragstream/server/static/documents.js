@@ -5,7 +5,7 @@ const $ = (id) => document.getElementById(id);
 const PERCENT = 100;
 const FILTER_DELAY_MS = 250;
 const DEFAULT_PAGE_SIZE = 25;
-const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "source", order: "asc", total: 0 };
+const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
 let filterTimer = null;
 
 function setStatus(node, text, isError = false) {
@@ -54,13 +54,16 @@ async function upload(event) {
   }
 }
 
+/** The last part of a path or URL: the name a person knows the file by (the full source is its title). */
+const fileName = (source) => source.split(/[\\/]/).filter(Boolean).pop() || source;
+
 function documentRow(doc) {
   const remove = el("button", { class: "danger", type: "button", "aria-label": `Delete ${doc.title}` }, "Delete");
   remove.addEventListener("click", () => removeDocument(doc));
   const first = doc.first_ingested_at || doc.ingested_at;
   return el("tr", { "data-id": doc.document_id },
     el("td", {}, el("a", { href: documentHref(doc.document_id) }, doc.title)),
-    el("td", { class: "muted file" }, doc.metadata.filename || doc.source),
+    el("td", { class: "muted file", title: doc.source }, doc.metadata.filename || fileName(doc.source)),
     el("td", { class: "muted" }, doc.mime), el("td", { class: "num" }, doc.chunk_count),
     el("td", { class: "muted date", title: first }, shortTime(first)),
     el("td", { class: "muted date", title: doc.ingested_at }, shortTime(doc.ingested_at)), el("td", {}, remove));

@@ -66,7 +66,8 @@ function stageSummary(view, sp, ids) {
 function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
   const chunk = byId.get(id) || { metadata: {} };
   const meta = chunk.metadata;
-  const where = [meta.title, meta.section, meta.page ? `page ${meta.page}` : null].filter(Boolean).join(" › ");
+  const section = meta.section && meta.section !== meta.title ? meta.section : null;
+  const where = [meta.title, section, meta.page ? `page ${meta.page}` : null].filter(Boolean).join(" › ");
   const raw = scores[index];
   const scoreCell = kind && typeof raw === "number"
     ? el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": raw.toFixed(6),
