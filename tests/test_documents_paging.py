@@ -120,7 +120,8 @@ def test_http_page_filter_sort_and_errors(server: RunningServer):
     assert found["total"] == 2 and found["q"] == "note-1"
     assert all(item["first_ingested_at"] for item in found["items"])
     for params, code in (({"limit": 11}, "invalid_query"), ({"limit": 0}, "validation_error"),
-                         ({"offset": -1}, "validation_error"), ({"sort": "size"}, "validation_error"),
+                         ({"offset": -1}, "validation_error"), ({"offset": 2**64}, "validation_error"),
+                         ({"limit": 2**64}, "invalid_query"), ({"sort": "size"}, "validation_error"),
                          ({"order": "up"}, "validation_error"), ({"q": "x" * 201}, "invalid_query")):
         response = httpx.get(url, params=params)
         assert response.status_code == 422 and response.json()["error"]["code"] == code, (params, response.text)

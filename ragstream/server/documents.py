@@ -75,12 +75,14 @@ def list_documents(state: ServerState = Depends(get_state)) -> list[DocumentReco
     return state.rs.documents()
 
 
+SQL_INTEGER_MAX = 2**63 - 1
+"""The largest offset a catalog query can take (a 64-bit signed integer)."""
 SortKey = Literal["title", "source", "mime", "chunks", "ingested", "updated"]
 """The sort keys of the catalog's :data:`SORT_COLUMNS` (a test checks they agree)."""
 
 
 @router.get("/page", response_model=DocumentPageResponse, responses=ERRORS, summary="One page of documents")
-def page_documents(offset: int = Query(0, ge=0), limit: int | None = Query(None, ge=1),
+def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int | None = Query(None, ge=1),
                    q: str = Query("", description="Part of the title or source, case-insensitive"),
                    sort: SortKey = "source", order: Literal["asc", "desc"] = "asc",
                    state: ServerState = Depends(get_state)) -> DocumentPageResponse:
