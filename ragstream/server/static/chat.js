@@ -8,6 +8,7 @@ const BULLET = /^([ \t]*)[-*] (?=\S)/gm;  // Markdown list items read as bullets
 const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*|\[\d+\])/;
 const SCORE_DIGITS = 2;
 const FLASH_MS = 1600;
+const PATH_PARTS = 3;
 const answers = new Map();  // answer id -> Map(number -> citation data)
 let conversationId = null;
 let controller = null;
@@ -46,6 +47,12 @@ function renderAnswer(node, text, answerId, cited) {
   node.replaceChildren(...nodes);
 }
 
+/** The last parts of a long path ("…/tutorial/cors.md"); the full path is the element's title. */
+function shortPath(source) {
+  const parts = source.split("/");
+  return parts.length > PATH_PARTS + 1 ? `…/${parts.slice(-PATH_PARTS).join("/")}` : source;
+}
+
 function sourceItem(answerId, citation) {
   const score = typeof citation.score === "number" ? citation.score.toFixed(SCORE_DIGITS) : null;
   const where = [citation.section ? `§ ${citation.section}` : null, citation.page ? `page ${citation.page}` : null,
@@ -61,7 +68,7 @@ function sourceItem(answerId, citation) {
     title: "Open the document at this passage",
   }, citation.title || citation.source || citation.document_id)),
   el("div", { class: "where" }, ...separated),
-  el("div", { class: "path" }, citation.source || ""));
+  el("div", { class: "path", title: citation.source || "" }, shortPath(citation.source || "")));
 }
 
 /** Show the sources of ``answerId`` in the panel. */

@@ -27,11 +27,17 @@ function chunkNode(chunk, cited) {
   el("div", { class: "chunk-text" }, ...textNodes(chunk.text)));
 }
 
-/** The chunk's text with its fenced code blocks as <pre> (as text, never HTML). */
+/** Inline `code` spans of a piece of text as <code> (as text, never HTML). */
+function inlineNodes(text) {
+  return text.split(/(`[^`\n]+`)/).filter(Boolean)
+    .map((piece) => (piece.length > 2 && piece.startsWith("`") && piece.endsWith("`") ? el("code", {}, piece.slice(1, -1)) : piece));
+}
+
+/** The chunk's text with its fenced code blocks as <pre> and inline code as <code> (never HTML). */
 function textNodes(text) {
-  return text.split(/(```[\s\S]*?(?:```|$))/).filter(Boolean).map((part) => (part.startsWith("```")
-    ? el("pre", {}, el("code", {}, part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "")))
-    : part));
+  return text.split(/(```[\s\S]*?(?:```|$))/).filter(Boolean).flatMap((part) => (part.startsWith("```")
+    ? [el("pre", {}, el("code", {}, part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "")))]
+    : inlineNodes(part)));
 }
 
 /** The chunk the address points at: ?chunk=ID, #chunk-N, else the first chunk of ?page= / #page-N. */

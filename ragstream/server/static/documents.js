@@ -62,7 +62,7 @@ function documentRow(doc) {
   remove.addEventListener("click", () => removeDocument(doc));
   const first = doc.first_ingested_at || doc.ingested_at;
   return el("tr", { "data-id": doc.document_id },
-    el("td", {}, el("a", { href: documentHref(doc.document_id) }, doc.title)),
+    el("td", {}, el("a", { class: "title", href: documentHref(doc.document_id), title: doc.title }, doc.title)),
     el("td", { class: "muted file", title: doc.source }, doc.metadata.filename || fileName(doc.source)),
     el("td", { class: "muted" }, doc.mime), el("td", { class: "num" }, doc.chunk_count),
     el("td", { class: "muted date", title: first }, shortTime(first)),
