@@ -120,3 +120,15 @@ def test_llm_not_in_budget_or_failing_uses_the_deterministic_rewrite(index):
     report = sp.stage_reports["preprocessed"]
     assert report.mode == "deterministic" and report.fallback and report.reason
     assert sp.rewritten_query == "enable CORS FastAPI app: credentials?"
+
+
+def test_packaged_qwen_rewrites_the_follow_up(index, qwen_server):
+    """The real packaged model (llama.cpp) as the a0 rewriter: a standalone question about CORS credentials."""
+    rs = index(llm={"base_url": qwen_server, "model": "qwen", "timeout_seconds": 180.0},
+               pipeline={"llm_stages": ["a0"]}, answer={"deadline_seconds": 600.0})
+    sp = rs.run_pipeline(rs.new_prompt(FOLLOW_UP, conversation=[(CORS_QUESTION, "Add CORSMiddleware.")]),
+                         until="Retrieval")
+    assert sp.stage_reports["preprocessed"].mode == "llm", sp.stage_reports["preprocessed"]
+    rewritten = sp.rewritten_query.casefold()
+    assert "cors" in rewritten and "credential" in rewritten, sp.rewritten_query
+    assert CORS_CREDENTIALS_SECTION in _sections(sp)[:2], _sections(sp)[:3]
