@@ -173,6 +173,15 @@ def test_chat_streams_cited_answer(page: Any, indexed: None):
     answer.locator("a.cite").first.click()
     expect(page.locator("#sources li .doc").first).to_have_text("timeouts")
 
+    # A PDF source opens the document view at its page, the cited chunk highlighted.
+    second.locator("a.cite").first.click()
+    page.locator("#sources li[data-page] .doc a").first.click()
+    expect(page.locator("#doc-title")).to_have_text("PDF Example Document")
+    expect(page.locator("#page-1")).to_have_text("Page 1")
+    cited = page.locator("article.doc-chunk.cited")
+    expect(cited).to_be_focused()
+    expect(cited.locator(".chunk-head")).to_contain_text("page 1")
+
 
 def test_chat_stop_marks_answer_incomplete(page: Any, indexed: None):
     """Stop aborts the stream: the answer is marked as stopped and the form is usable again."""
