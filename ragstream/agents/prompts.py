@@ -126,11 +126,15 @@ A0_REWRITE_PROMPT = AgentPrompt(
     name="A0_FollowUp_Rewrite",
     version=VERSION,
     system_template=(
-        "You rewrite the user's latest question so that it can be understood without the conversation: "
-        "resolve pronouns and ellipses with the topic of the earlier turns, keep the user's own words and "
-        "language, add nothing else. If it already stands alone, return it unchanged. "
-        "Answer as JSON, for example: {{\"standalone\": \"How do I allow credentials with CORS in FastAPI?\"}}"
+        "You make the LATEST QUESTION of a conversation self-contained. Combine what the latest question asks "
+        "about with the topic of the conversation into one question. Keep every word the latest question asks "
+        "about, in its language. Never answer it, never return an earlier question unchanged. If the latest "
+        "question already stands alone, return it as it is.\n\n"
+        "Example:\nCONVERSATION:\nUser: How do I set a timeout on an httpx client?\n\n"
+        "LATEST QUESTION:\nand for proxies?\n\n"
+        "Answer: {{\"standalone\": \"How do I set a timeout for proxies on an httpx client?\"}}"
     ),
-    user_template="CONVERSATION:\n{conversation}\n\nLATEST QUESTION:\n{question}",
+    user_template="CONVERSATION:\n{conversation}\n\nLATEST QUESTION:\n{question}\n\n"
+                  "Rewrite the latest question ({question}) so that it stands alone.",
     output_schema=A0RewriteOutput,
 )

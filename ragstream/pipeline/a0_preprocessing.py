@@ -17,12 +17,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from ragstream.agents.prompts import A0_REWRITE_PROMPT, A0RewriteOutput
 from ragstream.errors import MissingTaskError
-from ragstream.pipeline.agent_call import call_agent
+from ragstream.pipeline.agent_call import AgentRecord, call_agent
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import pair_text
-from ragstream.pipeline.followup import deterministic_rewrite
+from ragstream.pipeline.followup import deterministic_rewrite, dropped_terms
 from ragstream.pipeline.header_mapping import HeaderMapper, Mapping
 from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.pipeline.render import preview
@@ -89,8 +91,8 @@ def _rewrite_followup(sp: SuperPrompt, ctx: StageContext) -> None:
     conversation = "\n\n".join(pair_text(pair) for pair in pairs)[-settings.field_chars:]
     output, record = call_agent(ctx, "a0", A0_REWRITE_PROMPT,
                                 {"conversation": conversation, "question": task[: settings.field_chars]})
-    if isinstance(output, A0RewriteOutput):
-        standalone = " ".join(output.standalone.split())
+    standalone = _accepted(output, task, record)
+    if standalone is not None:
         changed = standalone.casefold() != " ".join(task.split()).casefold()
         sp.rewritten_query = standalone if changed else ""
         sp.extras["rewrite"] = {**record.log(), "rewritten": changed}
@@ -104,6 +106,19 @@ def _rewrite_followup(sp: SuperPrompt, ctx: StageContext) -> None:
         record.report(sp, "preprocessed")
     else:
         sp.report("preprocessed", "deterministic", reason=LADDER_REASON)
+
+
+def _accepted(output: BaseModel | None, task: str, record: AgentRecord) -> str | None:
+    """The LLM's standalone question, or ``None`` (recorded as a fallback) when it lost a term the
+    question asked about (small models return the earlier question instead)."""
+    if not isinstance(output, A0RewriteOutput):
+        return None
+    standalone = " ".join(output.standalone.split())
+    lost = dropped_terms(task, standalone)
+    if lost:
+        record.fall_back(f"the LLM's rewrite {standalone!r} dropped the question's own terms: {', '.join(lost)}")
+        return None
+    return standalone
 
 
 def _split(text: str, mapper: HeaderMapper, schema: PromptSchema) -> list[_Section]:

@@ -37,6 +37,10 @@ you your und oder aber auch was wie wo wer ist sind der die das ein eine mit mit
 """.split())
 """Words that carry no topic (English and a few German ones)."""
 
+KEPT_PREFIX_CHARS = 5
+"""A term of the question counts as kept in a rewrite when its first letters (this many) are there
+("credentials" kept as "credential")."""
+
 _WORDS = re.compile(r"[\w][\w\-\.]*[\w]|\w", re.UNICODE)
 
 
@@ -115,3 +119,9 @@ def deterministic_rewrite(question: str, pairs: Sequence[ConversationPair], max_
         rest = rest[match.end():] if match else rest
     rest = rest.strip() or question.strip()
     return f"{' '.join(carried)}: {rest}", carried
+
+
+def dropped_terms(question: str, rewrite: str) -> list[str]:
+    """Key terms of ``question`` that ``rewrite`` lost (an LLM rewrite must keep what was asked)."""
+    folded = rewrite.casefold()
+    return [term for term in key_terms(question) if term.casefold()[:KEPT_PREFIX_CHARS] not in folded]
