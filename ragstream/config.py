@@ -232,6 +232,9 @@ class PipelineLimits(ConfigSection):
     followup_max_words: int = Field(
         8, ge=1, description="A0: a question of at most this many words that opens with a connective ('and', "
         "'what about') or points back ('it', 'that') is a follow-up, rewritten with the conversation's topic.")
+    followup_fragment_words: int = Field(
+        2, ge=0, description="A0: a question of at most this many words ('credentials?') asked in a conversation "
+        "is a fragment of it: a follow-up even without a connective or pronoun.")
     followup_topic_terms: int = Field(
         6, ge=1, description="A0: at most this many key terms of the conversation's topic carried into a follow-up.")
 

@@ -14,12 +14,14 @@ import pytest
 from fastapi_corpus import CORS_CREDENTIALS_SECTION, write_corpus
 from recording_llm import RecordingLLM
 
+from ragstream.config import PipelineLimits
 from ragstream.pipeline.followup import deterministic_rewrite, dropped_terms, is_followup, key_terms
 from ragstream.pipeline.super_prompt import ConversationPair
 
 CORS_QUESTION = "How do I enable CORS in my FastAPI app?"
 FOLLOW_UP = "and credentials?"
-MAX_WORDS, MAX_TERMS = 8, 6
+LIMITS = PipelineLimits()
+MAX_WORDS, FRAGMENT = LIMITS.followup_max_words, LIMITS.followup_fragment_words
 
 
 def _pairs(*users: str) -> list[ConversationPair]:
@@ -28,24 +30,27 @@ def _pairs(*users: str) -> list[ConversationPair]:
 
 def test_followups_are_recognised_and_standalone_questions_are_not():
     for text in ("and credentials?", "What about cookies?", "Does it support credentials?", "und die Cookies?",
-                 "How about the order?"):
-        assert is_followup(text, MAX_WORDS), text
-    for text in ("How do I enable CORS?", "What is a middleware?", "credentials", "",
+                 "How about the order?", "credentials?", "allowed origins?"):
+        assert is_followup(text, MAX_WORDS, FRAGMENT), text
+    for text in ("How do I enable CORS?", "What is a middleware?", "",
                  "and how do I configure the allowed origins, methods and headers for every route?"):
-        assert not is_followup(text, MAX_WORDS), text
+        assert not is_followup(text, MAX_WORDS, FRAGMENT), text
+    assert not is_followup("credentials?", MAX_WORDS, 0)
 
 
 def test_deterministic_rewrite_carries_the_topic_terms():
-    rewritten, carried = deterministic_rewrite(FOLLOW_UP, _pairs(CORS_QUESTION), MAX_WORDS, MAX_TERMS)
+    rewritten, carried = deterministic_rewrite(FOLLOW_UP, _pairs(CORS_QUESTION), LIMITS)
     assert carried == ["enable", "CORS", "FastAPI", "app"]
     assert rewritten == "enable CORS FastAPI app: credentials?"
+    fragment = deterministic_rewrite("credentials?", _pairs(CORS_QUESTION), LIMITS)  # no connective at all
+    assert fragment is not None and fragment[0] == "enable CORS FastAPI app: credentials?"
     # A chain of follow-ups keeps the topic of the question they follow.
-    chained = deterministic_rewrite("and the headers?", _pairs(CORS_QUESTION, FOLLOW_UP), MAX_WORDS, MAX_TERMS)
+    chained = deterministic_rewrite("and the headers?", _pairs(CORS_QUESTION, FOLLOW_UP), LIMITS)
     assert chained is not None and chained[1] == ["enable", "CORS", "FastAPI", "app", "credentials"]
     # Standalone questions, a first question and a follow-up that repeats the topic stay as they are.
-    assert deterministic_rewrite("What is a middleware?", _pairs(CORS_QUESTION), MAX_WORDS, MAX_TERMS) is None
-    assert deterministic_rewrite(FOLLOW_UP, [], MAX_WORDS, MAX_TERMS) is None
-    assert deterministic_rewrite("and CORS?", _pairs("CORS"), MAX_WORDS, MAX_TERMS) is None
+    assert deterministic_rewrite("What is a middleware?", _pairs(CORS_QUESTION), LIMITS) is None
+    assert deterministic_rewrite(FOLLOW_UP, [], LIMITS) is None
+    assert deterministic_rewrite("and CORS?", _pairs("CORS"), LIMITS) is None
     assert key_terms("What about the allow_origins list?") == ["allow_origins", "list"]
 
 

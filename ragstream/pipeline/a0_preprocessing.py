@@ -98,7 +98,7 @@ def _rewrite_followup(sp: SuperPrompt, ctx: StageContext) -> None:
         sp.extras["rewrite"] = {**record.log(), "rewritten": changed}
         record.report(sp, "preprocessed")
         return
-    rewrite = deterministic_rewrite(task, pairs, limits.followup_max_words, limits.followup_topic_terms)
+    rewrite = deterministic_rewrite(task, pairs, limits)
     sp.rewritten_query = rewrite[0] if rewrite else ""
     sp.extras["rewrite"] = {**record.log(), "rewritten": rewrite is not None,
                             "carried_terms": rewrite[1] if rewrite else []}

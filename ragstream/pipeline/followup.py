@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ragstream.config import PipelineLimits
 from ragstream.pipeline.super_prompt import ConversationPair
 
 OPENERS: tuple[tuple[str, ...], ...] = tuple(tuple(opener.split()) for opener in (
@@ -58,13 +59,14 @@ def opener_length(tokens: Sequence[str]) -> int:
     return 0
 
 
-def is_followup(text: str, max_words: int) -> bool:
+def is_followup(text: str, max_words: int, fragment_words: int) -> bool:
     """True for a short question (at most ``max_words`` words) that opens with a connective or
-    points back with a pronoun."""
+    points back with a pronoun, and for a fragment of at most ``fragment_words`` words."""
     tokens = words(text)
     if not tokens or len(tokens) > max_words:
         return False
-    return opener_length(tokens) > 0 or any(token.casefold() in ANAPHORA for token in tokens)
+    return (len(tokens) <= fragment_words or opener_length(tokens) > 0
+            or any(token.casefold() in ANAPHORA for token in tokens))
 
 
 def key_terms(text: str) -> list[str]:
@@ -83,13 +85,13 @@ def key_terms(text: str) -> list[str]:
     return terms
 
 
-def topic_terms(pairs: Sequence[ConversationPair], max_words: int, max_terms: int) -> list[str]:
+def topic_terms(pairs: Sequence[ConversationPair], limits: PipelineLimits) -> list[str]:
     """The topic of the conversation so far: key terms of the last user turn that was not a
-    follow-up and of the follow-ups after it, oldest first, at most ``max_terms``."""
+    follow-up and of the follow-ups after it, oldest first, at most ``followup_topic_terms``."""
     turns: list[str] = []
     for pair in reversed(pairs):
         turns.insert(0, pair.user)
-        if not is_followup(pair.user, max_words):
+        if not is_followup(pair.user, limits.followup_max_words, limits.followup_fragment_words):
             break
     seen: set[str] = set()
     terms: list[str] = []
@@ -98,17 +100,17 @@ def topic_terms(pairs: Sequence[ConversationPair], max_words: int, max_terms: in
             if term.casefold() not in seen:
                 seen.add(term.casefold())
                 terms.append(term)
-    return terms[:max_terms]
+    return terms[: limits.followup_topic_terms]
 
 
-def deterministic_rewrite(question: str, pairs: Sequence[ConversationPair], max_words: int,
-                          max_terms: int) -> tuple[str, list[str]] | None:
+def deterministic_rewrite(question: str, pairs: Sequence[ConversationPair],
+                          limits: PipelineLimits) -> tuple[str, list[str]] | None:
     """``(standalone question, carried terms)`` for a follow-up, ``None`` when ``question`` stands
     alone (no earlier turn, not a follow-up, or nothing to carry)."""
-    if not pairs or not is_followup(question, max_words):
+    if not pairs or not is_followup(question, limits.followup_max_words, limits.followup_fragment_words):
         return None
     own = {term.casefold() for term in key_terms(question)}
-    carried = [term for term in topic_terms(pairs, max_words, max_terms) if term.casefold() not in own]
+    carried = [term for term in topic_terms(pairs, limits) if term.casefold() not in own]
     if not carried:
         return None
     tokens = words(question)
