@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
+CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
 CREATE TABLE IF NOT EXISTS write_intents (
     intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
     document_id TEXT NOT NULL,
@@ -274,13 +278,16 @@ class Catalog:
         ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source), ``limit`` of them from ``offset``."""
         column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
         direction = "DESC" if descending else "ASC"
-        pattern = "%" + query.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where = "WHERE lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\'"
+        where = ""
+        params: tuple[str, ...] = ()
+        if query:
+            pattern = "%" + query.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where, params = "WHERE lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\'", (pattern, pattern)
         with self.read_transaction():
-            total = int(self._db.execute(f"SELECT COUNT(*) FROM documents {where}", (pattern, pattern)).fetchone()[0])
+            total = int(self._db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
             rows = self._db.execute(
                 f"SELECT {_RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
-                "LIMIT ? OFFSET ?", (pattern, pattern, limit, offset)).fetchall()
+                "LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
         return DocumentPage(records=[_record(row) for row in rows], total=total)
 
     def live_generations(self) -> dict[str, int]:
