@@ -31,7 +31,7 @@ from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
-from ragstream.store.catalog import Catalog
+from ragstream.store.catalog import Catalog, DocumentPage
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.snapshots import Snapshots
 
@@ -121,6 +121,25 @@ class Ragstream:
     def documents(self, *, user: str | None = None) -> list[DocumentRecord]:
         """Every live document ``user`` may see (all without a user), in one catalog read."""
         return self.catalog.list(user)
+
+    def document_page(self, offset: int = 0, limit: int | None = None, query: str = "", sort: str = "source",
+                      descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        """One page of the documents ``user`` may see (every one without a user) whose title or source
+        contains ``query`` (case-insensitive), sorted by ``sort`` (title, source, mime, chunks, ingested,
+        updated), with the total that matched."""
+        size = limit if limit is not None else self.config.server.documents_page_size
+        return self.catalog.page(max(offset, 0), max(size, 0), query, sort, descending, user=user)
+
+    def example_questions(self, count: int | None = None, *, user: str | None = None) -> list[str]:
+        """Questions about the documents ``user`` may see (the largest ones first), for a UI to suggest."""
+        server = self.config.server
+        wanted = server.example_questions if count is None else count
+        if wanted <= 0:
+            return []
+        records = self.catalog.page(0, wanted * 2, sort="chunks", descending=True, user=user).records
+        titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
+        return [_question(title, server.example_question_template, server.example_title_chars)
+                for title in titles[:wanted]]
 
     def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
@@ -314,6 +333,13 @@ class Ragstream:
         with self._embedder_lock:
             self._answer_service = self._answer_service or service
             return self._answer_service
+
+
+def _question(title: str, template: str, max_chars: int) -> str:
+    """A question about ``title`` (cut at a word to ``max_chars``); a title that is a question is kept."""
+    if len(title) > max_chars:
+        title = title[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return title if title.endswith("?") else template.format(title=title)
 
 
 def _found(document_id: str, record: DocumentRecord | None) -> DocumentRecord:

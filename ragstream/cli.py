@@ -385,6 +385,8 @@ def _answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None
     if not stream:
         answer = rs.ask(question, conversation, selected_text)
         print(answer.model_dump_json(indent=2) if json_output else f"{answer.answer}\n\n{sources_text(answer)}")
+        if not json_output:
+            _say_rewrite(answer)
         return answer.metadata["conversation_id"]
     final: Answer | None = None
     for event in rs.stream_answer(question, conversation, selected_text):
@@ -398,8 +400,16 @@ def _answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None
         raise RuntimeError("the answer stream ended without a done event")
     if not json_output:
         print(f"\n\n{sources_text(final)}")
+        _say_rewrite(final)
     conversation_id: str = final.metadata["conversation_id"]
     return conversation_id
+
+
+def _say_rewrite(answer: Any) -> None:
+    """On stderr: how a follow-up question was searched (``metadata.pipeline.rewritten_query``)."""
+    rewritten = (answer.metadata.get("pipeline") or {}).get("rewritten_query")
+    if rewritten:
+        err_console.print(f"follow-up searched as: {rewritten}", style="dim", highlight=False, markup=False)
 
 
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:

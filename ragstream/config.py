@@ -223,11 +223,20 @@ class PipelineLimits(ConfigSection):
     split_min_words: int = Field(
         40, ge=1, description="Retrieval searches a query shorter than this whole; longer ones also by sentence "
         "groups. Short questions are one need, and splitting them at abbreviation dots ('H. pylori') only adds noise.")
-    llm_stages: list[Literal["a2", "a3", "a4", "a5"]] = Field(
+    llm_stages: list[Literal["a0", "a2", "a3", "a4", "a5"]] = Field(
         default_factory=list,
         description="Agent stages that call the LLM (when llm.base_url is set); the others run their "
-        "deterministic rules. Off by default: none measurably helped the answers bench with small local models.",
+        "deterministic rules. Off by default: none measurably helped the answers bench with small local models. "
+        "a0: the LLM rewrites a question asked in a conversation into a standalone one.",
     )
+    followup_max_words: int = Field(
+        8, ge=1, description="A0: a question of at most this many words that opens with a connective ('and', "
+        "'what about') or points back ('it', 'that') is a follow-up, rewritten with the conversation's topic.")
+    followup_fragment_words: int = Field(
+        2, ge=0, description="A0: a question of at most this many words ('credentials?') asked in a conversation "
+        "is a fragment of it: a follow-up even without a connective or pronoun.")
+    followup_topic_terms: int = Field(
+        6, ge=1, description="A0: at most this many key terms of the conversation's topic carried into a follow-up.")
 
 
 class PreprocessingConfig(ConfigSection):
@@ -289,6 +298,7 @@ class A4CondenserSettings(AgentSettings):
 class AgentsConfig(ConfigSection):
     """The LLM agents of the pipeline; each calls the LLM only when ``llm.enabled`` and it is in ``pipeline.llm_stages``."""
 
+    a0: AgentSettings = AgentSettings()
     a2: AgentSettings = AgentSettings()
     a3: A3GateSettings = A3GateSettings()
     a4: A4CondenserSettings = A4CondenserSettings()
@@ -345,6 +355,16 @@ class ServerConfig(ConfigSection):
         120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")
     client_probe_seconds: float = Field(
         1.0, gt=0, description="The CLI's check that the server announced in the data directory answers (/healthz).")
+    ui_stage_top_entries: int = Field(
+        20, ge=1, description="Pipeline page: chunks shown per stage before 'show all'.")
+    documents_page_size: int = Field(25, ge=1, description="Documents page: rows per page (GET /api/documents/page).")
+    max_documents_page_size: int = Field(500, ge=1, description="Largest limit GET /api/documents/page accepts.")
+    max_document_filter_chars: int = Field(200, ge=1, description="Longest name/title filter GET /api/documents/page accepts.")
+    example_questions: int = Field(
+        3, ge=0, description="Chat page: example questions drawn from the index's document titles.")
+    example_question_template: str = Field(
+        "What do my documents say about {title}?", description="An example question; {title} is a document title.")
+    example_title_chars: int = Field(80, ge=8, description="Longer titles are cut (at a word) in example questions.")
 
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf")

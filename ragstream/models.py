@@ -135,9 +135,10 @@ class DocumentRecord(BaseModel):
     generation: int
     chunk_count: int
     fingerprint: str
-    ingested_at: str
+    ingested_at: str = Field(description="When the live version was ingested (the last update).")
     metadata: dict[str, Any] = Field(default_factory=dict)
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
+    first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
 
 
 class FileFailure(BaseModel):

@@ -1,19 +1,15 @@
 """The web UI in headless Chromium against a real ``ragstream serve`` process (issue 5).
 
-Uses Debian's ``chromium`` (``/usr/bin/chromium``) through Playwright's Python package with
-``executable_path``: Playwright's own browser download does not work here. The tests skip with the
-reason when either is missing, and fail instead when ``RAGSTREAM_REQUIRE_BROWSER=1`` (CI).
+Chromium comes from ``browser_fixtures`` (Debian's ``/usr/bin/chromium`` through Playwright).
 
 Flows: upload a Markdown file and a PDF with progress, delete one, reindex (Documents); ask with the
 keyboard and see the streamed answer, inline citations linked to sources and the confidence badge
-(Chat); run the eight stages one by one, then Auto (Pipeline). Screenshots of the three pages are
-written to ``docs/screenshots/`` after the flows.
+(Chat); run the eight stages one by one, then Auto (Pipeline). The screenshots in
+``docs/screenshots/`` come from a corpus of over 100 documents (``test_browser_corpus.py``).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,17 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from browser_fixtures import checked_page, launched_browser
 from server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # headless Chromium against a real-model server
 
-CHROMIUM = Path(os.environ.get("RAGSTREAM_CHROMIUM", "/usr/bin/chromium"))
-REQUIRE_ENV = "RAGSTREAM_REQUIRE_BROWSER"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1280, "height": 900}
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-TIMEOUT_MS = 120_000
 MARKDOWN = ("httpx", "docs", "advanced", "timeouts.md")
 PDF_KEPT = "google-doc-document.pdf"
 PDF_DELETED = "pdflatex-outline.pdf"
@@ -51,31 +41,10 @@ WATCH_UPLOAD = """() => {
 }"""
 
 
-def _unavailable(reason: str) -> None:
-    """Skip with ``reason``, or fail when ``RAGSTREAM_REQUIRE_BROWSER=1``."""
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_ENV}=1)", pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if importlib.util.find_spec("playwright") is None:
-        _unavailable("the playwright package is not installed: pip install -e '.[test]'")
-    if not CHROMIUM.is_file():
-        _unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import Error, expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)  # answers and indexing take seconds on a busy 2-core machine
-    with sync_playwright() as playwright:
-        try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        except Error as error:
-            _unavailable(f"Chromium at {CHROMIUM} did not start: {error}")
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched_browser() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -97,25 +66,8 @@ def indexed(server: RunningServer, shared_data: Path) -> None:
 @pytest.fixture
 def page(browser: Any, server: RunningServer) -> Iterator[Any]:
     """A fresh 1280-wide page; fails the test on any page error or console error."""
-    context = browser.new_context(viewport=VIEWPORT, base_url=server.url)
-    context.set_default_timeout(TIMEOUT_MS)
-    tab = context.new_page()
-    problems: list[str] = []
-    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    tab.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
-    tab.on("dialog", lambda dialog: dialog.accept())
-    try:
+    with checked_page(browser, server.url) as tab:
         yield tab
-    finally:
-        context.close()
-    assert not problems, problems
-
-
-def _screenshot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.mouse.move(VIEWPORT["width"] - 1, VIEWPORT["height"] - 1)  # no hover effect in the picture
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def _rows(page: Any) -> dict[str, Any]:
@@ -162,7 +114,6 @@ def test_documents_upload_delete_reindex(page: Any, server: RunningServer, share
     page.get_by_role("button", name="Reindex all").click()
     expect(page.locator("#list-status")).to_have_text(re.compile(r"^Reindexed 2 document\(s\), \d+ chunks$"))
     expect(page.locator("#documents tbody tr")).to_have_count(2)
-    _screenshot(page, "documents")
 
 
 def _wait_answered(page: Any, index: int) -> Any:
@@ -219,9 +170,17 @@ def test_chat_streams_cited_answer(page: Any, indexed: None):
     expect(pdf_source).to_be_visible()
     assert pdf_source.get_attribute("data-page") == "1" and "page 1" in pdf_source.locator(".where").inner_text()
     assert pdf_source.locator(".doc").inner_text() == "PDF Example Document"  # the PDF's title
-    _screenshot(page, "chat")
     answer.locator("a.cite").first.click()
     expect(page.locator("#sources li .doc").first).to_have_text("timeouts")
+
+    # A PDF source opens the document view at its page, the cited chunk highlighted.
+    second.locator("a.cite").first.click()
+    page.locator("#sources li[data-page] .doc a").first.click()
+    expect(page.locator("#doc-title")).to_have_text("PDF Example Document")
+    expect(page.locator("#page-1")).to_have_text("Page 1")
+    cited = page.locator("article.doc-chunk.cited")
+    expect(cited).to_be_focused()
+    expect(cited.locator(".chunk-head")).to_contain_text("page 1")
 
 
 def test_chat_stop_marks_answer_incomplete(page: Any, indexed: None):
@@ -284,8 +243,8 @@ def test_pipeline_stages_one_by_one_then_auto(page: Any, indexed: None):
     assert lengths == sorted(lengths) and lengths[-1] > lengths[0] > 0, lengths
     ready = page.locator("#prompt-ready").inner_text()
     assert QUESTION in ready and "## S_CTX" in ready and "timeouts.md" in ready
-    heads = page.locator("#views thead th").all_inner_texts()
-    assert any(head.startswith("retrieval (") for head in heads) and any(head.startswith("reranked (") for head in heads)
+    for view in ("retrieval", "reranked", "a3", "a4"):
+        expect(page.locator(f'#views section[data-view="{view}"]')).to_have_count(1)
     assert page.locator('#views td[data-view="reranked"][data-score]').count() > 0
     assert page.locator("#views td.final").count() > 0
 
@@ -300,4 +259,3 @@ def test_pipeline_stages_one_by_one_then_auto(page: Any, indexed: None):
         expect(buttons.nth(i)).to_have_attribute("data-state", "done")
     expect(page.locator("#prompt-ready")).to_contain_text("What does the pool timeout limit?")
     expect(page.locator("#prompt-ready")).to_be_focused()
-    _screenshot(page, "pipeline")

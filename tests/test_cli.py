@@ -128,6 +128,8 @@ def test_ask_and_chat_without_an_llm(fast_data_dir: Path):
     chat = runner.invoke(app, ["chat"], input="How do I set a timeout?\nAnd for async clients?\n\n")
     assert chat.exit_code == 0, chat.output
     assert chat.output.count("[1]") >= 2, "both answers cite their sources"
+    # The follow-up was searched with the first question's topic, and the CLI says how (on stderr).
+    assert "follow-up searched as: timeout: for async clients?" in chat.stderr
 
 
 def test_folder_ingest_indexes_the_markdown_and_counts_the_rest_as_skipped(fast_data_dir: Path, tmp_path: Path):

@@ -109,6 +109,15 @@ def test_listing_shows_own_and_shared_documents_without_server_paths(alice: http
     assert all(set(chunk["metadata"]["extra"]) == {"filename"} for chunk in detail["chunks"])
 
 
+def test_document_pages_and_ui_counts_are_per_user(alice: httpx.Client, bob: httpx.Client, docs: dict[str, dict]):
+    for client, own in ((alice, "alice"), (bob, "bob")):
+        page = client.get("/api/documents/page", params={"limit": 50}).json()
+        assert ids(page["items"]) == {docs[own]["document_id"], docs["shared"]["document_id"]}
+        assert page["total"] == 2
+        assert all(item["source"].startswith("upload://") for item in page["items"])  # no server paths
+        assert client.get("/api/ui").json()["documents"] == 2
+
+
 def test_another_users_document_is_not_found(alice: httpx.Client, bob: httpx.Client, docs: dict[str, dict]):
     secret = docs["alice"]["document_id"]
     for path, params in ((f"/api/documents/{secret}", {}), (f"/api/documents/{secret}", {"include_chunks": True}),

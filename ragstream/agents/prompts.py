@@ -116,3 +116,25 @@ def a5_prompt(format_kinds: tuple[str, ...], default_kind: str) -> AgentPrompt:
         enums={"format_kind": format_kinds},
         defaults={"format_kind": default_kind},
     )
+
+
+class A0RewriteOutput(BaseModel):
+    standalone: str = Field(min_length=1, description="The question rewritten to stand alone.")
+
+
+A0_REWRITE_PROMPT = AgentPrompt(
+    name="A0_FollowUp_Rewrite",
+    version=VERSION,
+    system_template=(
+        "You make the LATEST QUESTION of a conversation self-contained. Combine what the latest question asks "
+        "about with the topic of the conversation into one question. Keep every word the latest question asks "
+        "about, in its language. Never answer it, never return an earlier question unchanged. If the latest "
+        "question already stands alone, return it as it is.\n\n"
+        "Example:\nCONVERSATION:\nUser: How do I set a timeout on an httpx client?\n\n"
+        "LATEST QUESTION:\nand for proxies?\n\n"
+        "Answer: {{\"standalone\": \"How do I set a timeout for proxies on an httpx client?\"}}"
+    ),
+    user_template="CONVERSATION:\n{conversation}\n\nLATEST QUESTION:\n{question}\n\n"
+                  "Rewrite the latest question ({question}) so that it stands alone.",
+    output_schema=A0RewriteOutput,
+)

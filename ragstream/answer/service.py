@@ -344,6 +344,7 @@ class AnswerService:
                 "retrieval_mode": sp.retrieval_mode or None,
                 "pipeline": {"stages": list(sp.history_of_stages), "selected": len(sp.final_selection_ids),
                              "fallbacks": sp.fallbacks(),
+                             "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
                              "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
                 "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results"),

@@ -1,10 +1,14 @@
-"""A0_PreProcessing: raw prompt text -> canonical ``sp.body`` (docs/pipeline.md). No LLM.
+"""A0_PreProcessing: raw prompt text -> canonical ``sp.body`` (docs/pipeline.md), and a follow-up
+question rewritten to stand alone (``sp.rewritten_query``, :mod:`ragstream.pipeline.followup`).
 
 Header lines are ``Key: value`` or Markdown headings; the text up to the next header is the
 value. Each header walks the mapping ladder (:mod:`ragstream.pipeline.header_mapping`). A
 ``Key:`` line whose key maps nowhere is ordinary text unless it looks deliberate (ALL CAPS);
 unknown Markdown headings are always attributes. Unknown attributes go to
 ``extras["unknown_attributes"]``, every decision to ``extras["a0"]``.
+
+The header ladder never calls an LLM; the follow-up rewrite does when ``a0`` is in
+``pipeline.llm_stages`` and the prompt has earlier turns (``extras["rewrite"]`` logs it).
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
+from ragstream.agents.prompts import A0_REWRITE_PROMPT, A0RewriteOutput
 from ragstream.errors import MissingTaskError
+from ragstream.pipeline.agent_call import AgentRecord, call_agent
 from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.conversation import pair_text
+from ragstream.pipeline.followup import deterministic_rewrite, dropped_terms
 from ragstream.pipeline.header_mapping import HeaderMapper, Mapping
 from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.pipeline.render import preview
@@ -24,6 +34,7 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<key>.+?)\s*:?\s*$")
 _KEY_LINE = re.compile(r"^\s*\**(?P<key>[^\W\d_][^:\n]*?)\**\s*:\**(?:\s+(?P<value>.*))?$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _QUESTION = re.compile(r"[^.!?\n]*\?")
+LADDER_REASON = "header-mapping ladder of the prompt schema"
 
 
 @dataclass
@@ -63,10 +74,51 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     sp.extras["unknown_attributes"] = unknown
     sp.extras["a0"] = _log(sections, sources, ctx.schema)
     sp.user_given_fields = sorted(key for key, source in sources.items() if source == "user")
-    sp.report("preprocessed", "deterministic", reason="header-mapping ladder of the prompt schema")
+    _rewrite_followup(sp, ctx)
     sp.advance("preprocessed")
     sp.prompt_ready = preview(sp)
     return sp
+
+
+def _rewrite_followup(sp: SuperPrompt, ctx: StageContext) -> None:
+    """Set ``sp.rewritten_query`` when the task is a follow-up of the recent conversation, and report
+    how A0 ran (the LLM when ``a0`` is in its budget, else the deterministic rewrite)."""
+    pairs, task, limits = sp.recentConversation, sp.body.get("task", ""), ctx.config.pipeline
+    if not pairs:
+        sp.report("preprocessed", "deterministic", reason=LADDER_REASON)
+        return
+    settings = ctx.agents.settings("a0")
+    conversation = "\n\n".join(pair_text(pair) for pair in pairs)[-settings.field_chars:]
+    output, record = call_agent(ctx, "a0", A0_REWRITE_PROMPT,
+                                {"conversation": conversation, "question": task[: settings.field_chars]})
+    standalone = _accepted(output, task, record)
+    if standalone is not None:
+        changed = standalone.casefold() != " ".join(task.split()).casefold()
+        sp.rewritten_query = standalone if changed else ""
+        sp.extras["rewrite"] = {**record.log(), "rewritten": changed}
+        record.report(sp, "preprocessed")
+        return
+    rewrite = deterministic_rewrite(task, pairs, limits)
+    sp.rewritten_query = rewrite[0] if rewrite else ""
+    sp.extras["rewrite"] = {**record.log(), "rewritten": rewrite is not None,
+                            "carried_terms": rewrite[1] if rewrite else []}
+    if record.llm_attempted:
+        record.report(sp, "preprocessed")
+    else:
+        sp.report("preprocessed", "deterministic", reason=LADDER_REASON)
+
+
+def _accepted(output: BaseModel | None, task: str, record: AgentRecord) -> str | None:
+    """The LLM's standalone question, or ``None`` (recorded as a fallback) when it lost a term the
+    question asked about (small models return the earlier question instead)."""
+    if not isinstance(output, A0RewriteOutput):
+        return None
+    standalone = " ".join(output.standalone.split())
+    lost = dropped_terms(task, standalone)
+    if lost:
+        record.fall_back(f"the LLM's rewrite {standalone!r} dropped the question's own terms: {', '.join(lost)}")
+        return None
+    return standalone
 
 
 def _split(text: str, mapper: HeaderMapper, schema: PromptSchema) -> list[_Section]:

@@ -20,6 +20,7 @@ from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.query_pieces import search_body
 from ragstream.pipeline.render import provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
 
@@ -39,13 +40,13 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     working = sp.chunks(sp.views_by_stage["reranked"][: settings.max_candidates])
     decisions: dict[str, str] = {}
     candidates = [c for c in working if not _is_empty(c, settings.min_chunk_chars, decisions)]
-    vectors, no_vectors = _vectors(ctx, candidates, sp.query_pieces or [query_text(sp.body)])
+    vectors, no_vectors = _vectors(ctx, candidates, sp.query_pieces or [query_text(search_body(sp))])
     if vectors is not None:
         candidates, passage_vectors = _drop_duplicates(candidates, vectors[0], settings.duplicate_cosine, decisions)
     if not candidates:
         raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
 
-    query = query_text(sp.body)
+    query = query_text(search_body(sp))
     payload = {"prompt_md": query[: settings.field_chars], "candidates": _numbered(candidates, settings.snippet_chars)}
     output, record = call_agent(ctx, "a3", A3_PROMPT, payload)
     kept: list[Chunk] = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ragstream.pipeline.super_prompt import SuperPrompt
+
 QUERY_FIELDS = ("task", "context", "purpose")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -11,6 +13,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def normalized_query(body: dict[str, str]) -> str:
     """task, context and purpose joined, whitespace collapsed."""
     return " ".join(" ".join(body.get(name, "") for name in QUERY_FIELDS).split())
+
+
+def search_body(sp: SuperPrompt) -> dict[str, str]:
+    """The body the search stages read: the task replaced by A0's standalone rewrite of a follow-up."""
+    return {**sp.body, "task": sp.rewritten_query} if sp.rewritten_query else sp.body
 
 
 def split_query(query: str, max_pieces: int, max_chars: int) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ragstream.errors import EmbeddingFailureError
 from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.query_pieces import search_body
 from ragstream.pipeline.render import query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
 
@@ -21,7 +22,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     reranker, reason = ctx.reranker, ctx.reranker_unavailable
     if reranker is not None:
         try:
-            scores = reranker.score(query_text(sp.body), [chunk.text for chunk in sp.chunks(candidates)])
+            scores = reranker.score(query_text(search_body(sp)), [chunk.text for chunk in sp.chunks(candidates)])
         except EmbeddingFailureError as error:
             reranker, reason = None, f"the reranker's embedder is unavailable: {error.message}"
     if reranker is None:

@@ -22,7 +22,7 @@ from ragstream.errors import EmbeddingFailureError, NoRetrievalResultsError
 from ragstream.models import Chunk, SearchMode
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import conversation_chunks
-from ragstream.pipeline.query_pieces import normalized_query, query_pieces
+from ragstream.pipeline.query_pieces import normalized_query, query_pieces, search_body
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.super_prompt import SuperPrompt
 
@@ -35,7 +35,7 @@ NOT_RANKED = float("inf")
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     """Populate ``base_context_chunks``, ``views_by_stage["retrieval"]`` and its scores."""
     limits = ctx.config.pipeline
-    query = normalized_query(sp.body)
+    query = normalized_query(search_body(sp))
     pieces = query_pieces(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars, limits.split_min_words)
     if not pieces:
         raise NoRetrievalResultsError("the prompt has no task, context or purpose text to search with")

@@ -95,6 +95,9 @@ class SuperPrompt(BaseModel):
     user_given_fields: list[str] = Field(
         default_factory=list, description="Body fields the user wrote as headers (A0); A2 never overrides them."
     )
+    rewritten_query: str = Field(
+        "", description="A0: a follow-up question rewritten to stand alone with the conversation (empty when the "
+        "task stands alone); retrieval, reranking and the gate search with it instead of the task.")
     query_pieces: list[str] = Field(default_factory=list, description="The pieces Retrieval searched with.")
     retrieval_mode: str = Field("", description="hybrid, or bm25 when the embedder was unavailable.")
     chunk_decisions: dict[str, str] = Field(

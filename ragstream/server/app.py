@@ -12,7 +12,7 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, documents, metrics, openai_compat, pipeline, search
+from ragstream.server import chat, documents, metrics, openai_compat, pipeline, search, ui
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
@@ -33,7 +33,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     app.state.ragstream = ServerState(rs=rs, config=config, uploads=_upload_store(rs, config),
                                       prompts=PromptSessions(config.max_pipeline_sessions))
     install_error_handlers(app)
-    for module in (documents, search, chat, pipeline, openai_compat, metrics):
+    for module in (documents, search, chat, pipeline, openai_compat, metrics, ui):
         app.include_router(module.router)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")
 

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
-from ragstream.errors import PermissionDeniedError
+from ragstream.errors import InvalidQueryError, PermissionDeniedError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import ingest_upload, public_record, stored_upload
-from ragstream.server.schemas import DeleteResponse, DocumentDetail, ErrorResponse, UploadedFile, UploadResponse
+from ragstream.server.schemas import (
+    DeleteResponse,
+    DocumentDetail,
+    DocumentPageResponse,
+    ErrorResponse,
+    UploadedFile,
+    UploadResponse,
+)
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.uploads import check_content_length, display_name, limited_receive
 from ragstream.server.users import Caller, get_caller
@@ -71,6 +78,32 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
 def list_documents(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
     """Every live document of the caller's, and every shared one (``owner`` null)."""
     return [public_record(record) for record in state.rs.documents(user=caller.user)]
+
+
+SQL_INTEGER_MAX = 2**63 - 1
+"""The largest offset a catalog query can take (a 64-bit signed integer)."""
+SortKey = Literal["title", "source", "mime", "chunks", "ingested", "updated"]
+"""The sort keys of the catalog's :data:`SORT_COLUMNS` (a test checks they agree)."""
+
+
+@router.get("/page", response_model=DocumentPageResponse, responses=ERRORS, summary="One page of documents")
+def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int | None = Query(None, ge=1),
+                   q: str = Query("", description="Part of the title or source, case-insensitive"),
+                   sort: SortKey = "source", order: Literal["asc", "desc"] = "asc",
+                   state: ServerState = Depends(get_state),
+                   caller: Caller = Depends(get_caller)) -> DocumentPageResponse:
+    """The caller's and the shared documents whose title or source contains ``q``, sorted (``ingested``:
+    first ingest; ``updated``: the live version's ingest), ``limit`` (default ``server.documents_page_size``)
+    from ``offset``, with the ``total`` that matched."""
+    cfg = state.config
+    size = cfg.documents_page_size if limit is None else limit
+    if size > cfg.max_documents_page_size:
+        raise InvalidQueryError(f"limit must be at most {cfg.max_documents_page_size}")
+    if len(q) > cfg.max_document_filter_chars:
+        raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
+    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user)
+    return DocumentPageResponse(items=[public_record(record) for record in found.records], total=found.total,
+                                offset=offset, limit=size, q=q.strip(), sort=sort, order=order)
 
 
 @router.post("/reindex", response_model=IngestReport, responses={403: {"model": ErrorResponse}},

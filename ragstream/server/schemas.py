@@ -75,6 +75,27 @@ class DocumentDetail(BaseModel):
     chunks: list[Chunk] | None = None
 
 
+class DocumentPageResponse(BaseModel):
+    """``GET /api/documents/page``: one page of the document list."""
+
+    items: list[DocumentRecord]
+    total: int = Field(description="Documents that matched the filter, on all pages.")
+    offset: int
+    limit: int
+    q: str = Field("", description="The filter: a case-insensitive part of the title or source.")
+    sort: str
+    order: Literal["asc", "desc"]
+
+
+class UISettings(BaseModel):
+    """``GET /api/ui``: what the web UI shows, from the config and the user's own index."""
+
+    stage_top_entries: int = Field(description="Pipeline page: chunks per stage before 'show all'.")
+    documents_page_size: int = Field(description="Documents page: rows per page.")
+    documents: int = Field(description="Documents in the index.")
+    example_questions: list[str] = Field(description="Questions about the index's own documents.")
+
+
 class DeleteResponse(BaseModel):
     """``DELETE /api/documents/{id}``."""
 

@@ -36,10 +36,15 @@ CREATE TABLE IF NOT EXISTS documents (
     metadata TEXT NOT NULL,
     size_bytes INTEGER NOT NULL,
     pages TEXT NOT NULL,
-    owner TEXT
+    owner TEXT,
+    first_ingested_at TEXT
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
+CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
 CREATE TABLE IF NOT EXISTS write_intents (
     intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
     document_id TEXT NOT NULL,
@@ -95,8 +100,23 @@ WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.gene
 """
 
 _RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
-                   "metadata, owner")
-_DOCUMENT_COLUMNS = (f"{_RECORD_COLUMNS}, size_bytes, pages")
+                   "metadata, owner, first_ingested_at")
+_INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
+                   "metadata, owner, size_bytes, pages, first_ingested_at")
+# A new version keeps the time its document was first ingested.
+_INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "COALESCE((SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
+SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
+                "ingested": "first_ingested_at", "updated": "ingested_at"}
+"""What a page of documents may be sorted by (API name -> SQL expression)."""
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of the document list and how many documents matched in all."""
+
+    records: list[DocumentRecord]
+    total: int
 
 
 class Catalog:
@@ -225,13 +245,13 @@ class Catalog:
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
                 v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner,
-                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]),
+                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]), v.doc.document_id,
+                v.ingested_at,
             )
             for v in versions
         ]
-        marks = ", ".join("?" * len(_DOCUMENT_COLUMNS.split(", ")))
         with self.transaction() as db:
-            db.executemany(f"INSERT OR REPLACE INTO documents ({_DOCUMENT_COLUMNS}) VALUES ({marks})", rows)
+            db.executemany(_INSERT_DOCUMENT, rows)
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
@@ -268,6 +288,26 @@ class Catalog:
             rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
                                     params).fetchall()
         return [_record(row) for row in rows]
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        """Live documents ``user`` may see (every one without a user) whose title or source contains
+        ``query`` (case-insensitive), sorted by ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source),
+        ``limit`` of them from ``offset``."""
+        column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
+        direction = "DESC" if descending else "ASC"
+        visible, visible_params = _visible_to(user)
+        where, params = f"WHERE {visible}", visible_params
+        if query:
+            pattern = "%" + query.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where = f"{where} AND (lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\')"
+            params = (*visible_params, pattern, pattern)
+        with self.read_transaction():
+            total = int(self._db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
+                "LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+        return DocumentPage(records=[_record(row) for row in rows], total=total)
 
     def live_generations(self) -> dict[str, int]:
         """document_id -> live generation."""
@@ -367,8 +407,12 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
     if "owner" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
-    if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(documents)")}:
+    document_columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "owner" not in document_columns:
         db.execute("ALTER TABLE documents ADD COLUMN owner TEXT")
+    if "first_ingested_at" not in document_columns:  # catalogs before it: the live version's time is the best known
+        db.execute("ALTER TABLE documents ADD COLUMN first_ingested_at TEXT")
+        db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
 
 
 def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
@@ -382,4 +426,5 @@ def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
 def _record(row: tuple) -> DocumentRecord:
     values = dict(zip(_RECORD_COLUMNS.split(", "), row, strict=True))
     values["metadata"] = json.loads(values["metadata"])
+    values["first_ingested_at"] = values["first_ingested_at"] or values["ingested_at"]
     return DocumentRecord(**values)

@@ -116,3 +116,18 @@ export function el(tag, attributes = {}, ...children) {
   for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
   return node;
 }
+
+/** An ISO 8601 time on one line: "2026-11-24 15:39 UTC" (the full value goes in a title). */
+export function shortTime(iso) {
+  if (!iso) return "";
+  const match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
+  return match ? `${match[1]} ${match[2]} UTC` : iso;
+}
+
+/** The document view's address for a document, at a chunk (by id) or a page when given. */
+export function documentHref(documentId, { chunkId, page } = {}) {
+  const params = new URLSearchParams({ id: documentId });
+  if (chunkId) params.set("chunk", chunkId);
+  if (page) params.set("page", page);
+  return `document.html?${params}`;
+}

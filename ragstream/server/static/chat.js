@@ -1,6 +1,6 @@
 // Chat page: streams POST /api/chat, renders [n] markers as links to the sources panel (per answer),
 // and shows each answer's confidence badge with its reason.
-import { api, describe, el, streamEvents } from "./api.js";
+import { api, describe, documentHref, el, streamEvents } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const FENCE = /(```[\s\S]*?(?:```|$))/;
@@ -8,11 +8,13 @@ const BULLET = /^([ \t]*)[-*] (?=\S)/gm;  // Markdown list items read as bullets
 const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*|\[\d+\])/;
 const SCORE_DIGITS = 2;
 const FLASH_MS = 1600;
+const PATH_PARTS = 3;
 const answers = new Map();  // answer id -> Map(number -> citation data)
 let conversationId = null;
 let controller = null;
 let shownAnswer = null;
 let answerCount = 0;
+let turnsInConversation = 0;
 
 const sourceId = (answerId, number) => `source-${answerId}-${number}`;
 
@@ -45,6 +47,12 @@ function renderAnswer(node, text, answerId, cited) {
   node.replaceChildren(...nodes);
 }
 
+/** The last parts of a long path ("…/tutorial/cors.md"); the full path is the element's title. */
+function shortPath(source) {
+  const parts = source.split("/");
+  return parts.length > PATH_PARTS + 1 ? `…/${parts.slice(-PATH_PARTS).join("/")}` : source;
+}
+
 function sourceItem(answerId, citation) {
   const score = typeof citation.score === "number" ? citation.score.toFixed(SCORE_DIGITS) : null;
   const where = [citation.section ? `§ ${citation.section}` : null, citation.page ? `page ${citation.page}` : null,
@@ -55,9 +63,12 @@ function sourceItem(answerId, citation) {
     "data-document": citation.title || citation.document_id, "data-section": citation.section || null,
     "data-page": citation.page ?? null, "data-score": score,
   }, el("span", { class: "n" }, `[${citation.number}]`),
-  el("div", { class: "doc" }, citation.title || citation.source || citation.document_id),
+  el("div", { class: "doc" }, el("a", {
+    href: documentHref(citation.document_id, { chunkId: citation.chunk_id, page: citation.page }),
+    title: "Open the document at this passage",
+  }, citation.title || citation.source || citation.document_id)),
   el("div", { class: "where" }, ...separated),
-  el("div", { class: "path" }, citation.source || ""));
+  el("div", { class: "path", title: citation.source || "" }, shortPath(citation.source || "")));
 }
 
 /** Show the sources of ``answerId`` in the panel. */
@@ -129,6 +140,10 @@ async function ask(event) {
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
         meta.replaceChildren(...confidenceBadge(data.response.confidence), ...notices(data));
+        const params = new URLSearchParams({ conversation: data.conversation_id, turns: turnsInConversation++, q: question });
+        meta.append(el("a", { class: "pipeline-link", href: `pipeline.html?${params}` }, "How it was retrieved"));
+        const rewritten = ((data.response.metadata || {}).pipeline || {}).rewritten_query;
+        if (rewritten) answer.insertBefore(el("p", { class: "rewritten" }, `Follow-up searched as: ${rewritten}`), meta);
         setStatus("");
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
@@ -168,6 +183,7 @@ $("stop").addEventListener("click", stop);
 $("new-chat").addEventListener("click", () => {
   stop();
   conversationId = null;
+  turnsInConversation = 0;
   answers.clear();
   $("messages").replaceChildren();
   $("empty-state").hidden = false;
@@ -189,9 +205,24 @@ $("messages").addEventListener("click", (event) => {
   setTimeout(() => item.classList.remove("flash"), FLASH_MS);
 });
 
-api("/api/documents").then((docs) => {
-  if (docs.length) return;
-  $("empty-state").replaceChildren("No documents are indexed yet: upload some on the ",
-    el("a", { href: "documents.html" }, "Documents page"), " first.");
-}).catch(() => {});
+/** Placeholder and example questions from the user's own index (GET /api/ui). */
+function showExamples(settings) {
+  if (!settings.documents) {
+    $("empty-state").replaceChildren("No documents are indexed yet: upload some on the ",
+      el("a", { href: "documents.html" }, "Documents page"), " first.");
+    $("question").placeholder = "Upload documents first, then ask about them.";
+    return;
+  }
+  const examples = settings.example_questions;
+  if (!examples.length) return;
+  $("question").placeholder = `For example: ${examples[0]}`;
+  $("empty-state").append(el("div", { class: "examples", role: "group", "aria-label": "Example questions" },
+    el("span", { class: "muted" }, "Try:"),
+    ...examples.map((question) => el("button", { type: "button", class: "secondary example", onclick: () => {
+      $("question").value = question;
+      $("ask-form").requestSubmit();
+    } }, question))));
+}
+
+api("/api/ui").then(showExamples).catch(() => {});
 $("question").focus();

@@ -1,8 +1,12 @@
-// Documents page: upload with progress, list, delete, reindex.
-import { api, describe, el, uploadFiles } from "./api.js";
+// Documents page: upload with progress; the list paged, filtered and sorted by the server; delete, reindex.
+import { api, describe, documentHref, el, shortTime, uploadFiles } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const PERCENT = 100;
+const FILTER_DELAY_MS = 250;
+const DEFAULT_PAGE_SIZE = 25;
+const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
+let filterTimer = null;
 
 function setStatus(node, text, isError = false) {
   node.textContent = text;
@@ -50,25 +54,73 @@ async function upload(event) {
   }
 }
 
+/** The last part of a path or URL: the name a person knows the file by (the full source is its title). */
+const fileName = (source) => source.split(/[\\/]/).filter(Boolean).pop() || source;
+
 function documentRow(doc) {
   const remove = el("button", { class: "danger", type: "button", "aria-label": `Delete ${doc.title}` }, "Delete");
   remove.addEventListener("click", () => removeDocument(doc));
+  const first = doc.first_ingested_at || doc.ingested_at;
   return el("tr", { "data-id": doc.document_id },
-    el("td", {}, doc.title), el("td", { class: "muted" }, doc.metadata.filename || doc.source),
+    el("td", {}, el("a", { class: "title", href: documentHref(doc.document_id), title: doc.title }, doc.title)),
+    el("td", { class: "muted file", title: doc.source }, doc.metadata.filename || fileName(doc.source)),
     el("td", { class: "muted" }, doc.mime), el("td", { class: "num" }, doc.chunk_count),
-    el("td", { class: "muted" }, doc.ingested_at.replace("T", " ").replace("+00:00", " UTC")), el("td", {}, remove));
+    el("td", { class: "muted date", title: first }, shortTime(first)),
+    el("td", { class: "muted date", title: doc.ingested_at }, shortTime(doc.ingested_at)), el("td", {}, remove));
 }
 
+function renderSortHeaders() {
+  for (const th of $("documents").tHead.querySelectorAll("th[data-sort]")) {
+    const active = th.dataset.sort === list.sort;
+    th.setAttribute("aria-sort", active ? (list.order === "asc" ? "ascending" : "descending") : "none");
+    th.querySelector("button").dataset.direction = active ? list.order : "";
+  }
+}
+
+function renderPager(shown) {
+  const first = shown ? list.offset + 1 : 0;
+  $("page-info").textContent = list.total ? `${first}–${list.offset + shown} of ${list.total}` : "";
+  $("prev-page").disabled = list.offset === 0;
+  $("next-page").disabled = list.offset + shown >= list.total;
+}
+
+/** Load the current page (filter, sort, offset) from GET /api/documents/page. */
 async function refresh() {
+  const params = new URLSearchParams({ offset: list.offset, limit: list.limit, q: list.q, sort: list.sort, order: list.order });
   try {
-    const docs = await api("/api/documents");
-    $("documents").tBodies[0].replaceChildren(...docs.map(documentRow));
-    setStatus($("list-status"), docs.length ? `${docs.length} document(s)` : "No documents yet: upload some above.");
-    return docs;
+    const page = await api(`/api/documents/page?${params}`);
+    if (page.items.length === 0 && page.total > 0 && list.offset > 0) {  // the last page emptied: step back
+      list.offset = Math.max(0, Math.floor((page.total - 1) / list.limit) * list.limit);
+      return refresh();
+    }
+    list.total = page.total;
+    $("documents").tBodies[0].replaceChildren(...page.items.map(documentRow));
+    renderSortHeaders();
+    renderPager(page.items.length);
+    const status = page.total ? `${page.total} document(s)${list.q ? ` matching “${list.q}”` : ""}`
+      : list.q ? `No document matches “${list.q}”.` : "No documents yet: upload some above.";
+    setStatus($("list-status"), status);
+    return page.items;
   } catch (error) {
     setStatus($("list-status"), describe(error), true);
     return null;
   }
+}
+
+function sortBy(key) {
+  list.order = list.sort === key && list.order === "asc" ? "desc" : "asc";
+  list.sort = key;
+  list.offset = 0;
+  return refresh();
+}
+
+function onFilter() {
+  clearTimeout(filterTimer);
+  filterTimer = setTimeout(() => {
+    list.q = $("filter").value.trim();
+    list.offset = 0;
+    refresh();
+  }, FILTER_DELAY_MS);
 }
 
 async function removeDocument(doc) {
@@ -103,6 +155,14 @@ async function reindex() {
 }
 
 $("upload-form").addEventListener("submit", upload);
-$("refresh").addEventListener("click", refresh);
+$("refresh").addEventListener("click", () => refresh());
 $("reindex").addEventListener("click", reindex);
-refresh();
+$("filter").addEventListener("input", onFilter);
+$("filter-form").addEventListener("submit", (event) => event.preventDefault());
+$("prev-page").addEventListener("click", () => { list.offset = Math.max(0, list.offset - list.limit); refresh(); });
+$("next-page").addEventListener("click", () => { list.offset += list.limit; refresh(); });
+for (const th of $("documents").tHead.querySelectorAll("th[data-sort]")) {
+  th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.sort));
+}
+api("/api/ui").then((settings) => { list.limit = settings.documents_page_size; })
+  .catch(() => {}).finally(() => refresh());

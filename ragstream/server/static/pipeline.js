@@ -1,13 +1,21 @@
 // Pipeline page: the eight stage buttons (each enabled once its predecessor ran), Auto, prompt_ready,
-// and the chunk ids with their rank and score in every stage's view.
-import { api, describe, el } from "./api.js";
+// the follow-up rewrite, and each stage's ranked chunks (top entries, "show all") with readable scores.
+// ?conversation=ID&turns=N&q=TEXT starts from the first N turns of a chat conversation.
+import { api, describe, documentHref, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const SCORE_DIGITS = 3;
+const SCORE_DIGITS = 2;
 const SHORT_ID = 8;
+const DEFAULT_TOP = 20;
+const VIEW_ORDER = ["retrieval", "reranked", "a3", "a4"];
+const VIEW_NAMES = { retrieval: "Retrieval", reranked: "ReRanker", a3: "A3_NLI_Gate", a4: "A4_Condenser" };
+const PARENT = { reranked: "retrieval", a3: "reranked", a4: "a3" };
 let stages = [];
 let current = null;
 let busy = false;
+let topEntries = DEFAULT_TOP;
+let conversation = [];
+const expanded = new Set();  // views shown in full
 
 function setStatus(text, isError = false) {
   $("status").textContent = text;
@@ -26,42 +34,99 @@ function renderButtons() {
   $("progress").textContent = current ? `(${current.stages_run} of ${stages.length} ran)` : "";
 }
 
-/** One row per chunk seen in any view: its rank and score per view, and whether it was finally selected. */
+const logistic = (x) => 1 / (1 + Math.exp(-x));
+
+/** What a view's score is and how to show it. */
+function scoreKind(view, sp) {
+  const fused = { label: "fused score", help: "hybrid BM25 + dense score relative to the best hit (1.00 = best)",
+    show: (x) => x.toFixed(SCORE_DIGITS) };
+  if (view === "retrieval") return fused;
+  if (view === "reranked") {
+    const backend = ((sp.extras || {}).reranker || {}).backend;
+    if (backend === "cross_encoder") {
+      return { label: "relevance", help: "cross-encoder relevance 0–1 (logistic of its score; the raw score is in the tooltip)",
+        show: (x) => logistic(x).toFixed(SCORE_DIGITS) };
+    }
+    if (backend === "bi_encoder") return { label: "cosine", help: "embedding cosine of the prompt and the chunk", show: fused.show };
+    return { ...fused, help: "reranker off: the retrieval order and scores" };
+  }
+  return null;
+}
+
+function stageSummary(view, sp, ids) {
+  if (view === "a3") {
+    const counts = ((sp.extras || {}).a3 || {}).counts || {};
+    const dropped = Object.entries(counts).filter(([decision, n]) => decision !== "keep" && n);
+    return `kept ${ids.length}` + (dropped.length ? ` · dropped ${dropped.map(([d, n]) => `${d} ${n}`).join(", ")}` : "");
+  }
+  if (view === "a4") return `${ids.length} chunk(s) within the context budget: the final selection`;
+  return `${ids.length} chunk(s)`;
+}
+
+function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
+  const chunk = byId.get(id) || { metadata: {} };
+  const meta = chunk.metadata;
+  const section = meta.section && meta.section !== meta.title ? meta.section : null;
+  const where = [meta.title, section, meta.page ? `page ${meta.page}` : null].filter(Boolean).join(" › ");
+  const raw = scores[index];
+  const scoreCell = kind && typeof raw === "number"
+    ? el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": raw.toFixed(6),
+      title: `raw score ${raw}` }, kind.show(raw))
+    : null;
+  const before = parentRank.has(id) ? parentRank.get(id) + 1 : null;
+  const moved = before === null ? "" : before === index + 1 ? "=" : before > index + 1 ? `↑ from #${before}` : `↓ from #${before}`;
+  const document = meta.document_id && meta.document_id !== "conversation"
+    ? el("a", { href: documentHref(meta.document_id, { chunkId: id, page: meta.page }) }, where) : where;
+  return el("tr", { "data-chunk": id, class: final.has(id) ? "final" : null },
+    el("td", { class: "rank", "data-view": view, "data-rank": index + 1 }, `#${index + 1}`),
+    el("td", {}, el("code", { title: id }, id.slice(0, SHORT_ID))),
+    el("td", { class: "where" }, document),
+    ...(scoreCell ? [scoreCell] : []),
+    ...(PARENT[view] ? [el("td", { class: "muted moved" }, moved)] : []),
+    el("td", { class: final.has(id) ? "final" : "muted", "aria-label": final.has(id) ? "in the final selection" : null },
+      final.has(id) ? "✓" : ""));
+}
+
+/** One section per view: its top entries (all when expanded), scores formatted and explained. */
+function stageView(view, sp, final, byId) {
+  const ids = sp.views_by_stage[view];
+  const kind = scoreKind(view, sp);
+  const scores = (sp.scores_by_stage || {})[view] || [];
+  const parentIds = PARENT[view] ? sp.views_by_stage[PARENT[view]] || [] : [];
+  const parentRank = new Map(parentIds.map((id, index) => [id, index]));
+  const all = expanded.has(view);
+  const shown = all ? ids : ids.slice(0, topEntries);
+  const tableId = `view-${view}`;
+  const heads = ["rank", "chunk", "document › section", ...(kind ? [kind.label] : []),
+    ...(PARENT[view] ? [`rank in ${VIEW_NAMES[PARENT[view]]}`] : []), "final"];
+  const table = el("table", { id: tableId, "data-view": view },
+    el("caption", { class: "visually-hidden" }, `${VIEW_NAMES[view]}: ${shown.length} of ${ids.length} chunks`),
+    el("thead", {}, el("tr", {}, ...heads.map((head) => el("th", {
+      scope: "col", class: head === kind?.label ? "num" : null }, head)))),
+    el("tbody", {}, ...shown.map((id, index) => chunkRow(view, byId, id, index, kind, scores, parentRank, final))));
+  const toggle = ids.length > topEntries ? el("button", {
+    type: "button", class: "secondary show-all", "aria-expanded": String(all), "aria-controls": tableId,
+    "data-view": view, onclick: () => {
+      if (all) expanded.delete(view); else expanded.add(view);
+      renderViews(current.superprompt);
+      const again = $("views").querySelector(`button.show-all[data-view="${view}"]`);
+      if (again) again.focus();  // the keyboard stays on the control
+    },
+  }, all ? `Show top ${topEntries}` : `Show all ${ids.length}`) : null;
+  return el("section", { class: "stage-view", "data-view": view, "aria-labelledby": `${tableId}-title` },
+    el("h3", { id: `${tableId}-title` }, `${VIEW_NAMES[view]} `,
+      el("span", { class: "muted" }, `(${view}) · ${stageSummary(view, sp, ids)}` +
+        (ids.length > shown.length ? ` · showing top ${shown.length}` : "")),
+      kind ? el("span", { class: "muted score-help" }, `· ${kind.label}: ${kind.help}`) : ""),
+    el("div", { class: "table-wrap" }, table), ...(toggle ? [toggle] : []));
+}
+
 function renderViews(sp) {
-  const views = Object.entries(sp.views_by_stage);
+  const views = VIEW_ORDER.filter((view) => (sp.views_by_stage || {})[view]);
   $("no-views").hidden = views.length > 0;
-  $("views").hidden = views.length === 0;
-  if (!views.length) return $("views").replaceChildren();
-  const chunks = Object.fromEntries(sp.base_context_chunks.map((chunk) => [chunk.chunk_id, chunk]));
   const final = new Set(sp.final_selection_ids || []);
-  const order = [];
-  for (const [, ids] of [...views].reverse()) for (const id of ids) if (!order.includes(id)) order.push(id);
-  const positions = views.map(([view, ids]) => {
-    const scores = (sp.scores_by_stage || {})[view] || [];
-    const decisions = view === "a3" ? (sp.chunk_decisions || {}) : {};
-    return { view, scores, decisions, rank: new Map(ids.map((id, index) => [id, index])) };
-  });
-  const rows = order.map((id) => {
-    const meta = (chunks[id] || {}).metadata || {};
-    const where = [meta.title, meta.section, meta.page ? `page ${meta.page}` : null].filter(Boolean).join(" › ");
-    const cells = positions.map(({ view, scores, decisions, rank }) => {
-      if (!rank.has(id)) {
-        return el("td", { class: "dropped", "data-view": view }, decisions[id] && decisions[id] !== "keep" ? decisions[id] : "—");
-      }
-      const index = rank.get(id);
-      const score = typeof scores[index] === "number" ? scores[index].toFixed(SCORE_DIGITS) : null;
-      return el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": score },
-        el("span", { class: "rank" }, `#${index + 1}`), score ?? "");
-    });
-    return el("tr", { "data-chunk": id }, el("td", {}, el("code", { title: id }, id.slice(0, SHORT_ID))),
-      el("td", { class: "muted" }, where), ...cells,
-      el("td", { class: final.has(id) ? "final" : "muted" }, final.has(id) ? "✓" : ""));
-  });
-  const heads = positions.map(({ view, rank }) => el("th", { class: "num", scope: "col" }, `${view} (${rank.size})`));
-  $("views").replaceChildren(
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "chunk"), el("th", { scope: "col" }, "document › section"),
-      ...heads, el("th", { scope: "col" }, "final"))),
-    el("tbody", {}, ...rows));
+  const byId = new Map(sp.base_context_chunks.map((chunk) => [chunk.chunk_id, chunk]));
+  $("views").replaceChildren(...views.map((view) => stageView(view, sp, final, byId)));
 }
 
 /** How each stage ran; a stage that fell back says why. */
@@ -80,6 +145,8 @@ function render(state) {
   const sp = state.superprompt;
   renderButtons();
   $("prompt-ready").textContent = sp.prompt_ready || "(empty: no stage has written it yet)";
+  $("rewritten").hidden = !sp.rewritten_query;
+  $("rewritten").textContent = sp.rewritten_query ? `Follow-up rewritten for the search: ${sp.rewritten_query}` : "";
   renderReports(sp);
   renderViews(sp);
   $("json").textContent = JSON.stringify(sp, null, 2);
@@ -102,7 +169,10 @@ async function call(label, request) {
   }
 }
 
-const create = () => api("/api/pipeline", { method: "POST", body: { text: $("prompt").value } });
+const create = () => {
+  expanded.clear();
+  return api("/api/pipeline", { method: "POST", body: { text: $("prompt").value, conversation } });
+};
 
 function runStage(name) {
   return call(name, () => api(`/api/pipeline/${current.id}/run`, { method: "POST", body: { stage: name } }));
@@ -130,5 +200,21 @@ $("prompt").addEventListener("keydown", (event) => {
 $("prompt").addEventListener("input", renderButtons);
 $("auto").addEventListener("click", auto);
 
+/** ?conversation=ID&turns=N&q=TEXT: the prompt of a chat turn with the N turns before it. */
+async function fromConversation() {
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("q")) $("prompt").value = params.get("q");
+  const id = params.get("conversation");
+  if (!id) return;
+  const turns = await api(`/api/conversations/${encodeURIComponent(id)}`);
+  const count = params.has("turns") ? Number(params.get("turns")) : turns.length;
+  conversation = turns.slice(0, count).map((turn) => ({ user: turn.user, assistant: turn.assistant }));
+  $("conversation-note").hidden = conversation.length === 0;
+  $("conversation-note").textContent = `With ${conversation.length} earlier turn(s) of the conversation: ` +
+    `a follow-up question is rewritten with them before retrieval.`;
+}
+
+api("/api/ui").then((settings) => { topEntries = settings.stage_top_entries; }).catch(() => {});
+fromConversation().catch((error) => setStatus(describe(error), true));
 api("/api/pipeline/stages").then((names) => { stages = names; renderButtons(); })
   .catch((error) => setStatus(describe(error), true));

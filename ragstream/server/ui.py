@@ -1,0 +1,20 @@
+"""``GET /api/ui``: the web UI's settings and the example questions of the user's own index."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from ragstream.server.schemas import UISettings
+from ragstream.server.state import ServerState, get_state
+from ragstream.server.users import Caller, get_caller
+
+router = APIRouter(prefix="/api", tags=["ui"])
+
+
+@router.get("/ui", response_model=UISettings, summary="Web UI settings and example questions")
+def ui_settings(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> UISettings:
+    """Page sizes from the config; example questions from the titles of the largest documents the caller sees."""
+    cfg = state.config
+    return UISettings(stage_top_entries=cfg.ui_stage_top_entries, documents_page_size=cfg.documents_page_size,
+                      documents=state.rs.document_page(0, 0, user=caller.user).total,
+                      example_questions=state.rs.example_questions(user=caller.user))
