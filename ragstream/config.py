@@ -114,6 +114,16 @@ class EmbeddingConfig(ConfigSection):
     )
 
 
+class QdrantServerConfig(ConfigSection):
+    """The ``qdrant`` store backend: a Qdrant server or cluster (docs/backends.md)."""
+
+    collection: str = Field("ragstream", description="Collection holding this index's chunks.")
+    api_key: str | None = Field(None, description="API key of the Qdrant server (its QDRANT__SERVICE__API_KEY).")
+    timeout_seconds: float = Field(30.0, gt=0, description="Timeout of one request to the Qdrant server.")
+    prefer_grpc: bool = Field(False, description="Talk gRPC (port 6334) instead of HTTP.")
+    upsert_batch: int = Field(256, ge=1, description="Points per upsert or scroll request.")
+
+
 class StoreConfig(ConfigSection):
     """The vector store."""
 
@@ -127,6 +137,7 @@ class StoreConfig(ConfigSection):
     bm25_b: float = Field(0.75, description="BM25 length normalisation.")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
+    qdrant: QdrantServerConfig = Field(default_factory=QdrantServerConfig)
 
 
 class RetrievalConfig(ConfigSection):
