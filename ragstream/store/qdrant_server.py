@@ -5,7 +5,7 @@ so the server applies IDF over the whole collection at query time, as Qdrant Edg
 embedded store. The sparse vectors are computed in this process by the embedded store's own BM25
 (``qdrant_edge.Bm25``: the same tokenizer, stopwords, stemmer, token hashing and ``k1``/``b``/average
 length), so BM25 scores match the embedded store's exactly and no server-side inference model is
-needed. Payloads are those of the embedded store (``ragstream.store.points``), with payload indexes
+needed. Payloads are those of the embedded store (``ragstream.store.payload``), with payload indexes
 on every filter field, on ``generation`` and on ``document_id``; user metadata fields get a payload
 index the first time a chunk carries them.
 
@@ -32,16 +32,8 @@ from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError, VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import Chunk
 from ragstream.store.base import Filters, Snapshot
-from ragstream.store.points import (
-    DENSE,
-    INTEGER_INDEXES,
-    KEYWORD_INDEXES,
-    SPARSE,
-    filter_value,
-    from_payload,
-    payload_key,
-    to_payload,
-)
+from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
+from ragstream.store.qdrant_edge import DENSE, INTEGER_INDEXES, KEYWORD_INDEXES, SPARSE
 
 try:
     from qdrant_client import QdrantClient, models
@@ -251,9 +243,10 @@ def _extra_indexes(chunks: Sequence[Chunk]) -> dict[str, models.PayloadSchemaTyp
 
 
 def _match(key: str, value: Any) -> models.FieldCondition:
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return models.FieldCondition(key=key, match=models.MatchAny(any=[filter_value(item) for item in value]))
-    return models.FieldCondition(key=key, match=models.MatchValue(value=filter_value(value)))
+    value = filter_value(value)
+    if isinstance(value, list):
+        return models.FieldCondition(key=key, match=models.MatchAny(any=value))
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
 def _build_filter(filters: Filters | None, snapshot: Snapshot | None) -> models.Filter | None:

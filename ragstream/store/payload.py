@@ -1,9 +1,9 @@
-"""How a chunk is stored as a point payload, shared by the Qdrant backends (embedded and server).
+"""The stored form of a chunk, shared by every vector-store backend: one flat payload per point
+(chunk metadata, ``chapter``, ``generation``, ``text``) and how filter keys map onto it.
 
-Every point carries the chunk's metadata, its text, the ``chapter`` (first heading of its header
-path) and the ``generation`` (document version) it was written under. Flags are stored as 0/1
-integers (qdrant-edge 0.9 never matches booleans), so both Qdrant backends hold identical payloads
-and a migration copies them unchanged.
+Booleans are stored as 0/1 integers (Qdrant never matches ``MatchValue(True)``; the other
+backends keep the same form so a filter means the same everywhere). User metadata lives under
+``extra``.
 """
 
 from __future__ import annotations
@@ -13,18 +13,12 @@ from typing import Any
 
 from ragstream.models import Chunk, ChunkMetadata
 
-DENSE = "dense"
-"""Name of the dense (cosine) vector of every point."""
-SPARSE = "bm25"
-"""Name of the BM25 sparse vector, whose IDF the engine applies at query time."""
 FLAG_FIELDS = ("has_code", "has_equations")
-KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime")
-INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
 CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
 
 
 def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
-    """The payload stored with ``chunk`` under ``generation``."""
+    """The payload stored with a chunk written under ``generation``."""
     payload = chunk.metadata.model_dump()
     for field in FLAG_FIELDS:
         payload[field] = int(payload[field])
@@ -35,7 +29,7 @@ def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
 
 
 def from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
-    """The chunk a stored point holds."""
+    """The chunk a stored payload describes."""
     fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
@@ -48,5 +42,7 @@ def payload_key(key: str) -> str:
 
 
 def filter_value(value: Any) -> Any:
-    """A filter value as stored (booleans as 0/1)."""
+    """A filter value in stored form (booleans as 0/1; lists item by item)."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [int(item) if isinstance(item, bool) else item for item in value]
     return int(value) if isinstance(value, bool) else value
