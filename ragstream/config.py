@@ -124,6 +124,18 @@ class QdrantServerConfig(ConfigSection):
     upsert_batch: int = Field(256, ge=1, description="Points per upsert or scroll request.")
 
 
+class MigrateConfig(ConfigSection):
+    """``ragstream migrate``: copying an index to another backend (docs/backends.md)."""
+
+    batch_chunks: int = Field(512, ge=1, description="Chunks written to the target per batch (one catalog switch each).")
+    page_rows: int = Field(1000, ge=1, description="Embedding-cache entries or conversation turns read per page.")
+    vector_tolerance: float = Field(
+        1e-5, ge=0,
+        description="Largest difference allowed between a source and a copied dense vector (both L2-normalised: "
+        "backends that normalise on insert change the last bits).",
+    )
+
+
 class StoreConfig(ConfigSection):
     """The vector store."""
 
@@ -138,6 +150,7 @@ class StoreConfig(ConfigSection):
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
     qdrant: QdrantServerConfig = Field(default_factory=QdrantServerConfig)
+    migrate: MigrateConfig = Field(default_factory=MigrateConfig)
 
 
 class RetrievalConfig(ConfigSection):

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,6 +66,18 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
 );
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
 """
+
+class TurnRow(NamedTuple):
+    """One stored conversation turn, as a migration copies it."""
+
+    conversation_id: str
+    seq: int
+    message_id: str
+    user_text: str
+    assistant_text: str
+    created_at: str
+    incomplete: bool
+
 
 @dataclass(frozen=True)
 class DocumentVersion:
@@ -336,6 +348,43 @@ class Catalog:
             ).fetchall()
         keys = ("message_id", "user", "assistant", "created_at", "incomplete")
         return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+    # -- copying to another catalog (ragstream migrate) ------------------------------------------
+
+    def raise_generation(self, at_least: int) -> None:
+        """Move the generation counter up to ``at_least`` (never down), so generations copied from
+        another index under their own numbers are never allocated here again."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO counters(name, value) VALUES(?, ?) "
+                       "ON CONFLICT(name) DO UPDATE SET value = MAX(value, excluded.value)", (GENERATION_COUNTER, at_least))
+
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+        """Up to ``limit`` embedding-cache entries (model_id, content_hash, vector) in key order, after ``after``."""
+        model_id, content_hash = after or ("", "")
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model_id, content_hash, vector FROM embeddings WHERE (model_id, content_hash) > (?, ?) "
+                "ORDER BY model_id, content_hash LIMIT ?", (model_id, content_hash, limit)).fetchall()
+        return [(row[0], row[1], np.frombuffer(row[2], dtype=np.float32)) for row in rows]
+
+    def turn_rows(self, after: tuple[str, int] | None, limit: int) -> builtins.list[TurnRow]:
+        """Up to ``limit`` stored conversation turns in (conversation_id, seq) order, after ``after``."""
+        conversation_id, seq = after or ("", -1)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT conversation_id, seq, message_id, user_text, assistant_text, created_at, incomplete "
+                "FROM conversation_turns WHERE (conversation_id, seq) > (?, ?) ORDER BY conversation_id, seq LIMIT ?",
+                (conversation_id, seq, limit)).fetchall()
+        return [TurnRow(row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6])) for row in rows]
+
+    def import_turns(self, rows: Sequence[TurnRow]) -> None:
+        """Store conversation turns exactly as given (position and ids kept; an existing message is replaced)."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO conversation_turns (conversation_id, seq, message_id, user_text, assistant_text, "
+                "created_at, incomplete) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*row[:6], int(row.incomplete)) for row in rows])
 
 
 def _migrate(db: sqlite3.Connection) -> None:
