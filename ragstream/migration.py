@@ -199,7 +199,7 @@ class Migration:
 
     def _copy_documents(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
         batch: list[tuple[DocumentRecord, int | None, list[tuple[Chunk, np.ndarray]]]] = []
-        chunks = 0
+        chunks = reported = 0
         for done, record in enumerate(records, start=1):
             existing = self._target.catalog.get(record.document_id)
             if existing is not None and existing.generation == record.generation:
@@ -215,7 +215,8 @@ class Migration:
                 self._write_batch(batch, report)
                 batch, chunks = [], 0
                 self._progress("documents", done, len(records))
-        if not records or report.documents_copied == 0:
+                reported = done
+        if reported != len(records) or not records:
             self._progress("documents", len(records), len(records))
 
     def _write_batch(self, batch: list[tuple[DocumentRecord, int | None, list[tuple[Chunk, np.ndarray]]]],
