@@ -32,6 +32,7 @@ from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.snapshots import Snapshots
 
 if TYPE_CHECKING:
+    from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
     from ragstream.answer.service import AnswerService
     from ragstream.pipeline.context import StageContext
@@ -165,6 +166,21 @@ class Ragstream:
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts)."""
         return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters,
                                     score_threshold=score_threshold, query_vector=query_vector, snapshot=snapshot)
+
+    def migrate(self, to: str, *, target_dir: Path | None = None, collection: str | None = None,
+                progress: MigrationProgress | None = None) -> MigrationReport:
+        """Copy this index (documents, versions, stored text, vectors, embedding cache, conversations) to
+        the backend named by ``to``, without re-embedding; resumable, verified at the end
+        (``report.ok``). Targets: a folder, ``qdrant:FOLDER``, ``http(s)://`` (a Qdrant server, its
+        catalog in ``target_dir``) or ``postgresql://`` (docs/backends.md)."""
+        from ragstream.migration import Migration, MigrationReport, Side, target_config
+
+        settings = target_config(self.config, to, data_dir=target_dir, collection=collection, dimensions=self._vector_size())
+        with Ragstream(settings) as target:  # opening it recovers a copy that was killed midway
+            migration = Migration(Side(self.catalog, self.store), Side(target.catalog, target.store),
+                                  self.config.store.migrate, vector_size=self._vector_size(), progress=progress)
+            with self.snapshots.open_with(self.catalog.list) as (snapshot, records):
+                return migration.run(records, snapshot.max_generation, MigrationReport(target=to))
 
     def stats(self) -> dict[str, Any]:
         """Counts for observability."""

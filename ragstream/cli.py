@@ -228,6 +228,45 @@ def reindex(config: ConfigOption = None, data_dir: DataDirOption = None,
     _print_report(report, verbose=verbose)
 
 
+@app.command()
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="Target: a folder (embedded store), qdrant:FOLDER (qdrant-client local "
+                                    "mode), http(s)://host:6333 (a Qdrant server) or postgresql://user@host/db.")],
+    target_dir: Annotated[Path | None, typer.Option(
+        "--target-dir", help="Data directory of the target (its SQLite catalog, for a Qdrant server target).")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", help="Qdrant collection of the target.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Copy the index to another backend without re-embedding; resumable; verified by counts and checksums.
+
+    Exits 1 when the verification finds a difference (run it again to resume or repair).
+    """
+    with _open(config, data_dir, must_exist=True) as rs:
+        try:
+            report = rs.migrate(to, target_dir=target_dir, collection=collection,
+                                progress=lambda stage, done, total: err_console.print(
+                                    f"{stage} {done}/{total}" if total else f"{stage} {done}", highlight=False))
+        except RagstreamError as error:
+            _fail(error)
+    console.print(f"copied {report.documents_copied} documents ({report.chunks_copied} chunks), "
+                  f"{report.documents_already_there} already in the target, {report.documents_removed} removed; "
+                  f"{report.embeddings_copied} cached embeddings, {report.turns_copied} conversation turns")
+    from rich.table import Table
+
+    table = Table("part", "source", "target", "source sha256", "target sha256", "ok")
+    for check in report.checks:
+        table.add_row(check.name, str(check.source_count), str(check.target_count), check.source_checksum[:16],
+                      check.target_checksum[:16], "yes" if check.ok else "[bold red]NO[/]")
+    console.print(table)
+    console.print(f"vectors: {report.vectors_compared} compared, largest difference {report.max_vector_difference:.2e} "
+                  f"(tolerance {report.vector_tolerance:.0e})")
+    if not report.ok:
+        err_console.print(f"[bold red]verification failed[/]: the copy at {to} differs; run the migration again")
+        raise typer.Exit(code=1)
+    console.print(f"verified: {to} holds the same index")
+
+
 @app.command(name="eval")
 def eval_command(
     beir: Annotated[Path, typer.Option("--beir", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")],
