@@ -32,9 +32,9 @@ from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.snapshots import Snapshots
 
 if TYPE_CHECKING:
-    from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
     from ragstream.answer.service import AnswerService
+    from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.pipeline.context import StageContext
 
 

@@ -9,7 +9,8 @@ Resumable: documents are written to the target in batches under the target's own
 protocol (docs/consistency.md): intents first, then the points, then one catalog transaction makes
 the batch live. A copy killed at any moment leaves each document either committed in the target or
 rolled back by the target's recovery when it is opened again; a second run skips every document
-the target already holds at the source's generation. The target carries a ``migration_in_progress``
+the target already holds whole at the source's generation (and rewrites one whose points are
+missing). The target carries a ``migration_in_progress``
 setting, so a half-copied target is told apart from an unrelated, non-empty one (refused).
 
 Verified: at the end, counts and SHA-256 checksums of the documents (records and stored text), the
@@ -20,6 +21,7 @@ normalised) within ``store.migrate.vector_tolerance``.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -59,11 +61,11 @@ class MigrationCatalog(Protocol):
     def commit_documents(self, versions: Sequence[DocumentVersion]) -> int: ...
     def remove_document(self, document_id: str) -> int: ...
     def get(self, document_id: str) -> DocumentRecord | None: ...
-    def list(self) -> list[DocumentRecord]: ...
+    def list(self) -> builtins.list[DocumentRecord]: ...
     def stored_document(self, document_id: str) -> Any: ...
-    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, np.ndarray]]: ...
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]: ...
     def cache_vectors(self, model_id: str, items: Any) -> None: ...
-    def turn_rows(self, after: tuple[str, int] | None, limit: int) -> list[TurnRow]: ...
+    def turn_rows(self, after: tuple[str, int] | None, limit: int) -> builtins.list[TurnRow]: ...
     def import_turns(self, rows: Sequence[TurnRow]) -> None: ...
 
 
@@ -202,7 +204,8 @@ class Migration:
         chunks = reported = 0
         for done, record in enumerate(records, start=1):
             existing = self._target.catalog.get(record.document_id)
-            if existing is not None and existing.generation == record.generation:
+            if existing is not None and existing.generation == record.generation and self._target.store.count(
+                    {"document_id": record.document_id, "generation": record.generation}) == record.chunk_count:
                 report.documents_already_there += 1
             else:
                 points = self._source.store.points_of(record.document_id, record.generation)

@@ -7,6 +7,7 @@ is set (``qdrant_backend.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,7 +160,7 @@ def test_reopening_keeps_points_and_checks_the_collection(tmp_path: Path, hash_e
 def test_unreachable_server_is_a_clear_unavailable_error(hash_embedder: HashEmbedder):
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     config = StoreConfig(qdrant={"timeout_seconds": 2})
-    with pytest.raises(VectorDBUnavailableError, match="cannot open Qdrant collection 'ragstream' at http://127.0.0.1:9"):
+    with pytest.raises(VectorDBUnavailableError, match=re.escape("cannot open Qdrant collection 'ragstream' at http://127.0.0.1:9")):
         QdrantServerStore("http://127.0.0.1:9", hash_embedder.dimensions, config)
 
 

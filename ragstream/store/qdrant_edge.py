@@ -159,8 +159,8 @@ class QdrantEdgeStore:
             while True:
                 records, offset = self._shard.scroll(qe.ScrollRequest(
                     offset=offset, limit=_UPSERT_BATCH, filter=condition, with_payload=True, with_vector=True))
-                points.extend((_from_payload(str(record.id), record.payload or {}),
-                               np.asarray((record.vector or {})[DENSE], dtype=np.float32)) for record in records)
+                points.extend((_from_payload(str(record.id), record.payload or {}), _dense_of(record.vector))
+                              for record in records)
                 if offset is None:
                     break
         return sorted(points, key=lambda point: point[0].metadata.chunk_index)
@@ -191,6 +191,13 @@ def _from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
     return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
+
+
+def _dense_of(vector: Any) -> np.ndarray:
+    """The dense vector of a record read with its vectors."""
+    if not isinstance(vector, dict) or DENSE not in vector:
+        raise VectorDBUnavailableError(f"Qdrant Edge returned no {DENSE!r} vector")
+    return np.asarray(vector[DENSE], dtype=np.float32)
 
 
 def _match(key: str, value: Any) -> qe.FieldCondition:
