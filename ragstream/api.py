@@ -27,8 +27,8 @@ from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
-from ragstream.store.catalog import Catalog
-from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 
 if TYPE_CHECKING:
@@ -43,14 +43,17 @@ class Ragstream:
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
         self.config = config or load_config()
-        data_dir = Path(self.config.data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(data_dir / "catalog.sqlite3")
+        Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
+        self.catalog: CatalogBackend = open_catalog(self.config)
         self._embedder = CachedEmbedder(embedder, self.catalog, self.config.embedding.query_cache_size) \
             if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
-        self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
+        try:
+            self.store: VectorStore = open_store(self.config, self.catalog, self._vector_size())
+        except BaseException:
+            self.catalog.close()
+            raise
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False

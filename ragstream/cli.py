@@ -56,7 +56,7 @@ def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = Fals
 
 def _open_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragstream:
     index = Path(settings.data_dir).resolve()
-    if must_exist and not (index / CATALOG_FILE).is_file():
+    if must_exist and settings.store.backend == "qdrant_edge" and not (index / CATALOG_FILE).is_file():
         err_console.print(f"no index at {index} yet: ingest documents first (ragstream ingest PATH), "
                           "or name another with --data-dir / RAGSTREAM_DATA_DIR")
         raise typer.Exit(code=EXIT_EMPTY_INDEX)

@@ -122,6 +122,11 @@ class QdrantServerConfig(ConfigSection):
     timeout_seconds: float = Field(30.0, gt=0, description="Timeout of one request to the Qdrant server.")
     prefer_grpc: bool = Field(False, description="Talk gRPC (port 6334) instead of HTTP.")
     upsert_batch: int = Field(256, ge=1, description="Points per upsert or scroll request.")
+    catalog_url: str | None = Field(
+        None,
+        description="PostgreSQL URL of the catalog (documents, versions, embedding cache, conversations), so several "
+        "processes share one index; unset: SQLite in data_dir.",
+    )
 
 
 class MigrateConfig(ConfigSection):
@@ -139,7 +144,28 @@ class MigrateConfig(ConfigSection):
 class StoreConfig(ConfigSection):
     """The vector store."""
 
-    backend: Literal["qdrant_edge"] = "qdrant_edge"
+    backend: Literal["qdrant_edge", "postgres", "qdrant"] = Field(
+        "qdrant_edge",
+        description="qdrant_edge: the embedded store and a SQLite catalog in data_dir (nothing to run). "
+        "postgres: vectors, catalog and BM25 in one PostgreSQL >= 15 database with pgvector at store.url "
+        "(pip install 'ragstream[postgres]'; docs/backends.md). qdrant: a Qdrant server at store.url.",
+    )
+    url: str | None = Field(
+        None,
+        description="The database a server backend connects to, e.g. postgresql://user:pass@host:5432/ragstream "
+        "(required for postgres and qdrant; `ragstream db start` runs a local PostgreSQL and prints one).",
+    )
+    pool_size: int = Field(8, ge=1, description="Connections the postgres backend keeps open per process.")
+    connect_timeout_seconds: float = Field(
+        10.0, gt=0, description="How long the postgres backend waits for a connection before a 503.")
+    hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
+    hnsw_ef_construction: int = Field(64, ge=4, description="postgres: HNSW build beam (pgvector `ef_construction`).")
+    hnsw_ef_search: int = Field(
+        200, ge=1, le=1000,
+        description="postgres: HNSW query beam (`hnsw.ef_search`); also the most candidates one dense query "
+        "returns, so it is raised to the query's limit when smaller. Higher is more exact and slower "
+        "(docs/backends.md gives recall@10 against exact search).",
+    )
     optimize_min_points: int = Field(
         100_000,
         description="Build the HNSW index (optimize) once the store holds this many chunks; "

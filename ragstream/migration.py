@@ -21,13 +21,12 @@ normalised) within ``store.migrate.vector_tolerance``.
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,7 @@ from ragstream.config import MigrateConfig, RagstreamConfig
 from ragstream.errors import RagstreamError
 from ragstream.models import Chunk, DocumentRecord
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog import DocumentVersion, TurnRow
+from ragstream.store.catalog_base import CatalogBackend, DocumentVersion
 
 MigrationProgress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while copying (stage: documents, embeddings, conversations)."""
@@ -48,25 +47,6 @@ class MigrationError(RagstreamError):
     """The migration cannot start or continue (bad target URL, target not empty, same index)."""
 
     code = "migration_error"
-
-
-class MigrationCatalog(Protocol):
-    """The catalog operations a migration reads and writes (the catalog protocol's subset)."""
-
-    def setting(self, name: str) -> int | None: ...
-    def set_setting(self, name: str, value: int) -> None: ...
-    def raise_generation(self, at_least: int) -> None: ...
-    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]: ...
-    def clear_intents(self, intent_ids: Sequence[int]) -> None: ...
-    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int: ...
-    def remove_document(self, document_id: str) -> int: ...
-    def get(self, document_id: str) -> DocumentRecord | None: ...
-    def list(self) -> builtins.list[DocumentRecord]: ...
-    def stored_document(self, document_id: str) -> Any: ...
-    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]: ...
-    def cache_vectors(self, model_id: str, items: Any) -> None: ...
-    def turn_rows(self, after: tuple[str, int] | None, limit: int) -> builtins.list[TurnRow]: ...
-    def import_turns(self, rows: Sequence[TurnRow]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +92,7 @@ class MigrationReport:
 class Side:
     """One index: its catalog and vector store."""
 
-    catalog: MigrationCatalog
+    catalog: CatalogBackend
     store: VectorStore
 
 
@@ -314,7 +294,7 @@ def _check(name: str, source: tuple[int, str], target: tuple[int, str]) -> Check
     return Check(name, source[0], target[0], source[1], target[1])
 
 
-def _documents_digest(catalog: MigrationCatalog, records: Sequence[DocumentRecord]) -> tuple[int, str]:
+def _documents_digest(catalog: CatalogBackend, records: Sequence[DocumentRecord]) -> tuple[int, str]:
     digest = hashlib.sha256()
     for record in sorted(records, key=lambda record: record.document_id):
         doc = catalog.stored_document(record.document_id)

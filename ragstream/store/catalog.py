@@ -13,14 +13,16 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
+from ragstream.store.catalog_base import COMMIT_SEQUENCE, GENERATION_COUNTER, DocumentVersion, TurnRow
+
+__all__ = ["COMMIT_SEQUENCE", "GENERATION_COUNTER", "Catalog", "DocumentVersion"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -67,31 +69,6 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
 """
 
-class TurnRow(NamedTuple):
-    """One stored conversation turn, as a migration copies it."""
-
-    conversation_id: str
-    seq: int
-    message_id: str
-    user_text: str
-    assistant_text: str
-    created_at: str
-    incomplete: bool
-
-
-@dataclass(frozen=True)
-class DocumentVersion:
-    """One version of a document, as the catalog registers it."""
-
-    doc: LoadedDocument
-    generation: int
-    chunk_count: int
-    fingerprint: str
-    ingested_at: str
-
-
-GENERATION_COUNTER = "generation"
-COMMIT_SEQUENCE = "commit_sequence"
 _UNCOMMITTED = """
 SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents)
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
@@ -101,7 +78,8 @@ _RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk
 
 
 class Catalog:
-    """Thread-safe access to the catalog database at ``path``."""
+    """The SQLite :class:`~ragstream.store.catalog_base.CatalogBackend`: thread-safe access to the
+    catalog database at ``path`` (the embedded default)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
