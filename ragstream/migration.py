@@ -11,7 +11,8 @@ the batch live. A copy killed at any moment leaves each document either committe
 rolled back by the target's recovery when it is opened again; a second run skips every document
 the target already holds whole at the source's generation (and rewrites one whose points are
 missing). The target carries a ``migration_in_progress``
-setting, so a half-copied target is told apart from an unrelated, non-empty one (refused).
+setting (1 until a verification passes, then 0), so a target made by a migration is told apart from
+an unrelated, non-empty one (refused); migrating again into an earlier copy brings it up to date.
 
 Verified: at the end, counts and SHA-256 checksums of the documents (records and stored text), the
 chunks (ids, text, metadata), the embedding cache and the conversations are computed on both sides
@@ -40,7 +41,7 @@ MigrationProgress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while copying (stage: documents, embeddings, conversations)."""
 
 IN_PROGRESS = "migration_in_progress"
-"""Target setting: 1 while a migration into it has not verified."""
+"""Target setting: 1 while a migration into it has not verified, 0 once one has (absent: not a migration target)."""
 
 
 class MigrationError(RagstreamError):
@@ -163,9 +164,9 @@ class Migration:
         """Refuse an unrelated non-empty target; mark it in progress; drop documents the source lost."""
         target = self._target.catalog
         present = target.list()
-        if present and not target.setting(IN_PROGRESS):
+        if present and target.setting(IN_PROGRESS) is None:
             raise MigrationError(f"the target {report.target} already holds {len(present)} documents "
-                                 "and is not a migration in progress; use an empty target")
+                                 "and was not made by ragstream migrate; use an empty target")
         target.set_setting(IN_PROGRESS, 1)
         target.set_setting("vector_size", self._vector_size)
         target.raise_generation(max_generation)

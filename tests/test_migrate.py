@@ -100,7 +100,7 @@ def test_an_unrelated_non_empty_target_is_refused(tmp_path: Path, hash_embedder:
     other = _open(tmp_path / "other", hash_embedder)
     other.ingest([SAMPLES / "httpx-timeouts.md"])
     other.close()
-    with pytest.raises(MigrationError, match="already holds 1 documents"):
+    with pytest.raises(MigrationError, match="already holds 1 documents and was not made by ragstream migrate"):
         source.migrate(str(tmp_path / "other"))
     with pytest.raises(MigrationError, match="is the index being migrated"):
         source.migrate(str(tmp_path / "source"))
