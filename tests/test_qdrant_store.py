@@ -20,7 +20,7 @@ from qdrant_backend import QdrantTarget, qdrant  # noqa: F401 - the fixture
 from ragstream import Ragstream, load_config
 from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError, VectorDBUnavailableError
-from ragstream.models import Chunk, ChunkMetadata
+from ragstream.models import Chunk, ChunkMetadata, SearchHit
 from ragstream.store.base import Snapshot
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.qdrant_server import QdrantServerStore
@@ -62,6 +62,11 @@ def same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]],
             groups.append([position])
     for group in groups[:-1]:
         assert {ours[i][0] for i in group} == {theirs[i][0] for i in group}
+
+
+def _ranking(hits: list[SearchHit]) -> list[tuple[str, float]]:
+    """A search result as (document#chunk_index, score): the same chunk in two indexes has the same key."""
+    return [(f"{hit.chunk.metadata.document_id}#{hit.chunk.metadata.chunk_index}", hit.score) for hit in hits]
 
 
 def _generations(hits: list[tuple[Chunk, float]]) -> set[int]:
@@ -157,6 +162,7 @@ def test_reopening_keeps_points_and_checks_the_collection(tmp_path: Path, hash_e
         QdrantServerStore(path, 8, StoreConfig())
 
 
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version")  # qdrant-client's version check, first
 def test_unreachable_server_is_a_clear_unavailable_error(hash_embedder: HashEmbedder):
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     config = StoreConfig(qdrant={"timeout_seconds": 2})
@@ -179,7 +185,27 @@ def test_sample_corpus_ranks_like_the_embedded_store(qdrant: QdrantTarget, hash_
             ours = server.search(query, mode=mode, top_k=10).hits
             theirs = edge.search(query, mode=mode, top_k=10).hits
             assert len(theirs) == 10
-            same_ranking([(f"{hit.chunk.metadata.document_id}#{hit.chunk.metadata.chunk_index}", hit.score) for hit in ours],
-                         [(f"{hit.chunk.metadata.document_id}#{hit.chunk.metadata.chunk_index}", hit.score) for hit in theirs])
+            same_ranking(_ranking(ours), _ranking(theirs))
+    edge.close()
+    server.close()
+
+
+def test_real_corpus_on_the_real_model_ranks_like_the_embedded_store(qdrant: QdrantTarget, embedder,  # noqa: F811
+                                                                     shared_data: Path, tmp_path: Path):
+    """The httpx documentation (real Markdown) on the packaged model: the qdrant backend returns the
+    embedded store's top 10 in bm25, dense and hybrid mode."""
+    corpus = shared_data / "markdown_docs"
+    edge = Ragstream(load_config(data_dir=tmp_path / "edge", reranker={"backend": "none"}), embedder=embedder)
+    server = Ragstream(load_config(data_dir=tmp_path / "server", reranker={"backend": "none"}, **qdrant.overrides()),
+                       embedder=embedder)
+    for rs in (edge, server):
+        assert rs.ingest([corpus]).documents_processed > 10
+    for query in ["How do I set a timeout on a request?", "stream a large response body", "HTTP/2 support",
+                  "client certificates for TLS", "retry failed connections", "event hooks for logging requests"]:
+        for mode in ("bm25", "dense", "hybrid"):
+            ours = server.search(query, mode=mode, top_k=10).hits
+            theirs = edge.search(query, mode=mode, top_k=10).hits
+            assert len(theirs) == 10
+            same_ranking(_ranking(ours), _ranking(theirs))
     edge.close()
     server.close()

@@ -220,6 +220,8 @@ class QdrantServerStore:
     def close(self) -> None:
         with self._lock:
             self._client.close()
+            # Dropped now, so the client's __del__ (which closes again) runs here, not at interpreter exit.
+            del self._client
 
 
 def _dense(vector: Any) -> list[float]:
