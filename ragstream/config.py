@@ -148,6 +148,16 @@ class StoreConfig(ConfigSection):
     bm25_b: float = Field(0.75, description="BM25 length normalisation.")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
+    bm25_reweigh_drift: float = Field(
+        0.05, gt=0,
+        description="postgres: chunks' BM25 weights use the true average chunk length; when it moves more "
+        "than this fraction from the one a chunk was weighed with, the next optimize reweighs it "
+        "(embedded store: bm25_avg_len instead).",
+    )
+    local_server_port: int = Field(
+        0, ge=0, le=65535,
+        description="`ragstream db start`: the loopback port of the bundled PostgreSQL (0: a free one, "
+        "remembered in its data directory).")
 
 
 class RetrievalConfig(ConfigSection):

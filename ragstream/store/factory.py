@@ -44,8 +44,21 @@ def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensi
     return QdrantEdgeStore(Path(config.data_dir) / QDRANT_EDGE_DIR, dimensions, config.store)
 
 
+def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:
+    from ragstream.store.postgres import open_catalog
+
+    return open_catalog(config.store)
+
+
+def _postgres_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    from ragstream.store.postgres import open_store
+
+    return open_store(config.store, catalog, dimensions)
+
+
 BACKENDS: dict[str, Backend] = {
     "qdrant_edge": Backend(_sqlite_catalog, _qdrant_edge_store),
+    "postgres": Backend(_postgres_catalog, _postgres_store, needs_url=True),
 }
 """Registered backends by ``store.backend`` name; a backend module adds its entry here."""
 
