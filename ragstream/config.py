@@ -133,6 +133,9 @@ class StoreConfig(ConfigSection):
         10.0, gt=0, description="How long the postgres backend waits for a connection before a 503.")
     hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
     hnsw_ef_construction: int = Field(64, ge=4, description="postgres: HNSW build beam (pgvector `ef_construction`).")
+    hnsw_build_memory_mb: int = Field(
+        512, ge=64, description="postgres: maintenance_work_mem while the HNSW index is built (a graph that "
+        "fits builds several times faster).")
     hnsw_ef_search: int = Field(
         200, ge=1, le=1000,
         description="postgres: HNSW query beam (`hnsw.ef_search`); also the most candidates one dense query "

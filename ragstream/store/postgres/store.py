@@ -140,9 +140,11 @@ class PostgresStore:
     def build_ann_index(self) -> None:
         """Create the HNSW index on the dense vectors (concurrently: writers are not blocked)."""
         with self._db.pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
+            conn.execute(f"SET maintenance_work_mem = '{int(self._config.hnsw_build_memory_mb)}MB'")
             conn.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {HNSW_INDEX} ON chunks USING hnsw "
                          f"(embedding vector_cosine_ops) WITH (m = {int(self._config.hnsw_m)}, "
                          f"ef_construction = {int(self._config.hnsw_ef_construction)})")
+            conn.execute("RESET maintenance_work_mem")
 
     def reweigh(self) -> int:
         """Recompute the BM25 weights of chunks weighed with an average length more than
