@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")
+db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream[postgres]').",
+                     no_args_is_help=True)
+app.add_typer(db_app, name="db")
+DbDirOption = Annotated[Path | None, typer.Option("--dir", help="Where the server keeps its data; default DATA_DIR/postgres.")]
 console = Console()
 err_console = Console(stderr=True)
 
@@ -525,3 +529,51 @@ def _print_result(result: SearchResult) -> None:
 
 if __name__ == "__main__":
     app()
+
+
+def _db_dir(config: Path | None, data_dir: Path | None, directory: Path | None) -> Path:
+    return directory or Path(_load(config, data_dir).data_dir) / "postgres"
+
+
+@db_app.command("start")
+def db_start(
+    config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None,
+    port: Annotated[int | None, typer.Option("--port", help="Loopback port (default store.local_server_port; 0: a free one).")] = None,
+) -> None:
+    """Start the bundled PostgreSQL 18 + pgvector (initialised on first use) and print its URL."""
+    from ragstream.store.postgres import server
+
+    settings = _load(config, data_dir)
+    folder = directory or Path(settings.data_dir) / "postgres"
+    try:
+        info = server.start(folder, port if port is not None else settings.store.local_server_port)
+    except RagstreamError as error:
+        _fail(error)
+    err_console.print(f"PostgreSQL running in {info.data_dir} (process {info.pid}); use it with:", soft_wrap=True)
+    err_console.print("  export RAGSTREAM_STORE__BACKEND=postgres")
+    print(f"export RAGSTREAM_STORE__URL='{info.url}'")
+
+
+@db_app.command("stop")
+def db_stop(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
+    """Stop the bundled PostgreSQL (fast shutdown: committed data stays)."""
+    from ragstream.store.postgres import server
+
+    try:
+        stopped = server.stop(_db_dir(config, data_dir, directory))
+    except RagstreamError as error:
+        _fail(error)
+    err_console.print("stopped" if stopped else "not running")
+
+
+@db_app.command("status")
+def db_status(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
+    """Say whether the bundled PostgreSQL runs, and its URL (exit 1 when it does not)."""
+    from ragstream.store.postgres import server
+
+    info = server.status(_db_dir(config, data_dir, directory))
+    if info is None:
+        err_console.print("not running")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+    err_console.print(f"running in {info.data_dir} (process {info.pid}, port {info.port})")
+    print(info.url)

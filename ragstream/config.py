@@ -160,6 +160,9 @@ class StoreConfig(ConfigSection):
         10.0, gt=0, description="How long the postgres backend waits for a connection before a 503.")
     hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
     hnsw_ef_construction: int = Field(64, ge=4, description="postgres: HNSW build beam (pgvector `ef_construction`).")
+    hnsw_build_memory_mb: int = Field(
+        512, ge=64, description="postgres: maintenance_work_mem while the HNSW index is built (a graph that "
+        "fits builds several times faster).")
     hnsw_ef_search: int = Field(
         200, ge=1, le=1000,
         description="postgres: HNSW query beam (`hnsw.ef_search`); also the most candidates one dense query "
@@ -175,6 +178,16 @@ class StoreConfig(ConfigSection):
     bm25_b: float = Field(0.75, description="BM25 length normalisation.")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
+    bm25_reweigh_drift: float = Field(
+        0.05, gt=0,
+        description="postgres: chunks' BM25 weights use the true average chunk length; when it moves more "
+        "than this fraction from the one a chunk was weighed with, the next optimize reweighs it "
+        "(embedded store: bm25_avg_len instead).",
+    )
+    local_server_port: int = Field(
+        0, ge=0, le=65535,
+        description="`ragstream db start`: the loopback port of the bundled PostgreSQL (0: a free one, "
+        "remembered in its data directory).")
     qdrant: QdrantServerConfig = Field(default_factory=QdrantServerConfig)
     migrate: MigrateConfig = Field(default_factory=MigrateConfig)
 

@@ -45,15 +45,24 @@ def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensi
     return QdrantEdgeStore(Path(config.data_dir) / QDRANT_EDGE_DIR, dimensions, config.store)
 
 
+def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:
+    from ragstream.store.postgres import open_catalog
+
+    return open_catalog(config.store)
+
+
+def _postgres_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    from ragstream.store.postgres import open_store
+
+    return open_store(config.store, catalog, dimensions)
+
+
 def _qdrant_catalog(config: RagstreamConfig) -> CatalogBackend:
     """The qdrant backend's catalog: SQLite in data_dir, or PostgreSQL at ``store.qdrant.catalog_url``."""
     url = config.store.qdrant.catalog_url
     if not url:
         return _sqlite_catalog(config)
-    postgres = BACKENDS.get("postgres")
-    if postgres is None:
-        raise ConfigError("store.qdrant.catalog_url needs the postgres backend, which is not available in this build")
-    return postgres.open_catalog(config.model_copy(update={"store": config.store.model_copy(update={"url": url})}))
+    return _postgres_catalog(config.model_copy(update={"store": config.store.model_copy(update={"url": url})}))
 
 
 def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
@@ -64,6 +73,7 @@ def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: 
 
 BACKENDS: dict[str, Backend] = {
     "qdrant_edge": Backend(_sqlite_catalog, _qdrant_edge_store),
+    "postgres": Backend(_postgres_catalog, _postgres_store, needs_url=True),
     "qdrant": Backend(_qdrant_catalog, _qdrant_store, needs_url=True,
                       url_example="http://127.0.0.1:6333 (a Qdrant server), or :memory: or a folder for qdrant-client's "
                       "local mode"),

@@ -1,0 +1,294 @@
+"""The PostgreSQL catalog: the SQLite catalog's tables and protocol in a database every worker shares.
+
+Snapshots are read in one REPEATABLE READ transaction, so every process derives the same
+:class:`~ragstream.store.base.Snapshot` from committed state; a version switch is one
+transaction. New tables or columns go into ``SCHEMA`` with ``IF NOT EXISTS`` (the schema is
+applied on every open, under an advisory lock).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ragstream.config import StoreConfig
+from ragstream.models import DocumentRecord, LoadedDocument, Page
+from ragstream.store.base import Snapshot
+from ragstream.store.catalog_base import COMMIT_SEQUENCE, GENERATION_COUNTER, DocumentVersion, TurnRow
+from ragstream.store.postgres.connection import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    pages TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE TABLE IF NOT EXISTS write_intents (
+    intent_id BIGSERIAL PRIMARY KEY,
+    document_id TEXT NOT NULL,
+    new_generation BIGINT,
+    old_generation BIGINT
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (model_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    message_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    incomplete BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+"""
+
+_UNCOMMITTED = """
+SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents) AS named
+WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
+"""
+_RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
+_BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s) "
+         "ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value")
+
+
+class PostgresCatalog:
+    """:class:`~ragstream.store.catalog_base.CatalogBackend` in the PostgreSQL database at ``store.url``."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.db = Database(config, SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        with self.db.read():
+            yield
+
+    def snapshot(self) -> Snapshot:
+        with self.db.read() as conn:
+            counters = dict(conn.execute("SELECT name, value FROM counters WHERE name = ANY(%s)",
+                                         ([COMMIT_SEQUENCE, GENERATION_COUNTER],)).fetchall())
+            uncommitted = frozenset(int(row[0]) for row in conn.execute(_UNCOMMITTED))
+        return Snapshot(sequence=int(counters.get(COMMIT_SEQUENCE, 0)),
+                        max_generation=int(counters.get(GENERATION_COUNTER, 0)), uncommitted=uncommitted)
+
+    # -- settings, generations and intents ---------------------------------------------------
+
+    def setting(self, name: str) -> int | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT value FROM counters WHERE name = %s", (name,)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_setting(self, name: str, value: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO counters(name, value) VALUES (%s, %s) "
+                         "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", (name, value))
+
+    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
+        count = len(documents)
+        with self.db.write() as conn:
+            last = _one(conn, _BUMP, (GENERATION_COUNTER, count))
+            generations = list(range(last - count + 1, last + 1))
+            intents = [_add_intent(conn, document_id, generation, old)
+                       for (document_id, old), generation in zip(documents, generations, strict=True)]
+        return generations, intents
+
+    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
+        with self.db.write() as conn:
+            return [_add_intent(conn, *intent) for intent in intents]
+
+    def clear_intents(self, intent_ids: Sequence[int]) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM write_intents WHERE intent_id = ANY(%s)", (list(intent_ids),))
+
+    def intents(self) -> builtins.list[tuple[int, str, int | None, int | None]]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT intent_id, document_id, new_generation, old_generation FROM write_intents "
+                                "ORDER BY intent_id").fetchall()
+        return [(int(a), str(b), c, d) for a, b, c, d in rows]
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
+        rows = [
+            (
+                v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.size_bytes,
+                json.dumps([page.model_dump() for page in v.doc.pages]),
+            )
+            for v in versions
+        ]
+        columns = f"{_RECORD_COLUMNS}, size_bytes, pages"
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns.split(", ")[1:])
+        with self.db.write() as conn:
+            with conn.cursor() as cursor:
+                cursor.executemany(f"INSERT INTO documents ({columns}) VALUES ({', '.join(['%s'] * 12)}) "
+                                   f"ON CONFLICT (document_id) DO UPDATE SET {updates}", rows)
+            return _one(conn, _BUMP, (COMMIT_SEQUENCE, 1))
+
+    def remove_document(self, document_id: str) -> int:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM documents WHERE document_id = %s", (document_id,))
+            return _one(conn, _BUMP, (COMMIT_SEQUENCE, 1))
+
+    def get(self, document_id: str) -> DocumentRecord | None:
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE document_id = %s", (document_id,)).fetchone()
+        return _record(row) if row else None
+
+    def find_by_checksum(self, checksum: str) -> builtins.list[DocumentRecord]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = %s ORDER BY source",
+                                (checksum,)).fetchall()
+        return [_record(row) for row in rows]
+
+    def list(self) -> builtins.list[DocumentRecord]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents ORDER BY source").fetchall()
+        return [_record(row) for row in rows]
+
+    def live_generations(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return {str(d): int(g) for d, g in conn.execute("SELECT document_id, generation FROM documents")}
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        with self.db.read() as conn:
+            row = conn.execute(
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata FROM documents "
+                "WHERE document_id = %s", (document_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        pages = tuple(Page(**page) for page in json.loads(row[6]))
+        return LoadedDocument(document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
+                              size_bytes=row[5], pages=pages, metadata=json.loads(row[7]))
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        unique = builtins.list(dict.fromkeys(content_hashes))
+        if not unique:
+            return {}
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT content_hash, vector FROM embeddings WHERE model_id = %s AND content_hash = ANY(%s)",
+                                (model_id, unique)).fetchall()
+        return {str(content_hash): np.frombuffer(blob, dtype=np.float32) for content_hash, blob in rows}
+
+    def cache_vectors(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        rows = [(model_id, content_hash, np.asarray(vector, dtype=np.float32).tobytes()) for content_hash, vector in items]
+        if not rows:
+            return
+        with self.db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany("INSERT INTO embeddings VALUES (%s, %s, %s) ON CONFLICT (model_id, content_hash) "
+                               "DO UPDATE SET vector = EXCLUDED.vector", rows)
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
+                 created_at: str, keep: int, *, incomplete: bool = False) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO conversation_turns (message_id, conversation_id, seq, user_text, assistant_text, created_at, "
+                "incomplete) VALUES (%s, %s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
+                "WHERE conversation_id = %s), %s, %s, %s, %s)",
+                (message_id, conversation_id, conversation_id, user_text, assistant_text, created_at, incomplete),
+            )
+            conn.execute(
+                "DELETE FROM conversation_turns WHERE conversation_id = %s AND seq NOT IN "
+                "(SELECT seq FROM conversation_turns WHERE conversation_id = %s ORDER BY seq DESC LIMIT %s)",
+                (conversation_id, conversation_id, max(keep, 0)),
+            )
+
+    def recent_turns(self, conversation_id: str, limit: int) -> builtins.list[tuple[str, str]]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT user_text, assistant_text FROM conversation_turns WHERE conversation_id = %s "
+                                "ORDER BY seq DESC LIMIT %s", (conversation_id, max(limit, 0))).fetchall()
+        return [(user, assistant) for user, assistant in reversed(rows)]
+
+    def conversation_turns(self, conversation_id: str) -> builtins.list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT message_id, user_text, assistant_text, created_at, incomplete FROM conversation_turns "
+                                "WHERE conversation_id = %s ORDER BY seq", (conversation_id,)).fetchall()
+        keys = ("message_id", "user", "assistant", "created_at", "incomplete")
+        return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+    # -- copying to another catalog (ragstream migrate) ------------------------------------------
+
+    def raise_generation(self, at_least: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO counters(name, value) VALUES (%s, %s) "
+                         "ON CONFLICT (name) DO UPDATE SET value = GREATEST(counters.value, EXCLUDED.value)",
+                         (GENERATION_COUNTER, at_least))
+
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+        model_id, content_hash = after or ("", "")
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT model_id, content_hash, vector FROM embeddings WHERE (model_id, content_hash) > "
+                                "(%s, %s) ORDER BY model_id, content_hash LIMIT %s",
+                                (model_id, content_hash, limit)).fetchall()
+        return [(str(row[0]), str(row[1]), np.frombuffer(row[2], dtype=np.float32)) for row in rows]
+
+    def turn_rows(self, after: tuple[str, int] | None, limit: int) -> builtins.list[TurnRow]:
+        conversation_id, seq = after or ("", -1)
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT conversation_id, seq, message_id, user_text, assistant_text, created_at, incomplete "
+                "FROM conversation_turns WHERE (conversation_id, seq) > (%s, %s) ORDER BY conversation_id, seq LIMIT %s",
+                (conversation_id, seq, limit)).fetchall()
+        return [TurnRow(row[0], int(row[1]), row[2], row[3], row[4], row[5], bool(row[6])) for row in rows]
+
+    def import_turns(self, rows: Sequence[TurnRow]) -> None:
+        if not rows:
+            return
+        with self.db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO conversation_turns (conversation_id, seq, message_id, user_text, assistant_text, created_at, "
+                "incomplete) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id) DO UPDATE SET "
+                "conversation_id = EXCLUDED.conversation_id, seq = EXCLUDED.seq, user_text = EXCLUDED.user_text, "
+                "assistant_text = EXCLUDED.assistant_text, created_at = EXCLUDED.created_at, "
+                "incomplete = EXCLUDED.incomplete", [tuple(row) for row in rows])
+
+
+def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...]) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _add_intent(conn: psycopg.Connection[Any], document_id: str, new: int | None, old: int | None) -> int:
+    return _one(conn, "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (%s, %s, %s) "
+                "RETURNING intent_id", (document_id, new, old))
+
+
+def _record(row: tuple[Any, ...]) -> DocumentRecord:
+    values = dict(zip(_RECORD_COLUMNS.split(", "), row, strict=True))
+    values["metadata"] = json.loads(values["metadata"])
+    return DocumentRecord(**values)
