@@ -112,7 +112,7 @@ def target_config(config: RagstreamConfig, to: str, *, data_dir: Path | None, co
         store["qdrant"] = {**store["qdrant"], "collection": collection}
     if to.startswith(("postgresql://", "postgres://")):
         store.update(backend="postgres", url=to)
-        target_dir = data_dir or Path(config.data_dir) / "migrate-postgres"
+        target_dir = data_dir or Path(config.data_dir)  # the postgres backend keeps nothing of the index there
     elif to.startswith(("http://", "https://")):
         if data_dir is None:
             raise MigrationError(f"a Qdrant server target keeps its catalog in a data directory: give one for {to}")

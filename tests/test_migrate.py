@@ -1,5 +1,6 @@
-"""``ragstream migrate``: an index copied between backends without re-embedding, resumable after a
-SIGKILL, verified by counts and checksums.
+"""``ragstream migrate``: an index copied between backends (qdrant_edge, qdrant in qdrant-client's local
+mode, postgres on the bundled PostgreSQL) without re-embedding, resumable after a SIGKILL, verified by
+counts and checksums.
 
 Indexes embed with the hash embedder; the migrate child processes never embed (vectors are read
 from the source store), so they run without any embedder.
@@ -92,6 +93,34 @@ def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEm
     reindexed = round_trip.reindex()
     assert reindexed.embedding_count == 0 and reindexed.embedding_cache_hits == sum(r.chunk_count for r in source.documents())
     round_trip.close()
+    source.close()
+
+
+def test_round_trip_through_postgres(tmp_path: Path, hash_embedder: HashEmbedder, postgres_url: str):
+    """edge -> postgres -> qdrant (local mode) -> edge: each copy verified; the copy on postgres has the
+    same documents, chunks and dense ranking (its BM25 uses the true average length, so BM25 and hybrid
+    rankings are its own), and the final copy ranks like the original in every mode."""
+    source = _open(tmp_path / "source", hash_embedder)
+    assert source.ingest([SAMPLES, _corpus(tmp_path / "corpus", 4)]).documents_failed == 0
+    source.catalog.add_turn("conv-1", "m-1", "pool timeout?", "Time to wait [1].", "2026-01-01T00:00:00+00:00", keep=10)
+    results = _results(source)
+    assert source.migrate(postgres_url).ok
+    on_postgres = _open(tmp_path / "pg", hash_embedder, store={"backend": "postgres", "url": postgres_url})
+    assert on_postgres.stats()["backend"] == "postgres"
+    assert [r.model_dump() for r in on_postgres.documents()] == [r.model_dump() for r in source.documents()]
+    for query in QUERIES:
+        same_ranking(_results(on_postgres)[(query, "dense")], results[(query, "dense")])
+    assert on_postgres.conversation("conv-1") == source.conversation("conv-1")
+
+    assert on_postgres.migrate(f"qdrant:{tmp_path / 'on-qdrant'}").ok
+    on_qdrant = _open(tmp_path / "on-qdrant", hash_embedder, **_qdrant_local(tmp_path / "on-qdrant"))
+    assert on_qdrant.migrate(str(tmp_path / "back")).ok
+    on_qdrant.close()
+    on_postgres.close()
+    back = _open(tmp_path / "back", hash_embedder)
+    _assert_same_index(back, source, results)
+    assert back.conversation("conv-1") == source.conversation("conv-1")
+    back.close()
     source.close()
 
 
