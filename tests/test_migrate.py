@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hash_embedder import HashEmbedder
 from index_fixtures import FAST_DEFAULTS, REPO_ROOT, SAMPLES
+from qdrant_backend import QdrantTarget
 from test_qdrant_store import same_ranking
 
 from ragstream import Ragstream, load_config
@@ -93,6 +94,26 @@ def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEm
     reindexed = round_trip.reindex()
     assert reindexed.embedding_count == 0 and reindexed.embedding_cache_hits == sum(r.chunk_count for r in source.documents())
     round_trip.close()
+    source.close()
+
+
+def test_migrate_to_qdrant_by_url_and_back(tmp_path: Path, hash_embedder: HashEmbedder, qdrant: QdrantTarget):
+    """The target as a user names it: ``qdrant:FOLDER`` (local mode) or the server's URL with a
+    collection and a data directory for the catalog; the copy opens with the matching config."""
+    source = _open(tmp_path / "source", hash_embedder)
+    source.ingest([SAMPLES])
+    results = _results(source)
+    if qdrant.kind == "local":
+        report = source.migrate(f"qdrant:{tmp_path / 'copy'}")
+        overrides = _qdrant_local(tmp_path / "copy")
+    else:
+        report = source.migrate(qdrant.url, target_dir=tmp_path / "copy", collection=qdrant.collection)
+        overrides = qdrant.overrides()
+    assert report.ok
+    copy = _open(tmp_path / "copy", hash_embedder, **overrides)
+    _assert_same_index(copy, source, results)
+    assert copy.migrate(str(tmp_path / "back")).ok
+    copy.close()
     source.close()
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hash_embedder import HashEmbedder
 from index_fixtures import SAMPLES
-from qdrant_backend import QdrantTarget, qdrant  # noqa: F401 - the fixture
+from qdrant_backend import QdrantTarget
 
 from ragstream import Ragstream, load_config
 from ragstream.config import StoreConfig
@@ -34,7 +34,7 @@ def _config(target: QdrantTarget) -> StoreConfig:
 
 
 @pytest.fixture
-def store(qdrant: QdrantTarget, hash_embedder: HashEmbedder) -> Iterator[QdrantServerStore]:  # noqa: F811
+def store(qdrant: QdrantTarget, hash_embedder: HashEmbedder) -> Iterator[QdrantServerStore]:
     opened = QdrantServerStore(qdrant.url, hash_embedder.dimensions, _config(qdrant))
     yield opened
     opened.close()
@@ -170,7 +170,7 @@ def test_unreachable_server_is_a_clear_unavailable_error(hash_embedder: HashEmbe
         QdrantServerStore("http://127.0.0.1:9", hash_embedder.dimensions, config)
 
 
-def test_sample_corpus_ranks_like_the_embedded_store(qdrant: QdrantTarget, hash_embedder: HashEmbedder,  # noqa: F811
+def test_sample_corpus_ranks_like_the_embedded_store(qdrant: QdrantTarget, hash_embedder: HashEmbedder,
                                                      tmp_path: Path):
     """A whole index on the qdrant backend returns the embedded index's top results in every mode."""
     edge = Ragstream(load_config(data_dir=tmp_path / "edge", reranker={"backend": "none"}), embedder=hash_embedder)
@@ -190,7 +190,7 @@ def test_sample_corpus_ranks_like_the_embedded_store(qdrant: QdrantTarget, hash_
     server.close()
 
 
-def test_real_corpus_on_the_real_model_ranks_like_the_embedded_store(qdrant: QdrantTarget, embedder,  # noqa: F811
+def test_real_corpus_on_the_real_model_ranks_like_the_embedded_store(qdrant: QdrantTarget, embedder,
                                                                      shared_data: Path, tmp_path: Path):
     """The httpx documentation (real Markdown) on the packaged model: the qdrant backend returns the
     embedded store's top 10 in bm25, dense and hybrid mode."""
