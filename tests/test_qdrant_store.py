@@ -162,7 +162,6 @@ def test_reopening_keeps_points_and_checks_the_collection(tmp_path: Path, hash_e
         QdrantServerStore(path, 8, StoreConfig())
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version")  # qdrant-client's version check, first
 def test_unreachable_server_is_a_clear_unavailable_error(hash_embedder: HashEmbedder):
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     config = StoreConfig(qdrant={"timeout_seconds": 2})
@@ -209,3 +208,16 @@ def test_real_corpus_on_the_real_model_ranks_like_the_embedded_store(qdrant: Qdr
             same_ranking(_ranking(ours), _ranking(theirs))
     edge.close()
     server.close()
+
+
+def test_a_server_of_an_unsupported_version_is_named_in_a_warning(caplog: pytest.LogCaptureFixture):
+    from importlib.metadata import version
+
+    from ragstream.store.qdrant_server import _check_version
+
+    major, minor = (int(part) for part in version("qdrant-client").split(".")[:2])
+    _check_version(f"v{major}.{minor + 1}.0", "http://qdrant:6333")
+    _check_version(f"{major}.{minor - 1}.4", "http://qdrant:6333")
+    assert not caplog.records
+    _check_version(f"{major}.{minor + 3}.0", "http://qdrant:6333")
+    assert "the Qdrant server at http://qdrant:6333 runs" in caplog.text

@@ -20,8 +20,10 @@ has no server-side equivalent (docs/backends.md).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,9 @@ try:
     from qdrant_client import QdrantClient, models
 except ImportError as missing:  # the extra is not installed
     raise ConfigError("store.backend=qdrant needs qdrant-client: pip install 'ragstream[qdrant]'") from missing
+
+
+logger = logging.getLogger("ragstream.store")
 
 
 def is_local(url: str) -> bool:
@@ -62,14 +67,17 @@ class QdrantServerStore:
         )
         try:
             if not self._local:
+                # The client's own version check runs in a thread and only warns; ours runs on open (_check_version).
                 self._client = QdrantClient(url=url, api_key=settings.api_key, timeout=int(settings.timeout_seconds),
-                                            prefer_grpc=settings.prefer_grpc)
+                                            prefer_grpc=settings.prefer_grpc, check_compatibility=False)
             elif url == ":memory:":
                 self._client = QdrantClient(location=":memory:")
             else:
                 Path(url).mkdir(parents=True, exist_ok=True)
                 self._client = QdrantClient(path=url)
             self._indexed = self._open_collection(dimensions)
+            if not self._local:
+                _check_version(self._client.info().version, url)
         except (ConfigError, VectorDBUnavailableError):
             raise
         except Exception as error:
@@ -222,6 +230,19 @@ class QdrantServerStore:
             self._client.close()
             # Dropped now, so the client's __del__ (which closes again) runs here, not at interpreter exit.
             del self._client
+
+
+def _check_version(server: str, url: str) -> None:
+    """Warn when the server's version is outside what this qdrant-client supports (same major, minor +-1)."""
+    client = version("qdrant-client")
+    try:
+        (server_major, server_minor), (client_major, client_minor) = (
+            tuple(int(part) for part in text.lstrip("v").split(".")[:2]) for text in (server, client))
+    except ValueError:
+        return
+    if server_major != client_major or abs(server_minor - client_minor) > 1:
+        logger.warning("the Qdrant server at %s runs %s, qdrant-client is %s: use a server within one minor version "
+                       "of the client (docs/backends.md)", url, server, client)
 
 
 def _dense(vector: Any) -> list[float]:
