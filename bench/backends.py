@@ -4,7 +4,8 @@ Usage: flock /tmp/ragstream-heavy.lock python bench/backends.py [--dataset ../sh
        [--source-index /work/idx/scifact] [--synthetic 100000] [--max-queries N]
 
 Per backend (qdrant_edge; postgres on the bundled PostgreSQL 18 + pgvector, started in a
-temporary directory), on SciFact (train queries):
+temporary directory; qdrant on ``--qdrant-url`` or, without one, qdrant-client's local mode), on
+SciFact (train queries):
 
 * ingest seconds, with the embedding cache primed from ``--source-index`` (a copy of an existing
   index's SQLite catalog) when given, so no backend re-embeds and both ingest under the same
@@ -48,7 +49,7 @@ from ragstream.store.postgres import server
 from ragstream.store.postgres.bm25 import Bm25Terms, idf
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
-BACKENDS = ("qdrant_edge", "postgres")
+BACKENDS = ("qdrant_edge", "postgres", "qdrant")
 MODES = ("bm25", "dense", "hybrid")
 SEED = 7
 SYNTHETIC_DIMENSIONS = 384
@@ -75,6 +76,22 @@ def timed(calls: list[Callable[[], Any]]) -> tuple[list[Any], dict[str, float]]:
 
 def store_section(backend: str, url: str | None, **extra: Any) -> dict[str, Any]:
     return {"backend": backend, **({"url": url} if url else {}), **extra}
+
+
+def backend_url(backend: str, pg: Any, qdrant_url: str | None, root: Path, run: str) -> str | None:
+    """The ``store.url`` of one backend for one run: a fresh database, a Qdrant server or local-mode folder."""
+    if backend == "postgres" and pg:
+        return new_database(pg.url, run)
+    if backend == "qdrant":
+        return qdrant_url or str(root / f"qdrant-local-{run}")
+    return None
+
+
+def qdrant_collection(backend: str, run: str) -> dict[str, Any]:
+    """A collection of its own per run (and process) on a Qdrant server (``--qdrant-url``); left there afterwards."""
+    if backend != "qdrant":
+        return {}
+    return {"qdrant": {"collection": f"ragstream_bench_{run}_{os.getpid()}"}}
 
 
 def new_database(admin_url: str, name: str) -> str:
@@ -150,7 +167,7 @@ def cached_embeddings(index: Path | None) -> tuple[str, list[tuple[str, bytes]]]
 
 def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: tuple[str, list[tuple[str, bytes]]] | None,
             max_queries: int | None) -> tuple[dict[str, Any], tuple[str, list[tuple[str, bytes]]] | None]:
-    config = load_config(data_dir=data_dir, store=store_section(backend, url))
+    config = load_config(data_dir=data_dir, store=store_section(backend, url, **qdrant_collection(backend, "scifact")))
     with Ragstream(config) as rs:
         if cache is not None:
             model_id, rows = cache
@@ -220,7 +237,7 @@ Corpus = tuple[list[Chunk], np.ndarray, list[str], np.ndarray]
 
 def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> dict[str, Any]:
     chunks, matrix, queries, probe = corpus
-    config = load_config(data_dir=data_dir, store=store_section(backend, url))
+    config = load_config(data_dir=data_dir, store=store_section(backend, url, **qdrant_collection(backend, "synthetic")))
     catalog, store = open_backend(config, lambda catalog: SYNTHETIC_DIMENSIONS)
     try:
         started = time.perf_counter()
@@ -253,6 +270,9 @@ def main() -> None:
     parser.add_argument("--max-queries", type=int, default=None)
     parser.add_argument("--synthetic", type=int, default=100_000, help="Synthetic chunks (0: skip).")
     parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--qdrant-url", default=os.environ.get("RAGSTREAM_TEST_QDRANT_URL"),
+                        help="Qdrant server for the qdrant backend; default: qdrant-client's local mode in a temp folder "
+                        "(pure Python and exact: it measures the client path, not a server; its synthetic run is skipped).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
@@ -270,14 +290,18 @@ def main() -> None:
             cache = cached_embeddings(args.source_index)
             report["embedding_cache"] = f"primed from {args.source_index}" if cache else "cold for the first backend"
             for backend in backends:
-                url = new_database(pg.url, "scifact") if backend == "postgres" and pg else None
+                url = backend_url(backend, pg, args.qdrant_url, root, "scifact")
                 report["scifact"][backend], cache = scifact(backend, root / f"scifact-{backend}", url, dataset, cache,
                                                             args.max_queries)
                 print(json.dumps({backend: report["scifact"][backend]}), file=sys.stderr, flush=True)
             if args.synthetic:
                 corpus = synthetic_corpus(args.synthetic)
                 for backend in backends:
-                    url = new_database(pg.url, "synthetic") if backend == "postgres" and pg else None
+                    if backend == "qdrant" and not args.qdrant_url:
+                        report["synthetic"][backend] = {"skipped": "qdrant-client local mode (no --qdrant-url): an exact "
+                                                        "pure-Python search is not a server's"}
+                        continue
+                    url = backend_url(backend, pg, args.qdrant_url, root, "synthetic")
                     report["synthetic"][backend] = synthetic(backend, root / f"synthetic-{backend}", url, corpus)
                     print(json.dumps({backend: report["synthetic"][backend]}), file=sys.stderr, flush=True)
         finally:
