@@ -44,7 +44,7 @@ from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import evaluate_retrieval, load_beir
 from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store.base import Snapshot, VectorStore
-from ragstream.store.factory import open_backend
+from ragstream.store.factory import open_backend, open_store
 from ragstream.store.postgres import server
 from ragstream.store.postgres.bm25 import Bm25Terms, idf
 
@@ -57,6 +57,7 @@ SYNTHETIC_VOCABULARY = 30_000
 SYNTHETIC_CLUSTERS = 500
 SYNTHETIC_QUERIES = 200
 WRITE_BATCH = 500
+EF_SEARCH_SWEEP = (10, 40, 100, 200, 400)
 ALL = Snapshot(sequence=0, max_generation=2**62, uncommitted=frozenset())
 
 
@@ -153,6 +154,17 @@ def dense_recall(store: VectorStore, ids: list[str], matrix: np.ndarray, queries
     return round(float(np.mean(recall)), 4), timing
 
 
+def ef_sweep(config: Any, catalog: Any, ids: list[str], matrix: np.ndarray, queries: np.ndarray) -> dict[str, Any]:
+    """postgres: dense recall@10 and latency at several ``store.hnsw_ef_search`` values (same database)."""
+    sweep: dict[str, Any] = {}
+    for ef in EF_SEARCH_SWEEP:
+        store = open_store(config.model_copy(update={"store": config.store.model_copy(update={"hnsw_ef_search": ef})}),
+                           catalog, matrix.shape[1])
+        recall, timing = dense_recall(store, ids, matrix, queries)
+        sweep[str(ef)] = {"recall@10": recall, "ms": timing}
+    return sweep
+
+
 # -- SciFact ---------------------------------------------------------------------------------
 
 def cached_embeddings(index: Path | None) -> tuple[str, list[tuple[str, bytes]]] | None:
@@ -194,9 +206,11 @@ def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: 
             rs.store.build_ann_index()  # type: ignore[attr-defined]
             build = time.perf_counter() - build_started
             hnsw_recall, hnsw_ms = dense_recall(rs.store, [c.chunk_id for c in chunks], matrix, query_vectors)
+            sweep = ef_sweep(config, rs.catalog, [c.chunk_id for c in chunks], matrix, query_vectors)
             report["dense_store_only"] = {"exact": {"recall@10": exact_recall, "ms": exact_ms},
                                           "hnsw": {"recall@10": hnsw_recall, "ms": hnsw_ms, "build_seconds": round(build, 1),
-                                                   "ef_search": config.store.hnsw_ef_search}}
+                                                   "ef_search": config.store.hnsw_ef_search},
+                                          "hnsw_by_ef_search": sweep}
         primed = cache or (embedder.model_id, [(h, v.astype(np.float32).tobytes()) for h, v in vectors.items()])
     return report, primed
 
@@ -249,6 +263,7 @@ def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> 
         store.maybe_optimize()
         optimized = time.perf_counter() - started
         recall, dense_ms = dense_recall(store, [c.chunk_id for c in chunks], matrix, probe)
+        sweep = ef_sweep(config, catalog, [c.chunk_id for c in chunks], matrix, probe) if backend == "postgres" else None
         some_documents = {"document_id": ["syn1", "syn5000", "syn9000"]}
         _, bm25_ms = timed([partial(store.search_bm25, q, 10, None, ALL) for q in queries])
         _, filtered_ms = timed([partial(store.search_dense, q, 10, some_documents, ALL) for q in probe])
@@ -258,7 +273,7 @@ def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> 
         catalog.close()
     size = info.get("disk_bytes") or disk_bytes(data_dir / "qdrant")
     return {"chunks": len(chunks), "write_seconds": round(written, 1), "optimize_seconds": round(optimized, 1),
-            "dense_top10_ms": dense_ms, "dense_recall@10_vs_exact": recall, "bm25_top10_ms": bm25_ms,
+            "dense_top10_ms": dense_ms, "dense_recall@10_vs_exact": recall, "dense_by_ef_search": sweep, "bm25_top10_ms": bm25_ms,
             "dense_filtered_top10_ms": filtered_ms, "disk_mb": round(size / 2**20, 1), "store": info}
 
 
@@ -273,6 +288,7 @@ def main() -> None:
     parser.add_argument("--qdrant-url", default=os.environ.get("RAGSTREAM_TEST_QDRANT_URL"),
                         help="Qdrant server for the qdrant backend; default: qdrant-client's local mode in a temp folder "
                         "(pure Python and exact: it measures the client path, not a server; its synthetic run is skipped).")
+    parser.add_argument("--skip-scifact", action="store_true", help="Only the synthetic part.")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
@@ -289,7 +305,7 @@ def main() -> None:
         try:
             cache = cached_embeddings(args.source_index)
             report["embedding_cache"] = f"primed from {args.source_index}" if cache else "cold for the first backend"
-            for backend in backends:
+            for backend in [] if args.skip_scifact else backends:
                 url = backend_url(backend, pg, args.qdrant_url, root, "scifact")
                 report["scifact"][backend], cache = scifact(backend, root / f"scifact-{backend}", url, dataset, cache,
                                                             args.max_queries)

@@ -6,6 +6,8 @@ filtered queries, bad configuration and an unreachable server are clear errors, 
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -121,7 +123,9 @@ def test_bad_configuration_and_unreachable_server_are_clear_errors(postgres_url:
 
 def test_db_commands_run_the_bundled_server(tmp_path: Path, hash_embedder_by_default, monkeypatch: pytest.MonkeyPatch):
     runner = CliRunner()
-    folder = tmp_path / "pg"
+    # not under tmp_path: another pytest process resets /tmp/pytest-of-root to 0700, and under root the
+    # server runs as an unprivileged user that must traverse the parents of its directory
+    folder = Path(tempfile.mkdtemp(prefix="ragstream-test-db-")) / "pg"
     started = runner.invoke(app, ["db", "start", "--dir", str(folder), "--data-dir", str(tmp_path / "index")])
     try:
         assert started.exit_code == 0, started.output
@@ -139,3 +143,4 @@ def test_db_commands_run_the_bundled_server(tmp_path: Path, hash_embedder_by_def
     finally:
         assert runner.invoke(app, ["db", "stop", "--dir", str(folder)]).exit_code == 0
     assert runner.invoke(app, ["db", "status", "--dir", str(folder)]).exit_code == 1
+    shutil.rmtree(folder.parent, ignore_errors=True)
