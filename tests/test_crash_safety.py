@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,10 +54,19 @@ def _assert_consistent(rs) -> dict[str, str]:
     return versions
 
 
+def _environment(prefix: str, section: dict[str, Any]) -> dict[str, str]:
+    """A config section as ``RAGSTREAM_*`` variables (nested sections joined by ``__``)."""
+    variables: dict[str, str] = {}
+    for key, value in section.items():
+        name = f"{prefix}__{key.upper()}"
+        variables.update(_environment(name, value) if isinstance(value, dict) else {name: str(value)})
+    return variables
+
+
 def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float | None,
-               store: dict[str, str] | None = None) -> int:
+               store: dict[str, Any] | None = None) -> int:
     """Run crash_child.py on the index (``store``: the backend's config section, passed as environment)."""
-    env = {**os.environ, **{f"RAGSTREAM_STORE__{key.upper()}": value for key, value in (store or {}).items()}}
+    env = {**os.environ, **_environment("RAGSTREAM_STORE", store or {})}
     child = subprocess.Popen(
         [sys.executable, str(CHILD), str(data_dir), str(folder), crash_point],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
