@@ -173,3 +173,16 @@ def test_two_indexes_on_one_database_share_documents_and_versions(make_fast_inde
 
     writer.delete(record.document_id)
     assert reader.documents() == [] and reader.search("connection pool", mode="bm25").hits == []
+
+
+def test_recovery_replays_only_intents_of_writers_that_are_gone(postgres_url: str):
+    config = StoreConfig(backend="postgres", url=postgres_url)
+    writer, starting = PostgresCatalog(config), PostgresCatalog(config)
+    try:
+        [generation], [intent] = writer.begin_versions([("a", None)])  # a write in flight in a live process
+        assert writer.intents() == [(intent, "a", generation, None)]
+        assert starting.intents() == []  # a process starting now must not roll it back
+        writer.close()  # the writer dies (its connections close, its owner lock is released)
+        assert starting.intents() == [(intent, "a", generation, None)]
+    finally:
+        starting.close()
