@@ -58,6 +58,7 @@ SYNTHETIC_CLUSTERS = 500
 SYNTHETIC_QUERIES = 200
 WRITE_BATCH = 500
 EF_SEARCH_SWEEP = (10, 40, 100, 200, 400)
+BM25_ONLY_DIMENSIONS = 8
 ALL = Snapshot(sequence=0, max_generation=2**62, uncommitted=frozenset())
 
 
@@ -277,6 +278,37 @@ def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> 
             "dense_filtered_top10_ms": filtered_ms, "disk_mb": round(size / 2**20, 1), "store": info}
 
 
+def bm25_only(backend: str, data_dir: Path, url: str | None, dataset: Any, max_queries: int | None) -> dict[str, Any]:
+    """BM25 alone, light enough to run beside other work: every corpus document is one chunk (title and
+    abstract) with a placeholder dense vector; top-10 agreement with exact BM25 and BM25 p50/p95."""
+    config = load_config(data_dir=data_dir, store=store_section(backend, url))
+    catalog, store = open_backend(config, lambda catalog: BM25_ONLY_DIMENSIONS)
+    try:
+        chunks = []
+        for row, doc in enumerate(dataset.documents()):
+            text = doc.pages[0].text
+            metadata = ChunkMetadata(document_id=doc.document_id, source=doc.source, title=doc.title, chunk_index=0,
+                                     word_count=len(text.split()), has_code=False, has_equations=False, checksum="c",
+                                     content_hash=f"d{row}", mime="text/plain", created_at="2026-01-01T00:00:00+00:00")
+            chunks.append(Chunk(chunk_id=f"00000000-0000-0000-0000-{row:012d}", text=text, metadata=metadata))
+        vectors = np.ones((len(chunks), BM25_ONLY_DIMENSIONS), dtype=np.float32)
+        started = time.perf_counter()
+        for start in range(0, len(chunks), WRITE_BATCH):
+            store.upsert(chunks[start : start + WRITE_BATCH], vectors[start : start + WRITE_BATCH], 1)
+        store.flush()
+        store.maybe_optimize()
+        written = time.perf_counter() - started
+        queries = [dataset.queries[q] for q in sorted(dataset.queries)][:max_queries]
+        terms = Bm25Terms(config.store.bm25_k1, config.store.bm25_b, config.store.bm25_language)
+        agreement = bm25_agreement(store, ExactBm25(chunks, terms), queries)
+        _, timing = timed([partial(store.search_bm25, q, 10, None, ALL) for q in queries])
+    finally:
+        store.close()
+        catalog.close()
+    return {"chunks": len(chunks), "write_seconds": round(written, 1), "bm25_top10_agreement_vs_exact": agreement,
+            "bm25_top10_ms": timing}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
@@ -289,6 +321,8 @@ def main() -> None:
                         help="Qdrant server for the qdrant backend; default: qdrant-client's local mode in a temp folder "
                         "(pure Python and exact: it measures the client path, not a server; its synthetic run is skipped).")
     parser.add_argument("--skip-scifact", action="store_true", help="Only the synthetic part.")
+    parser.add_argument("--bm25-only", action="store_true",
+                        help="Only BM25 on SciFact, one chunk per document, no embedding model (light).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
     if not (args.dataset / "corpus.jsonl").exists():
@@ -305,6 +339,12 @@ def main() -> None:
         try:
             cache = cached_embeddings(args.source_index)
             report["embedding_cache"] = f"primed from {args.source_index}" if cache else "cold for the first backend"
+            if args.bm25_only:
+                for backend in backends:
+                    url = new_database(pg.url, "bm25") if backend == "postgres" and pg else None
+                    report.setdefault("bm25_only", {})[backend] = bm25_only(backend, root / f"bm25-{backend}", url, dataset,
+                                                                             args.max_queries)
+                args.skip_scifact, args.synthetic = True, 0
             for backend in [] if args.skip_scifact else backends:
                 url = backend_url(backend, pg, args.qdrant_url, root, "scifact")
                 report["scifact"][backend], cache = scifact(backend, root / f"scifact-{backend}", url, dataset, cache,

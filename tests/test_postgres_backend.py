@@ -144,3 +144,45 @@ def test_db_commands_run_the_bundled_server(tmp_path: Path, hash_embedder_by_def
         assert runner.invoke(app, ["db", "stop", "--dir", str(folder)]).exit_code == 0
     assert runner.invoke(app, ["db", "status", "--dir", str(folder)]).exit_code == 1
     shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def _versions(hits: list) -> set[str]:
+    return {word for hit in hits for word in ("one", "two") if f"Version {word}:" in hit.chunk.text}
+
+
+def test_two_indexes_on_one_database_share_documents_and_versions(make_fast_index, postgres_url: str, tmp_path: Path):
+    """Two Ragstream instances (as two worker processes would be: own pools, own data_dir) on one database."""
+    store = {"backend": "postgres", "url": postgres_url}
+    writer = make_fast_index(data_dir=tmp_path / "one", store=store)
+    reader = make_fast_index(data_dir=tmp_path / "two", store=store)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Pools\n\nVersion one: the connection pool keeps ten connections.")
+    writer.ingest([docs])
+    [record] = reader.documents()
+    assert _versions(reader.search("connection pool", mode="bm25").hits) == {"one"}
+
+    with reader.snapshot() as before:
+        (docs / "a.md").write_text("# Pools\n\nVersion two: the connection pool keeps twenty connections.")
+        writer.ingest([docs])
+        # the writer cannot see the reader's snapshot (leases are per process): the old version may be
+        # gone already, but a search never mixes versions
+        assert _versions(reader.search("connection pool", mode="bm25", snapshot=before).hits) <= {"one"}
+    assert _versions(reader.search("connection pool", mode="bm25").hits) == {"two"}
+    assert reader.document(record.document_id).generation > record.generation
+
+    writer.delete(record.document_id)
+    assert reader.documents() == [] and reader.search("connection pool", mode="bm25").hits == []
+
+
+def test_recovery_replays_only_intents_of_writers_that_are_gone(postgres_url: str):
+    config = StoreConfig(backend="postgres", url=postgres_url)
+    writer, starting = PostgresCatalog(config), PostgresCatalog(config)
+    try:
+        [generation], [intent] = writer.begin_versions([("a", None)])  # a write in flight in a live process
+        assert writer.intents() == [(intent, "a", generation, None)]
+        assert starting.intents() == []  # a process starting now must not roll it back
+        writer.close()  # the writer dies (its connections close, its owner lock is released)
+        assert starting.intents() == [(intent, "a", generation, None)]
+    finally:
+        starting.close()

@@ -9,7 +9,9 @@ applied on every open, under an advisory lock).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +20,7 @@ import numpy as np
 import psycopg
 
 from ragstream.config import StoreConfig
+from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, GENERATION_COUNTER, DocumentVersion, TurnRow
@@ -46,6 +49,7 @@ CREATE TABLE IF NOT EXISTS write_intents (
     new_generation BIGINT,
     old_generation BIGINT
 );
+ALTER TABLE write_intents ADD COLUMN IF NOT EXISTS owner BIGINT;
 CREATE TABLE IF NOT EXISTS embeddings (
     model_id TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -72,7 +76,17 @@ _UNCOMMITTED = """
 SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents) AS named
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
 """
+# This writer's intents and those of writers that are gone: their advisory lock (held by a live
+# catalog for its whole life) is free.
+_ORPHANED = """
+SELECT intent_id, document_id, new_generation, old_generation FROM write_intents w
+WHERE owner IS NULL OR owner = %s OR NOT EXISTS (
+    SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+    AND ((l.classid::bigint << 32) | l.objid::bigint) = w.owner)
+ORDER BY intent_id
+"""
 _RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
+_OWNER_KEYS = 2**62  # random advisory-lock keys; a collision needs two live writers drawing the same one
 _BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s) "
          "ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value")
 
@@ -82,8 +96,22 @@ class PostgresCatalog:
 
     def __init__(self, config: StoreConfig) -> None:
         self.db = Database(config, SCHEMA)
+        # Several processes share the database: each writer marks its intents with an owner key whose
+        # advisory lock it holds on a connection of its own while it lives, so recovery on another
+        # process replays only the intents of writers that died (their lock is free), never a write in flight.
+        self.owner = secrets.randbelow(_OWNER_KEYS) + 1
+        try:
+            self._owner_conn = psycopg.connect(config.url or "", autocommit=True,
+                                               connect_timeout=int(config.connect_timeout_seconds))
+            self._owner_conn.execute("SELECT pg_advisory_lock(%s)", (self.owner,))
+        except psycopg.Error as error:
+            self.db.close()
+            raise VectorDBUnavailableError(f"PostgreSQL is unavailable: {error}") from error
 
     def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):  # what is left of our intents is recovery's now
+            self._owner_conn.execute("SELECT pg_advisory_unlock(%s)", (self.owner,))  # at once, not when the server
+        self._owner_conn.close()                                                       # notices the closed socket
         self.db.close()
 
     @contextmanager
@@ -116,22 +144,23 @@ class PostgresCatalog:
         with self.db.write() as conn:
             last = _one(conn, _BUMP, (GENERATION_COUNTER, count))
             generations = list(range(last - count + 1, last + 1))
-            intents = [_add_intent(conn, document_id, generation, old)
+            intents = [_add_intent(conn, self.owner, document_id, generation, old)
                        for (document_id, old), generation in zip(documents, generations, strict=True)]
         return generations, intents
 
     def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
         with self.db.write() as conn:
-            return [_add_intent(conn, *intent) for intent in intents]
+            return [_add_intent(conn, self.owner, *intent) for intent in intents]
 
     def clear_intents(self, intent_ids: Sequence[int]) -> None:
         with self.db.write() as conn:
             conn.execute("DELETE FROM write_intents WHERE intent_id = ANY(%s)", (list(intent_ids),))
 
     def intents(self) -> builtins.list[tuple[int, str, int | None, int | None]]:
+        """Unfinished intents of this catalog and of writers no longer running (what recovery may
+        replay); never those of another live process, whose write may be in flight."""
         with self.db.read() as conn:
-            rows = conn.execute("SELECT intent_id, document_id, new_generation, old_generation FROM write_intents "
-                                "ORDER BY intent_id").fetchall()
+            rows = conn.execute(_ORPHANED, (self.owner,)).fetchall()
         return [(int(a), str(b), c, d) for a, b, c, d in rows]
 
     # -- documents ---------------------------------------------------------------------------
@@ -283,9 +312,9 @@ def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...]) -> 
     return int(row[0])
 
 
-def _add_intent(conn: psycopg.Connection[Any], document_id: str, new: int | None, old: int | None) -> int:
-    return _one(conn, "INSERT INTO write_intents(document_id, new_generation, old_generation) VALUES (%s, %s, %s) "
-                "RETURNING intent_id", (document_id, new, old))
+def _add_intent(conn: psycopg.Connection[Any], owner: int, document_id: str, new: int | None, old: int | None) -> int:
+    return _one(conn, "INSERT INTO write_intents(document_id, new_generation, old_generation, owner) "
+                "VALUES (%s, %s, %s, %s) RETURNING intent_id", (document_id, new, old, owner))
 
 
 def _record(row: tuple[Any, ...]) -> DocumentRecord:

@@ -15,8 +15,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
 
-_SCHEMA_LOCK = 7_261_120_011  # pg_advisory_xact_lock key serialising schema creation between processes
-
 
 class Database:
     """A connection pool over ``store.url`` with the ``vector`` extension and ragstream's schema."""
@@ -28,7 +26,7 @@ class Database:
         try:
             with psycopg.connect(config.url, autocommit=True, connect_timeout=int(config.connect_timeout_seconds)) as conn:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragstream.catalog'))")  # one schema creator at a time
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
                     conn.execute(schema)
             self.pool = ConnectionPool(config.url, min_size=1, max_size=config.pool_size, kwargs={"autocommit": True},

@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     length INTEGER NOT NULL,
     bm25_avgdl DOUBLE PRECISION NOT NULL
 );
-ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN;
+ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN, ALTER COLUMN bm25 SET STORAGE MAIN;
 CREATE INDEX IF NOT EXISTS chunks_version ON chunks(document_id, generation);
 CREATE INDEX IF NOT EXISTS chunks_generation ON chunks(generation);
 CREATE INDEX IF NOT EXISTS chunks_payload ON chunks USING GIN (payload jsonb_path_ops);
@@ -178,8 +178,10 @@ class PostgresStore:
         with self._db.read() as conn:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true)",
                          (str(min(max(self._config.hnsw_ef_search, limit), _EF_SEARCH_MAX)),))
-            rows = conn.execute(f"SELECT chunk_id, text, payload, 1 - (embedding <=> %s) FROM chunks {where} "
-                                "ORDER BY embedding <=> %s LIMIT %s", (query, *params, query, limit)).fetchall()
+            # the distance is computed once per scanned row (the sort key), and again only for the rows returned
+            rows = conn.execute("SELECT chunk_id, text, payload, 1 - (embedding <=> %s) FROM (SELECT chunk_id, text, payload, "
+                                f"embedding FROM chunks {where} ORDER BY embedding <=> %s LIMIT %s) AS nearest "
+                                "ORDER BY embedding <=> %s", (query, *params, query, limit, query)).fetchall()
         return [(_chunk(row), float(row[3])) for row in rows]
 
     def search_bm25(self, text: str, limit: int, filters: Filters | None,
@@ -195,8 +197,8 @@ class PostgresStore:
             if not weights:
                 return []
             query = SparseVector(weights, TERM_SPACE)
-            rows = conn.execute(f"SELECT chunk_id, text, payload, -(bm25 <#> %s) FROM chunks {where} "
-                                "ORDER BY bm25 <#> %s LIMIT %s", (query, *params, query, limit)).fetchall()
+            rows = conn.execute(f"SELECT chunk_id, text, payload, -(bm25 <#> %s) AS score FROM chunks {where} "
+                                "ORDER BY score DESC LIMIT %s", (query, *params, limit)).fetchall()
         return [(_chunk(row), float(row[3])) for row in rows]
 
     @staticmethod
