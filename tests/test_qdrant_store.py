@@ -48,15 +48,18 @@ def _chunk(document_id: str, generation: int, index: int = 0, text: str = TEXT, 
     return Chunk(chunk_id=f"00000000-0000-0000-{index:04d}-{generation:012d}", text=f"{text} {document_id}", metadata=meta)
 
 
-def same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], rtol: float = 1e-5) -> None:
+def same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], rtol: float = 1e-5,
+                 atol: float = 1e-6) -> None:
     """Assert two rankings of (id, score) are the same up to the order of tied scores: equal scores
     position by position and, in each group of tied scores but the last (which a limit may cut),
-    the same ids."""
+    the same ids. ``atol`` covers float32 noise on tiny scores (the IDF of a term in nearly every
+    chunk is ln(1 + x) for a small x, which Qdrant Edge and qdrant-client compute differently)."""
     assert len(ours) == len(theirs)
-    assert np.allclose([score for _, score in ours], [score for _, score in theirs], rtol=rtol)
+    assert np.allclose([score for _, score in ours], [score for _, score in theirs], rtol=rtol, atol=atol), \
+        " ".join(f"{a:.6g}/{b:.6g}" for (_, a), (_, b) in zip(ours, theirs, strict=True))
     groups: list[list[int]] = []
     for position, (_, score) in enumerate(ours):
-        if groups and np.isclose(score, ours[groups[-1][0]][1], rtol=rtol):
+        if groups and np.isclose(score, ours[groups[-1][0]][1], rtol=rtol, atol=atol):
             groups[-1].append(position)
         else:
             groups.append([position])
