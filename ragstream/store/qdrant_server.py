@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import version
@@ -68,7 +69,7 @@ class QdrantServerStore:
         try:
             if not self._local:
                 # The client's own version check runs in a thread and only warns; ours runs on open (_check_version).
-                self._client = QdrantClient(url=url, api_key=settings.api_key, timeout=int(settings.timeout_seconds),
+                self._client = QdrantClient(url=url, api_key=settings.api_key, timeout=math.ceil(settings.timeout_seconds),
                                             prefer_grpc=settings.prefer_grpc, check_compatibility=False)
             elif url == ":memory:":
                 self._client = QdrantClient(location=":memory:")
