@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 SERVER_ENV = "RAGSTREAM_TEST_QDRANT_URL"
+API_KEY_ENV = "RAGSTREAM_TEST_QDRANT_API_KEY"
 QDRANT_TARGETS = ("local", "server")
 
 
@@ -28,10 +29,15 @@ class QdrantTarget:
     kind: str
     url: str
     collection: str
+    api_key: str | None = None
+
+    def settings(self) -> dict:
+        """The ``store.qdrant`` section for this target."""
+        return {"collection": self.collection, **({"api_key": self.api_key} if self.api_key else {})}
 
     def overrides(self) -> dict:
         """``load_config`` overrides selecting this target as the store backend."""
-        return {"store": {"backend": "qdrant", "url": self.url, "qdrant": {"collection": self.collection}}}
+        return {"store": {"backend": "qdrant", "url": self.url, "qdrant": self.settings()}}
 
 
 def qdrant_target(kind: str, tmp_path: Path) -> Iterator[QdrantTarget]:
@@ -43,10 +49,11 @@ def qdrant_target(kind: str, tmp_path: Path) -> Iterator[QdrantTarget]:
     if not url:
         pytest.skip(f"no Qdrant server: set {SERVER_ENV}=http://host:6333 to run the qdrant backend against one")
     collection = f"ragstream_test_{uuid.uuid4().hex[:12]}"
-    yield QdrantTarget("server", url, collection)
+    api_key = os.environ.get(API_KEY_ENV)
+    yield QdrantTarget("server", url, collection, api_key)
     from qdrant_client import QdrantClient
 
-    client = QdrantClient(url=url, api_key=os.environ.get("RAGSTREAM_TEST_QDRANT_API_KEY"))
+    client = QdrantClient(url=url, api_key=api_key)
     client.delete_collection(collection)
     client.close()
 

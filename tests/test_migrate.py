@@ -99,8 +99,10 @@ def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEm
 
 def test_migrate_to_qdrant_by_url_and_back(tmp_path: Path, hash_embedder: HashEmbedder, qdrant: QdrantTarget):
     """The target as a user names it: ``qdrant:FOLDER`` (local mode) or the server's URL with a
-    collection and a data directory for the catalog; the copy opens with the matching config."""
-    source = _open(tmp_path / "source", hash_embedder)
+    collection and a data directory for the catalog; the copy opens with the matching config. The
+    server's API key comes from the configured ``store.qdrant.api_key``."""
+    source = _open(tmp_path / "source", hash_embedder,
+                   **({"store": {"qdrant": {"api_key": qdrant.api_key}}} if qdrant.api_key else {}))
     source.ingest([SAMPLES])
     results = _results(source)
     if qdrant.kind == "local":

@@ -30,7 +30,7 @@ ALL = Snapshot(sequence=1, max_generation=10**9, uncommitted=frozenset())
 
 
 def _config(target: QdrantTarget) -> StoreConfig:
-    return StoreConfig(qdrant={"collection": target.collection})
+    return StoreConfig(qdrant=target.settings())
 
 
 @pytest.fixture
