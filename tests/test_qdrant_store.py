@@ -163,6 +163,7 @@ def test_reopening_keeps_points_and_checks_the_collection(tmp_path: Path, hash_e
     store.close()
     with pytest.raises(ConfigError, match="holds 256-dimensional vectors"):
         QdrantServerStore(path, 8, StoreConfig())
+    QdrantServerStore(path, hash_embedder.dimensions, StoreConfig()).close()  # the refused open released the folder
 
 
 def test_unreachable_server_is_a_clear_unavailable_error(hash_embedder: HashEmbedder):

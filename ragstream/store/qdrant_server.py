@@ -79,9 +79,11 @@ class QdrantServerStore:
             self._indexed = self._open_collection(dimensions)
             if not self._local:
                 _check_version(self._client.info().version, url)
-        except (ConfigError, VectorDBUnavailableError):
-            raise
-        except Exception as error:
+        except BaseException as error:
+            if hasattr(self, "_client"):  # release a local folder's lock at once
+                self._client.close()
+            if isinstance(error, (ConfigError, VectorDBUnavailableError)) or not isinstance(error, Exception):
+                raise
             if "already accessed by another instance" in str(error):
                 raise VectorDBUnavailableError(
                     f"the Qdrant local store at {url} is open in another ragstream process (a running server?); "
