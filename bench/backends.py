@@ -229,9 +229,12 @@ def synthetic_corpus(count: int) -> tuple[list[Chunk], np.ndarray, list[str], np
     labels = rng.integers(0, SYNTHETIC_CLUSTERS, size=count)
     matrix = centroids[labels] + rng.normal(scale=0.6, size=(count, SYNTHETIC_DIMENSIONS)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    lengths = rng.integers(40, 160, size=count)
+    drawn = rng.choice(len(words), size=int(lengths.sum()), p=zipf)  # one draw: per-row draws redo the CDF
+    ends = np.cumsum(lengths)
     chunks = []
     for row in range(count):
-        text = " ".join(rng.choice(words, size=int(rng.integers(40, 160)), p=zipf))
+        text = " ".join(words[i] for i in drawn[ends[row] - lengths[row] : ends[row]])
         document_id = f"syn{row // 10}"
         metadata = ChunkMetadata(document_id=document_id, source=document_id, title=document_id, chunk_index=row % 10,
                                  word_count=len(text.split()), has_code=False, has_equations=False, checksum="c",
