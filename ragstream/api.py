@@ -31,13 +31,15 @@ from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
-from ragstream.store.catalog import Catalog, DocumentPage
-from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.catalog import DocumentPage
+from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
     from ragstream.answer.service import AnswerService
+    from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.pipeline.context import StageContext
 
 
@@ -46,14 +48,17 @@ class Ragstream:
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
         self.config = config or load_config()
-        data_dir = Path(self.config.data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(data_dir / "catalog.sqlite3")
+        Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
+        self.catalog: CatalogBackend = open_catalog(self.config)
         self._embedder = CachedEmbedder(embedder, self.catalog, self.config.embedding.query_cache_size) \
             if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
-        self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
+        try:
+            self.store: VectorStore = open_store(self.config, self.catalog, self._vector_size())
+        except BaseException:
+            self.catalog.close()
+            raise
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
@@ -204,6 +209,21 @@ class Ragstream:
         the documents ``user`` may see (every document without a user)."""
         return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
                                     query_vector=query_vector, snapshot=snapshot, user=user)
+
+    def migrate(self, to: str, *, target_dir: Path | None = None, collection: str | None = None,
+                progress: MigrationProgress | None = None) -> MigrationReport:
+        """Copy this index (documents, versions, stored text, vectors, embedding cache, conversations) to
+        the backend named by ``to``, without re-embedding; resumable, verified at the end
+        (``report.ok``). Targets: a folder, ``qdrant:FOLDER``, ``http(s)://`` (a Qdrant server, its
+        catalog in ``target_dir``) or ``postgresql://`` (docs/backends.md)."""
+        from ragstream.migration import Migration, MigrationReport, Side, target_config
+
+        settings = target_config(self.config, to, data_dir=target_dir, collection=collection, dimensions=self._vector_size())
+        with Ragstream(settings) as target:  # opening it recovers a copy that was killed midway
+            migration = Migration(Side(self.catalog, self.store), Side(target.catalog, target.store),
+                                  self.config.store.migrate, vector_size=self._vector_size(), progress=progress)
+            with self.snapshots.open_with(self.catalog.list) as (snapshot, records):
+                return migration.run(records, snapshot.max_generation, MigrationReport(target=to))
 
     def stats(self) -> dict[str, Any]:
         """Counts for observability."""

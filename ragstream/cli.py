@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")
+db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream[postgres]').",
+                     no_args_is_help=True)
+app.add_typer(db_app, name="db")
+DbDirOption = Annotated[Path | None, typer.Option("--dir", help="Where the server keeps its data; default DATA_DIR/postgres.")]
 console = Console()
 err_console = Console(stderr=True)
 
@@ -56,7 +60,7 @@ def _open(config: Path | None, data_dir: Path | None, *, must_exist: bool = Fals
 
 def _open_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragstream:
     index = Path(settings.data_dir).resolve()
-    if must_exist and not (index / CATALOG_FILE).is_file():
+    if must_exist and settings.store.backend == "qdrant_edge" and not (index / CATALOG_FILE).is_file():
         err_console.print(f"no index at {index} yet: ingest documents first (ragstream ingest PATH), "
                           "or name another with --data-dir / RAGSTREAM_DATA_DIR")
         raise typer.Exit(code=EXIT_EMPTY_INDEX)
@@ -226,6 +230,45 @@ def reindex(config: ConfigOption = None, data_dir: DataDirOption = None,
         console.print(f"{stale} of {len(rs.documents())} documents were indexed with other settings")
         report = rs.reindex()
     _print_report(report, verbose=verbose)
+
+
+@app.command()
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="Target: a folder (embedded store), qdrant:FOLDER (qdrant-client local "
+                                    "mode), http(s)://host:6333 (a Qdrant server) or postgresql://user@host/db.")],
+    target_dir: Annotated[Path | None, typer.Option(
+        "--target-dir", help="Data directory of the target (its SQLite catalog, for a Qdrant server target).")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", help="Qdrant collection of the target.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Copy the index to another backend without re-embedding; resumable; verified by counts and checksums.
+
+    Exits 1 when the verification finds a difference (run it again to resume or repair).
+    """
+    with _open(config, data_dir, must_exist=True) as rs:
+        try:
+            report = rs.migrate(to, target_dir=target_dir, collection=collection,
+                                progress=lambda stage, done, total: err_console.print(
+                                    f"{stage} {done}/{total}" if total else f"{stage} {done}", highlight=False))
+        except RagstreamError as error:
+            _fail(error)
+    console.print(f"copied {report.documents_copied} documents ({report.chunks_copied} chunks), "
+                  f"{report.documents_already_there} already in the target, {report.documents_removed} removed; "
+                  f"{report.embeddings_copied} cached embeddings, {report.turns_copied} conversation turns")
+    from rich.table import Table
+
+    table = Table("part", "source", "target", "source sha256", "target sha256", "ok")
+    for check in report.checks:
+        table.add_row(check.name, str(check.source_count), str(check.target_count), check.source_checksum[:16],
+                      check.target_checksum[:16], "yes" if check.ok else "[bold red]NO[/]")
+    console.print(table)
+    console.print(f"vectors: {report.vectors_compared} compared, largest difference {report.max_vector_difference:.2e} "
+                  f"(tolerance {report.vector_tolerance:.0e})")
+    if not report.ok:
+        err_console.print(f"[bold red]verification failed[/]: the copy at {to} differs; run the migration again")
+        raise typer.Exit(code=1)
+    console.print(f"verified: {to} holds the same index")
 
 
 @app.command(name="eval")
@@ -496,3 +539,51 @@ def _print_result(result: SearchResult) -> None:
 
 if __name__ == "__main__":
     app()
+
+
+def _db_dir(config: Path | None, data_dir: Path | None, directory: Path | None) -> Path:
+    return directory or Path(_load(config, data_dir).data_dir) / "postgres"
+
+
+@db_app.command("start")
+def db_start(
+    config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None,
+    port: Annotated[int | None, typer.Option("--port", help="Loopback port (default store.local_server_port; 0: a free one).")] = None,
+) -> None:
+    """Start the bundled PostgreSQL 18 + pgvector (initialised on first use) and print its URL."""
+    from ragstream.store.postgres import server
+
+    settings = _load(config, data_dir)
+    folder = directory or Path(settings.data_dir) / "postgres"
+    try:
+        info = server.start(folder, port if port is not None else settings.store.local_server_port)
+    except RagstreamError as error:
+        _fail(error)
+    err_console.print(f"PostgreSQL running in {info.data_dir} (process {info.pid}); use it with:", soft_wrap=True)
+    err_console.print("  export RAGSTREAM_STORE__BACKEND=postgres")
+    print(f"export RAGSTREAM_STORE__URL='{info.url}'")
+
+
+@db_app.command("stop")
+def db_stop(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
+    """Stop the bundled PostgreSQL (fast shutdown: committed data stays)."""
+    from ragstream.store.postgres import server
+
+    try:
+        stopped = server.stop(_db_dir(config, data_dir, directory))
+    except RagstreamError as error:
+        _fail(error)
+    err_console.print("stopped" if stopped else "not running")
+
+
+@db_app.command("status")
+def db_status(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
+    """Say whether the bundled PostgreSQL runs, and its URL (exit 1 when it does not)."""
+    from ragstream.store.postgres import server
+
+    info = server.status(_db_dir(config, data_dir, directory))
+    if info is None:
+        err_console.print("not running")
+        raise typer.Exit(code=EXIT_EMPTY_INDEX)
+    err_console.print(f"running in {info.data_dir} (process {info.pid}, port {info.port})")
+    print(info.url)

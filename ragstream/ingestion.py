@@ -35,7 +35,7 @@ from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFail
 from ragstream.models import Chunk, DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog import Catalog, DocumentVersion
+from ragstream.store.catalog_base import CatalogBackend, DocumentVersion
 from ragstream.store.snapshots import Retired, Snapshots
 
 ProgressCallback = Callable[[str, str], None]
@@ -57,7 +57,7 @@ class Ingestor:
     def __init__(
         self,
         config: RagstreamConfig,
-        catalog: Catalog,
+        catalog: CatalogBackend,
         store: VectorStore,
         embedder: Callable[[], CachedEmbedder],
         snapshots: Snapshots,

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from backend_fixtures import backend, opened, postgres_server, postgres_url  # noqa: F401 - re-exported fixtures
 from index_fixtures import (  # noqa: F401 - re-exported fixtures
     embedder,
     hash_embedder,
@@ -24,6 +25,7 @@ from index_fixtures import (  # noqa: F401 - re-exported fixtures
     make_index,
 )
 from llm_server import qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
+from qdrant_backend import qdrant  # noqa: F401 - re-exported fixture
 
 from ragstream.providers.circuit import reset_breakers
 

@@ -14,17 +14,17 @@ import sys
 from pathlib import Path
 
 from ragstream import Ragstream, load_config
-from ragstream.store.catalog import Catalog
-from ragstream.store.qdrant_edge import QdrantEdgeStore
 
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _install(crash_point: str) -> None:
+def _install(crash_point: str, rs: Ragstream) -> None:
+    """Patch the classes of the backend this index opened (``RAGSTREAM_STORE__*`` chooses it)."""
+    store_type, catalog_type = type(rs.store), type(rs.catalog)
     if crash_point == "mid_upsert":
-        original = QdrantEdgeStore.upsert
+        original = store_type.upsert
 
         def upsert_half(self, chunks, vectors, generation):
             half = max(1, len(chunks) // 2)
@@ -32,17 +32,17 @@ def _install(crash_point: str) -> None:
             self.flush()
             _die()
 
-        QdrantEdgeStore.upsert = upsert_half
+        store_type.upsert = upsert_half  # type: ignore[method-assign]
     elif crash_point == "before_commit":
-        Catalog.commit_documents = lambda self, *args, **kwargs: _die()
+        catalog_type.commit_documents = lambda self, *args, **kwargs: _die()  # type: ignore[method-assign]
     elif crash_point == "before_old_delete":
-        QdrantEdgeStore.delete_generation = lambda self, *args, **kwargs: _die()
+        store_type.delete_generation = lambda self, *args, **kwargs: _die()  # type: ignore[method-assign]
 
 
 def main() -> None:
     data_dir, folder, crash_point = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     rs = Ragstream(load_config(data_dir=data_dir))
-    _install(crash_point)
+    _install(crash_point, rs)
     print("ready", flush=True)
     rs.ingest([folder], progress=lambda outcome, source: print(outcome, source, flush=True))
     print("finished", flush=True)

@@ -6,12 +6,14 @@ three write steps in process: the step raises instead of killing, the index is r
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,10 +54,22 @@ def _assert_consistent(rs) -> dict[str, str]:
     return versions
 
 
-def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float | None) -> int:
+def _environment(prefix: str, section: dict[str, Any]) -> dict[str, str]:
+    """A config section as ``RAGSTREAM_*`` variables (nested sections joined by ``__``)."""
+    variables: dict[str, str] = {}
+    for key, value in section.items():
+        name = f"{prefix}__{key.upper()}"
+        variables.update(_environment(name, value) if isinstance(value, dict) else {name: str(value)})
+    return variables
+
+
+def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float | None,
+               store: dict[str, Any] | None = None) -> int:
+    """Run crash_child.py on the index (``store``: the backend's config section, passed as environment)."""
+    env = {**os.environ, **_environment("RAGSTREAM_STORE", store or {})}
     child = subprocess.Popen(
         [sys.executable, str(CHILD), str(data_dir), str(folder), crash_point],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     assert child.stdout is not None
     line = child.stdout.readline()
@@ -124,17 +138,17 @@ def test_interrupted_write_step_recovers_on_reopen(make_fast_index, tmp_path, mo
 
 @pytest.mark.slow
 @pytest.mark.parametrize("crash_point", CRASH_POINTS)
-def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point):
+def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point, backend):
     folder, data_dir = tmp_path / "docs", tmp_path / "index"
     _write_version(folder, "alpha")
-    rs = make_index(data_dir=data_dir)
+    rs = make_index(data_dir=data_dir, store=backend)
     rs.ingest([folder])
     rs.close()
     _write_version(folder, "beta")
 
-    assert _run_child(data_dir, folder, crash_point, kill_after=None) == -signal.SIGKILL
+    assert _run_child(data_dir, folder, crash_point, kill_after=None, store=backend) == -signal.SIGKILL
 
-    _assert_recovered(make_index(data_dir=data_dir), folder, crash_point)
+    _assert_recovered(make_index(data_dir=data_dir, store=backend), folder, crash_point)
 
 
 @pytest.mark.slow

@@ -1,19 +1,16 @@
 """The store and catalog contract for owners: the visibility filter ``owner in [user, shared]`` is an
 ordinary exact-match filter in every search mode, owners round-trip through the payload (shared
-as None), and the catalog lists, finds and keeps conversations per user."""
+as None), and the catalog lists, pages, finds and keeps conversations per user; on every backend
+(the ``backend`` fixture of the contract suite)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from hash_embedder import HashEmbedder
 
-from ragstream.config import StoreConfig
 from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, Page
 from ragstream.store.base import Snapshot, visible_to
-from ragstream.store.catalog import Catalog, DocumentVersion
-from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.catalog_base import DocumentVersion
 
 TEXT = "connection pool timeouts for the client"
 OWNERS = {"a": "alice", "b": "bob", "s": None}
@@ -27,8 +24,8 @@ def _chunk(document_id: str, generation: int) -> Chunk:
     return Chunk(chunk_id=f"00000000-0000-0000-0000-{generation:012d}", text=f"{TEXT} {document_id}", metadata=metadata)
 
 
-def test_searches_see_the_users_and_the_shared_points(tmp_path: Path, hash_embedder: HashEmbedder):
-    store = QdrantEdgeStore(tmp_path / "qdrant", hash_embedder.dimensions, StoreConfig())
+def test_searches_see_the_users_and_the_shared_points(opened, hash_embedder: HashEmbedder):
+    _, store = opened
     vector = hash_embedder.embed_queries([TEXT])[0]
     for generation, document_id in enumerate(OWNERS, start=1):
         store.upsert([_chunk(document_id, generation)], np.array([vector]), generation)
@@ -41,7 +38,6 @@ def test_searches_see_the_users_and_the_shared_points(tmp_path: Path, hash_embed
     narrowed = visible_to({"document_id": "a"}, "bob")
     assert store.search_dense(vector, 10, narrowed, EVERYTHING) == []
     assert [c.metadata.owner for c in store.chunks_of("s", 3)] == [None]
-    store.close()
 
 
 def _version(document_id: str, generation: int) -> DocumentVersion:
@@ -50,8 +46,8 @@ def _version(document_id: str, generation: int) -> DocumentVersion:
     return DocumentVersion(doc, generation, 1, "f", "2026-01-01T00:00:00+00:00")
 
 
-def test_catalog_lists_finds_and_converses_per_user(tmp_path: Path):
-    catalog = Catalog(tmp_path / "catalog.sqlite3")
+def test_catalog_lists_finds_and_converses_per_user(opened):
+    catalog, _ = opened
     catalog.commit_documents([_version(document_id, g) for g, document_id in enumerate(OWNERS, start=1)])
     assert {r.document_id for r in catalog.list()} == {"a", "b", "s"}
     assert {r.document_id for r in catalog.list("alice")} == {"a", "s"}
@@ -59,6 +55,9 @@ def test_catalog_lists_finds_and_converses_per_user(tmp_path: Path):
     assert catalog.get("a", "bob") is None and catalog.get("a", "alice") is not None
     assert catalog.get("a").owner == "alice" and catalog.get("s").owner is None
     assert catalog.stored_document("b").owner == "bob"
+    page = catalog.page(0, 10, sort="title", descending=True, user="alice")
+    assert [r.document_id for r in page.records] == ["s", "a"] and page.total == 2
+    assert catalog.page(0, 10, query="B", user="bob").total == 1
 
     catalog.add_turn("c", "m1", "q-alice", "a-alice", "t", 10, owner="alice")
     catalog.add_turn("c", "m2", "q-bob", "a-bob", "t", 10, owner="bob")
@@ -66,4 +65,5 @@ def test_catalog_lists_finds_and_converses_per_user(tmp_path: Path):
     assert catalog.recent_turns("c", 10, "alice") == [("q-alice", "a-alice")]
     assert [turn["user"] for turn in catalog.conversation_turns("c", "bob")] == ["q-bob"]
     assert [turn["user"] for turn in catalog.conversation_turns("c")] == ["q-none"]
-    catalog.close()
+    assert {(row.message_id, row.owner) for row in catalog.turn_rows(None, 10)} == {
+        ("m1", "alice"), ("m2", "bob"), ("m3", "")}

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragstream.pipeline.super_prompt import ConversationPair
-from ragstream.store.catalog import Catalog
+from ragstream.store.catalog_base import CatalogBackend
 
 
 class ConversationStore:
     """Keeps the last ``max_pairs`` turn pairs of each conversation (``pipeline.N4_RECENT_CONV_MAX_PAIRS``)."""
 
-    def __init__(self, catalog: Catalog, max_pairs: int) -> None:
+    def __init__(self, catalog: CatalogBackend, max_pairs: int) -> None:
         self._catalog = catalog
         self._max_pairs = max_pairs
 

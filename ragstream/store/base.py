@@ -92,6 +92,11 @@ class VectorStore(Protocol):
         """Every chunk of one document version, by chunk_index."""
         ...
 
+    def points_of(self, document_id: str, generation: int) -> list[tuple[Chunk, np.ndarray]]:
+        """Every chunk of one document version with its stored dense vector, by chunk_index
+        (what a migration copies instead of re-embedding)."""
+        ...
+
     def maybe_optimize(self) -> bool:
         """Build ANN indexes when the store is big enough to need them."""
         ...

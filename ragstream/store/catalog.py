@@ -13,7 +13,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,15 @@ import numpy as np
 
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
+from ragstream.store.catalog_base import (
+    COMMIT_SEQUENCE,
+    GENERATION_COUNTER,
+    DocumentPage,
+    DocumentVersion,
+    TurnRow,
+)
+
+__all__ = ["COMMIT_SEQUENCE", "GENERATION_COUNTER", "Catalog", "DocumentPage", "DocumentVersion"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -81,19 +89,6 @@ CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(own
 NO_OWNER = ""
 """``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
 
-@dataclass(frozen=True)
-class DocumentVersion:
-    """One version of a document, as the catalog registers it."""
-
-    doc: LoadedDocument
-    generation: int
-    chunk_count: int
-    fingerprint: str
-    ingested_at: str
-
-
-GENERATION_COUNTER = "generation"
-COMMIT_SEQUENCE = "commit_sequence"
 _UNCOMMITTED = """
 SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents)
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
@@ -105,22 +100,15 @@ _INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chun
                    "metadata, owner, size_bytes, pages, first_ingested_at")
 # A new version keeps the time its document was first ingested.
 _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "COALESCE((SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
+                    "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
 SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
                 "ingested": "first_ingested_at", "updated": "ingested_at"}
-"""What a page of documents may be sorted by (API name -> SQL expression)."""
-
-
-@dataclass(frozen=True)
-class DocumentPage:
-    """One page of the document list and how many documents matched in all."""
-
-    records: list[DocumentRecord]
-    total: int
+"""What a page of documents may be sorted by (:data:`SORT_KEYS` -> SQL expression)."""
 
 
 class Catalog:
-    """Thread-safe access to the catalog database at ``path``."""
+    """The SQLite :class:`~ragstream.store.catalog_base.CatalogBackend`: thread-safe access to the
+    catalog database at ``path`` (the embedded default)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,8 +233,8 @@ class Catalog:
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
                 v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner,
-                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]), v.doc.document_id,
-                v.ingested_at,
+                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at,
+                v.doc.document_id, v.ingested_at,
             )
             for v in versions
         ]
@@ -397,6 +385,42 @@ class Catalog:
             ).fetchall()
         keys = ("message_id", "user", "assistant", "created_at", "incomplete")
         return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+    # -- copying to another catalog (ragstream migrate) ------------------------------------------
+
+    def raise_generation(self, at_least: int) -> None:
+        """Move the generation counter up to ``at_least`` (never down), so generations copied from
+        another index under their own numbers are never allocated here again."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO counters(name, value) VALUES(?, ?) "
+                       "ON CONFLICT(name) DO UPDATE SET value = MAX(value, excluded.value)", (GENERATION_COUNTER, at_least))
+
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+        """Up to ``limit`` embedding-cache entries (model_id, content_hash, vector) in key order, after ``after``."""
+        model_id, content_hash = after or ("", "")
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model_id, content_hash, vector FROM embeddings WHERE (model_id, content_hash) > (?, ?) "
+                "ORDER BY model_id, content_hash LIMIT ?", (model_id, content_hash, limit)).fetchall()
+        return [(row[0], row[1], np.frombuffer(row[2], dtype=np.float32)) for row in rows]
+
+    def turn_rows(self, after: str | None, limit: int) -> builtins.list[TurnRow]:
+        """Up to ``limit`` stored conversation turns in message-id order, after the message id ``after``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT conversation_id, seq, message_id, user_text, assistant_text, created_at, incomplete, owner "
+                "FROM conversation_turns WHERE message_id > ? ORDER BY message_id LIMIT ?",
+                (after or "", limit)).fetchall()
+        return [TurnRow(row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7]) for row in rows]
+
+    def import_turns(self, rows: Sequence[TurnRow]) -> None:
+        """Store conversation turns exactly as given (position and ids kept; an existing message is replaced)."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO conversation_turns (conversation_id, seq, message_id, user_text, assistant_text, "
+                "created_at, incomplete, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row[:6], int(row.incomplete), row.owner) for row in rows])
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -19,15 +19,14 @@ import qdrant_edge as qe
 
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
-from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
+from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
 from ragstream.store.base import Filters, Snapshot
+from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, payload_key, to_payload
 
 DENSE = "dense"
 SPARSE = "bm25"
-FLAG_FIELDS = ("has_code", "has_equations")
 KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime", OWNER_FIELD)
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
-CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
 _UPSERT_BATCH = 256
 
 
@@ -90,7 +89,7 @@ class QdrantEdgeStore:
             qe.Point(
                 id=chunk.chunk_id,
                 vector={DENSE: vector.tolist(), SPARSE: self._bm25.embed_document(chunk.text)},
-                payload=_to_payload(chunk, generation),
+                payload=to_payload(chunk, generation),
             )
             for chunk, vector in zip(chunks, vectors, strict=True)
         ]
@@ -142,7 +141,7 @@ class QdrantEdgeStore:
                 points = self._shard.query(qe.QueryRequest(limit=limit, query=query, filter=condition, with_payload=True))
         except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
-        return [(_from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
+        return [(from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
 
     def count(self, filters: Filters | None = None) -> int:
         with self._lock:
@@ -157,10 +156,24 @@ class QdrantEdgeStore:
                 records, offset = self._shard.scroll(
                     qe.ScrollRequest(offset=offset, limit=_UPSERT_BATCH, filter=condition, with_payload=True)
                 )
-                chunks.extend(_from_payload(str(record.id), record.payload or {}) for record in records)
+                chunks.extend(from_payload(str(record.id), record.payload or {}) for record in records)
                 if offset is None:
                     break
         return sorted(chunks, key=lambda chunk: chunk.metadata.chunk_index)
+
+    def points_of(self, document_id: str, generation: int) -> list[tuple[Chunk, np.ndarray]]:
+        condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
+        points: list[tuple[Chunk, np.ndarray]] = []
+        offset = None
+        with self._lock:
+            while True:
+                records, offset = self._shard.scroll(qe.ScrollRequest(
+                    offset=offset, limit=_UPSERT_BATCH, filter=condition, with_payload=True, with_vector=True))
+                points.extend((from_payload(str(record.id), record.payload or {}), _dense_of(record.vector))
+                              for record in records)
+                if offset is None:
+                    break
+        return sorted(points, key=lambda point: point[0].metadata.chunk_index)
 
     def info(self) -> Mapping[str, Any]:
         with self._lock:
@@ -173,31 +186,17 @@ class QdrantEdgeStore:
             self._shard.close()
 
 
-def _to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
-    payload = chunk.metadata.model_dump()
-    for field in FLAG_FIELDS:
-        payload[field] = int(payload[field])
-    payload["chapter"] = chunk.metadata.header_path.split(" > ")[0] if chunk.metadata.header_path else ""
-    payload["generation"] = generation
-    payload[OWNER_FIELD] = chunk.metadata.owner or SHARED_OWNER
-    payload["text"] = chunk.text
-    return payload
-
-
-def _from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
-    fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
-    for field in FLAG_FIELDS:
-        fields[field] = bool(fields.get(field, 0))
-    fields[OWNER_FIELD] = fields.get(OWNER_FIELD) or None
-    return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
+def _dense_of(vector: Any) -> np.ndarray:
+    """The dense vector of a record read with its vectors."""
+    if not isinstance(vector, dict) or DENSE not in vector:
+        raise VectorDBUnavailableError(f"Qdrant Edge returned no {DENSE!r} vector")
+    return np.asarray(vector[DENSE], dtype=np.float32)
 
 
 def _match(key: str, value: Any) -> qe.FieldCondition:
-    if isinstance(value, (list, tuple, set, frozenset)):
-        values = [int(item) if isinstance(item, bool) else item for item in value]
-        return qe.FieldCondition(key=key, match=qe.MatchAny(values))
-    if isinstance(value, bool):
-        value = int(value)
+    value = filter_value(value)
+    if isinstance(value, list):
+        return qe.FieldCondition(key=key, match=qe.MatchAny(value))
     return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
 
@@ -208,7 +207,7 @@ def _build_filter(filters: Filters | None, snapshot: Snapshot | None, *, newer_s
     Both conditions use the indexed ``generation``; when no write happened since the snapshot was
     taken they are empty and the query runs unfiltered, as fast as before.
     """
-    must: list[Any] = [_match(_payload_key(key), value) for key, value in (filters or {}).items()]
+    must: list[Any] = [_match(payload_key(key), value) for key, value in (filters or {}).items()]
     must_not: list[Any] = []
     if snapshot is not None:
         if newer_stored:
@@ -218,8 +217,3 @@ def _build_filter(filters: Filters | None, snapshot: Snapshot | None, *, newer_s
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)
-
-
-def _payload_key(key: str) -> str:
-    """Core metadata fields are top-level; anything else is user metadata under ``extra``."""
-    return key if key in CORE_FIELDS else f"extra.{key}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ragstream.store.base import Snapshot, VectorStore
-from ragstream.store.catalog import Catalog
+from ragstream.store.catalog_base import CatalogBackend
 
 T = TypeVar("T")
 logger = logging.getLogger("ragstream.store")
@@ -44,7 +44,7 @@ class _Pending:
 class Snapshots:
     """The open snapshots of this process and the deletions waiting for them."""
 
-    def __init__(self, catalog: Catalog, store: VectorStore) -> None:
+    def __init__(self, catalog: CatalogBackend, store: VectorStore) -> None:
         self._catalog = catalog
         self._store = store
         self._lock = threading.Lock()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragstream.providers.embedders.base import Embedder
-from ragstream.store.catalog import Catalog
+from ragstream.store.catalog_base import CatalogBackend
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class CachedEmbedder:
     Retrieval computed: a question is embedded once.
     """
 
-    def __init__(self, inner: Embedder, catalog: Catalog, query_cache_size: int = 1024) -> None:
+    def __init__(self, inner: Embedder, catalog: CatalogBackend, query_cache_size: int = 1024) -> None:
         self.inner = inner
         self._catalog = catalog
         self.model_id = inner.model_id

@@ -1,0 +1,187 @@
+"""The catalog protocol: what ragstream needs from the database that says which version of each
+document is live (documents, versions, write intents, counters, embedding cache, conversations).
+
+One implementation per backend: :class:`ragstream.store.catalog.Catalog` (SQLite, the embedded
+default) and :class:`ragstream.store.postgres.catalog.PostgresCatalog`. The factory
+(:mod:`ragstream.store.factory`) opens the one the config names. docs/consistency.md tells the
+protocol every implementation keeps; ``tests/test_store_contract.py`` proves it on each.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.store.base import Snapshot
+
+GENERATION_COUNTER = "generation"
+COMMIT_SEQUENCE = "commit_sequence"
+
+
+@dataclass(frozen=True)
+class DocumentVersion:
+    """One version of a document, as the catalog registers it."""
+
+    doc: LoadedDocument
+    generation: int
+    chunk_count: int
+    fingerprint: str
+    ingested_at: str
+    first_ingested_at: str | None = None
+    """When the document was first ingested, if known (a copy keeps its source's); else the catalog
+    keeps the time it already has for the document, or takes ``ingested_at`` for a new one."""
+
+
+class TurnRow(NamedTuple):
+    """One stored conversation turn, as a migration copies it."""
+
+    conversation_id: str
+    seq: int
+    message_id: str
+    user_text: str
+    assistant_text: str
+    created_at: str
+    incomplete: bool
+    owner: str = ""
+    """The user the conversation belongs to ("" for none: the Python API and CLI)."""
+
+
+SORT_KEYS = ("title", "source", "mime", "chunks", "ingested", "updated")
+"""What a page of documents may be sorted by: title, source, type, chunk count, first ingest, last update."""
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of the document list and how many documents matched in all."""
+
+    records: list[DocumentRecord]
+    total: int
+
+
+class CatalogBackend(Protocol):
+    """The document registry and everything stored beside it (thread-safe)."""
+
+    def close(self) -> None:
+        """Release the database."""
+        ...
+
+    def read_transaction(self) -> AbstractContextManager[None]:
+        """One read transaction: every catalog read inside it sees the same committed state (nests)."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
+        ...
+
+    # -- settings, generations and intents ---------------------------------------------------
+
+    def setting(self, name: str) -> int | None:
+        """A stored integer setting (e.g. the vector size the store was created with)."""
+        ...
+
+    def set_setting(self, name: str, value: int) -> None:
+        """Store an integer setting."""
+        ...
+
+    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
+        """New, never reused generations for (document_id, old_generation) pairs and their write
+        intents, in one transaction: ``(generations, intent_ids)``."""
+        ...
+
+    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
+        """Record (document_id, new_generation, old_generation) intents; their ids."""
+        ...
+
+    def clear_intents(self, intent_ids: Sequence[int]) -> None:
+        """Forget intents once the vector store matches the catalog."""
+        ...
+
+    def intents(self) -> builtins.list[tuple[int, str, int | None, int | None]]:
+        """Unfinished intents: (intent_id, document_id, new_generation, old_generation)."""
+        ...
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
+        """Make each version live, all in one transaction; the commit sequence of the switch."""
+        ...
+
+    def remove_document(self, document_id: str) -> int:
+        """Drop a document from the registry; the commit sequence."""
+        ...
+
+    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+        """The live record of a document, or None (also for one ``user`` may not see: another user's)."""
+        ...
+
+    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Documents ``user`` may see (every one without a user) whose source file had this sha256."""
+        ...
+
+    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Every live document ``user`` may see (their own and the shared ones; all without a user), by source."""
+        ...
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains
+        ``query`` (case-insensitive), sorted by ``sort`` (one of :data:`SORT_KEYS`; ties by source)."""
+        ...
+
+    def live_generations(self) -> dict[str, int]:
+        """document_id -> live generation."""
+        ...
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        """The extracted text of a document as it was ingested."""
+        ...
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached vectors for the given chunk-content hashes."""
+        ...
+
+    def cache_vectors(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store vectors by chunk-content hash."""
+        ...
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
+                 created_at: str, keep: int, *, incomplete: bool = False, owner: str | None = None) -> None:
+        """Append a (user, assistant) turn pair to ``owner``'s conversation and keep only its last ``keep``
+        pairs (the same id under two owners is two conversations)."""
+        ...
+
+    def recent_turns(self, conversation_id: str, limit: int, owner: str | None = None) -> builtins.list[tuple[str, str]]:
+        """The last ``limit`` (user, assistant) pairs of ``owner``'s conversation, oldest first."""
+        ...
+
+    def conversation_turns(self, conversation_id: str, owner: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every kept turn of ``owner``'s conversation, oldest first, with its message id and completeness."""
+        ...
+
+    # -- copying to another catalog (ragstream migrate, docs/backends.md) -----------------------
+
+    def raise_generation(self, at_least: int) -> None:
+        """Move the generation counter up to ``at_least`` (never down)."""
+        ...
+
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+        """Up to ``limit`` embedding-cache entries (model_id, content_hash, vector) in key order, after ``after``."""
+        ...
+
+    def turn_rows(self, after: str | None, limit: int) -> builtins.list[TurnRow]:
+        """Up to ``limit`` stored conversation turns in message-id order, after the message id ``after``."""
+        ...
+
+    def import_turns(self, rows: Sequence[TurnRow]) -> None:
+        """Store conversation turns exactly as given (an existing message id is replaced)."""
+        ...

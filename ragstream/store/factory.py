@@ -1,0 +1,117 @@
+"""Open the (catalog, vector store) pair the config names: ``store.backend`` and ``store.url``.
+
+Each backend is one entry of :data:`BACKENDS`: a function that opens its catalog, and one that
+opens its vector store once the vector size is known (the size may come from the catalog, which
+remembers it, so an index opens without loading the embedder). docs/backends.md tells how to
+choose one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragstream.config import RagstreamConfig
+from ragstream.errors import ConfigError
+from ragstream.store.base import VectorStore
+from ragstream.store.catalog_base import CatalogBackend
+
+SQLITE_CATALOG_FILE = "catalog.sqlite3"
+QDRANT_EDGE_DIR = "qdrant"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How to open one backend's catalog and store."""
+
+    open_catalog: Callable[[RagstreamConfig], CatalogBackend]
+    open_store: Callable[[RagstreamConfig, CatalogBackend, int], VectorStore]
+    needs_url: bool = False
+    url_example: str = "postgresql://user:password@host:5432/ragstream; `ragstream db start` runs a local one"
+
+
+def _sqlite_catalog(config: RagstreamConfig) -> CatalogBackend:
+    from ragstream.store.catalog import Catalog
+
+    data_dir = Path(config.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return Catalog(data_dir / SQLITE_CATALOG_FILE)
+
+
+def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    from ragstream.store.qdrant_edge import QdrantEdgeStore
+
+    return QdrantEdgeStore(Path(config.data_dir) / QDRANT_EDGE_DIR, dimensions, config.store)
+
+
+def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:
+    from ragstream.store.postgres import open_catalog
+
+    return open_catalog(config.store)
+
+
+def _postgres_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    from ragstream.store.postgres import open_store
+
+    return open_store(config.store, catalog, dimensions)
+
+
+def _qdrant_catalog(config: RagstreamConfig) -> CatalogBackend:
+    """The qdrant backend's catalog: SQLite in data_dir, or PostgreSQL at ``store.qdrant.catalog_url``."""
+    url = config.store.qdrant.catalog_url
+    if not url:
+        return _sqlite_catalog(config)
+    return _postgres_catalog(config.model_copy(update={"store": config.store.model_copy(update={"url": url})}))
+
+
+def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    from ragstream.store.qdrant_server import QdrantServerStore
+
+    return QdrantServerStore(str(config.store.url), dimensions, config.store)
+
+
+BACKENDS: dict[str, Backend] = {
+    "qdrant_edge": Backend(_sqlite_catalog, _qdrant_edge_store),
+    "postgres": Backend(_postgres_catalog, _postgres_store, needs_url=True),
+    "qdrant": Backend(_qdrant_catalog, _qdrant_store, needs_url=True,
+                      url_example="http://127.0.0.1:6333 (a Qdrant server), or :memory: or a folder for qdrant-client's "
+                      "local mode"),
+}
+"""Registered backends by ``store.backend`` name; a backend module adds its entry here."""
+
+
+def backend(config: RagstreamConfig) -> Backend:
+    """The configured backend; ConfigError when it is unknown, not installed yet or lacks ``store.url``."""
+    name = config.store.backend
+    found = BACKENDS.get(name)
+    if found is None:
+        raise ConfigError(f"store.backend {name!r} is not available in this build; "
+                          f"choose one of {', '.join(sorted(BACKENDS))}")
+    if found.needs_url and not config.store.url:
+        raise ConfigError(f"store.backend {name!r} needs store.url (RAGSTREAM_STORE__URL), e.g. {found.url_example}")
+    return found
+
+
+def open_catalog(config: RagstreamConfig) -> CatalogBackend:
+    """The configured backend's catalog."""
+    return backend(config).open_catalog(config)
+
+
+def open_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    """The configured backend's vector store, for vectors of ``dimensions``."""
+    return backend(config).open_store(config, catalog, dimensions)
+
+
+def open_backend(config: RagstreamConfig, dimensions: Callable[[CatalogBackend], int]) -> tuple[CatalogBackend, VectorStore]:
+    """(catalog, store) of the configured backend; ``dimensions(catalog)`` gives the vector size.
+
+    The catalog is closed again when the store cannot open.
+    """
+    chosen = backend(config)
+    catalog = chosen.open_catalog(config)
+    try:
+        return catalog, chosen.open_store(config, catalog, dimensions(catalog))
+    except BaseException:
+        catalog.close()
+        raise

@@ -1,0 +1,377 @@
+"""The PostgreSQL catalog: the SQLite catalog's tables and protocol in a database every worker shares.
+
+Snapshots are read in one REPEATABLE READ transaction, so every process derives the same
+:class:`~ragstream.store.base.Snapshot` from committed state; a version switch is one
+transaction. New tables or columns go into ``SCHEMA`` with ``IF NOT EXISTS`` (the schema is
+applied on every open, under an advisory lock).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ragstream.config import StoreConfig
+from ragstream.errors import VectorDBUnavailableError
+from ragstream.models import DocumentRecord, LoadedDocument, Page
+from ragstream.store.base import Snapshot
+from ragstream.store.catalog_base import COMMIT_SEQUENCE, GENERATION_COUNTER, DocumentPage, DocumentVersion, TurnRow
+from ragstream.store.postgres.connection import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    pages TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE TABLE IF NOT EXISTS write_intents (
+    intent_id BIGSERIAL PRIMARY KEY,
+    document_id TEXT NOT NULL,
+    new_generation BIGINT,
+    old_generation BIGINT
+);
+ALTER TABLE write_intents ADD COLUMN IF NOT EXISTS owner BIGINT;
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (model_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    message_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    incomplete BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS first_ingested_at TEXT;
+CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
+CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_ingest ON documents(first_ingested_at);
+CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
+ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+"""
+
+_UNCOMMITTED = """
+SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents) AS named
+WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
+"""
+# This writer's intents and those of writers that are gone: their advisory lock (held by a live
+# catalog for its whole life) is free.
+_ORPHANED = """
+SELECT intent_id, document_id, new_generation, old_generation FROM write_intents w
+WHERE owner IS NULL OR owner = %s OR NOT EXISTS (
+    SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+    AND ((l.classid::bigint << 32) | l.objid::bigint) = w.owner)
+ORDER BY intent_id
+"""
+_RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata, "
+                   "owner, first_ingested_at")
+_INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata, "
+                   "owner, size_bytes, pages, first_ingested_at")
+# A new version keeps the time its document was first ingested (unless the version names one: a copy).
+_UPSERT_DOCUMENT = (
+    f"INSERT INTO documents ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) ON CONFLICT (document_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _INSERT_COLUMNS.split(", ")[1:-1])
+    + ", first_ingested_at = COALESCE(%s, documents.first_ingested_at, EXCLUDED.first_ingested_at)"
+)
+SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
+                "ingested": "first_ingested_at", "updated": "ingested_at"}
+"""What a page of documents may be sorted by (:data:`SORT_KEYS` -> SQL expression)."""
+NO_OWNER = ""
+"""``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
+_OWNER_KEYS = 2**62  # random advisory-lock keys; a collision needs two live writers drawing the same one
+_BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s) "
+         "ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value")
+
+
+class PostgresCatalog:
+    """:class:`~ragstream.store.catalog_base.CatalogBackend` in the PostgreSQL database at ``store.url``."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.db = Database(config, SCHEMA)
+        # Several processes share the database: each writer marks its intents with an owner key whose
+        # advisory lock it holds on a connection of its own while it lives, so recovery on another
+        # process replays only the intents of writers that died (their lock is free), never a write in flight.
+        self.owner = secrets.randbelow(_OWNER_KEYS) + 1
+        try:
+            self._owner_conn = psycopg.connect(config.url or "", autocommit=True,
+                                               connect_timeout=int(config.connect_timeout_seconds))
+            self._owner_conn.execute("SELECT pg_advisory_lock(%s)", (self.owner,))
+        except psycopg.Error as error:
+            self.db.close()
+            raise VectorDBUnavailableError(f"PostgreSQL is unavailable: {error}") from error
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):  # what is left of our intents is recovery's now
+            self._owner_conn.execute("SELECT pg_advisory_unlock(%s)", (self.owner,))  # at once, not when the server
+        self._owner_conn.close()                                                       # notices the closed socket
+        self.db.close()
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        with self.db.read():
+            yield
+
+    def snapshot(self) -> Snapshot:
+        with self.db.read() as conn:
+            counters = dict(conn.execute("SELECT name, value FROM counters WHERE name = ANY(%s)",
+                                         ([COMMIT_SEQUENCE, GENERATION_COUNTER],)).fetchall())
+            uncommitted = frozenset(int(row[0]) for row in conn.execute(_UNCOMMITTED))
+        return Snapshot(sequence=int(counters.get(COMMIT_SEQUENCE, 0)),
+                        max_generation=int(counters.get(GENERATION_COUNTER, 0)), uncommitted=uncommitted)
+
+    # -- settings, generations and intents ---------------------------------------------------
+
+    def setting(self, name: str) -> int | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT value FROM counters WHERE name = %s", (name,)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_setting(self, name: str, value: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO counters(name, value) VALUES (%s, %s) "
+                         "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", (name, value))
+
+    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
+        count = len(documents)
+        with self.db.write() as conn:
+            last = _one(conn, _BUMP, (GENERATION_COUNTER, count))
+            generations = list(range(last - count + 1, last + 1))
+            intents = [_add_intent(conn, self.owner, document_id, generation, old)
+                       for (document_id, old), generation in zip(documents, generations, strict=True)]
+        return generations, intents
+
+    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
+        with self.db.write() as conn:
+            return [_add_intent(conn, self.owner, *intent) for intent in intents]
+
+    def clear_intents(self, intent_ids: Sequence[int]) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM write_intents WHERE intent_id = ANY(%s)", (list(intent_ids),))
+
+    def intents(self) -> builtins.list[tuple[int, str, int | None, int | None]]:
+        """Unfinished intents of this catalog and of writers no longer running (what recovery may
+        replay); never those of another live process, whose write may be in flight."""
+        with self.db.read() as conn:
+            rows = conn.execute(_ORPHANED, (self.owner,)).fetchall()
+        return [(int(a), str(b), c, d) for a, b, c, d in rows]
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
+        rows = [
+            (
+                v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner, v.doc.size_bytes,
+                json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at or v.ingested_at,
+                v.first_ingested_at,
+            )
+            for v in versions
+        ]
+        with self.db.write() as conn:
+            with conn.cursor() as cursor:
+                cursor.executemany(_UPSERT_DOCUMENT, rows)
+            return _one(conn, _BUMP, (COMMIT_SEQUENCE, 1))
+
+    def remove_document(self, document_id: str) -> int:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM documents WHERE document_id = %s", (document_id,))
+            return _one(conn, _BUMP, (COMMIT_SEQUENCE, 1))
+
+    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+        visible, params = _visible_to(user)
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE document_id = %s AND {visible}",
+                               (document_id, *params)).fetchone()
+        return _record(row) if row else None
+
+    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+        visible, params = _visible_to(user)
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = %s AND {visible} "
+                                "ORDER BY source", (checksum, *params)).fetchall()
+        return [_record(row) for row in rows]
+
+    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+        visible, params = _visible_to(user)
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+                                params).fetchall()
+        return [_record(row) for row in rows]
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
+        direction = "DESC" if descending else "ASC"
+        visible, params = _visible_to(user)
+        where = f"WHERE {visible}"
+        if query:
+            pattern = "%" + query.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where = f"{where} AND (lower(title) LIKE %s OR lower(source) LIKE %s)"
+            params = (*params, pattern, pattern)
+        with self.db.read() as conn:
+            total = _one(conn, f"SELECT COUNT(*) FROM documents {where}", params)
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction} "
+                                f"NULLS LAST, source {direction} LIMIT %s OFFSET %s", (*params, limit, offset)).fetchall()
+        return DocumentPage(records=[_record(row) for row in rows], total=total)
+
+    def live_generations(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return {str(d): int(g) for d, g in conn.execute("SELECT document_id, generation FROM documents")}
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        with self.db.read() as conn:
+            row = conn.execute(
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner FROM documents "
+                "WHERE document_id = %s", (document_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        pages = tuple(Page(**page) for page in json.loads(row[6]))
+        return LoadedDocument(document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
+                              size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8])
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        unique = builtins.list(dict.fromkeys(content_hashes))
+        if not unique:
+            return {}
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT content_hash, vector FROM embeddings WHERE model_id = %s AND content_hash = ANY(%s)",
+                                (model_id, unique)).fetchall()
+        return {str(content_hash): np.frombuffer(blob, dtype=np.float32) for content_hash, blob in rows}
+
+    def cache_vectors(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        rows = [(model_id, content_hash, np.asarray(vector, dtype=np.float32).tobytes()) for content_hash, vector in items]
+        if not rows:
+            return
+        with self.db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany("INSERT INTO embeddings VALUES (%s, %s, %s) ON CONFLICT (model_id, content_hash) "
+                               "DO UPDATE SET vector = EXCLUDED.vector", rows)
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
+                 created_at: str, keep: int, *, incomplete: bool = False, owner: str | None = None) -> None:
+        key = (conversation_id, owner or NO_OWNER)
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO conversation_turns (message_id, conversation_id, owner, seq, user_text, assistant_text, "
+                "created_at, incomplete) VALUES (%s, %s, %s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
+                "WHERE conversation_id = %s AND owner = %s), %s, %s, %s, %s)",
+                (message_id, *key, *key, user_text, assistant_text, created_at, incomplete),
+            )
+            conn.execute(
+                "DELETE FROM conversation_turns WHERE conversation_id = %s AND owner = %s AND seq NOT IN "
+                "(SELECT seq FROM conversation_turns WHERE conversation_id = %s AND owner = %s ORDER BY seq DESC LIMIT %s)",
+                (*key, *key, max(keep, 0)),
+            )
+
+    def recent_turns(self, conversation_id: str, limit: int, owner: str | None = None) -> builtins.list[tuple[str, str]]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT user_text, assistant_text FROM conversation_turns WHERE conversation_id = %s "
+                                "AND owner = %s ORDER BY seq DESC LIMIT %s",
+                                (conversation_id, owner or NO_OWNER, max(limit, 0))).fetchall()
+        return [(user, assistant) for user, assistant in reversed(rows)]
+
+    def conversation_turns(self, conversation_id: str, owner: str | None = None) -> builtins.list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT message_id, user_text, assistant_text, created_at, incomplete FROM conversation_turns "
+                                "WHERE conversation_id = %s AND owner = %s ORDER BY seq",
+                                (conversation_id, owner or NO_OWNER)).fetchall()
+        keys = ("message_id", "user", "assistant", "created_at", "incomplete")
+        return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+    # -- copying to another catalog (ragstream migrate) ------------------------------------------
+
+    def raise_generation(self, at_least: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO counters(name, value) VALUES (%s, %s) "
+                         "ON CONFLICT (name) DO UPDATE SET value = GREATEST(counters.value, EXCLUDED.value)",
+                         (GENERATION_COUNTER, at_least))
+
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+        model_id, content_hash = after or ("", "")
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT model_id, content_hash, vector FROM embeddings WHERE (model_id, content_hash) > "
+                                "(%s, %s) ORDER BY model_id, content_hash LIMIT %s",
+                                (model_id, content_hash, limit)).fetchall()
+        return [(str(row[0]), str(row[1]), np.frombuffer(row[2], dtype=np.float32)) for row in rows]
+
+    def turn_rows(self, after: str | None, limit: int) -> builtins.list[TurnRow]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT conversation_id, seq, message_id, user_text, assistant_text, created_at, incomplete, owner "
+                "FROM conversation_turns WHERE message_id COLLATE \"C\" > %s ORDER BY message_id COLLATE \"C\" LIMIT %s",
+                (after or "", limit)).fetchall()
+        return [TurnRow(row[0], int(row[1]), row[2], row[3], row[4], row[5], bool(row[6]), row[7]) for row in rows]
+
+    def import_turns(self, rows: Sequence[TurnRow]) -> None:
+        if not rows:
+            return
+        with self.db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO conversation_turns (conversation_id, seq, message_id, user_text, assistant_text, created_at, "
+                "incomplete, owner) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id) DO UPDATE SET "
+                "conversation_id = EXCLUDED.conversation_id, seq = EXCLUDED.seq, user_text = EXCLUDED.user_text, "
+                "assistant_text = EXCLUDED.assistant_text, created_at = EXCLUDED.created_at, "
+                "incomplete = EXCLUDED.incomplete, owner = EXCLUDED.owner", [tuple(row) for row in rows])
+
+
+def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...]) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _add_intent(conn: psycopg.Connection[Any], owner: int, document_id: str, new: int | None, old: int | None) -> int:
+    return _one(conn, "INSERT INTO write_intents(document_id, new_generation, old_generation, owner) "
+                "VALUES (%s, %s, %s, %s) RETURNING intent_id", (document_id, new, old, owner))
+
+
+def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
+    shared ones (owner NULL); every document when ``user`` is None."""
+    if user is None:
+        return "TRUE", ()
+    return "(owner IS NULL OR owner = %s)", (user,)
+
+
+def _record(row: tuple[Any, ...]) -> DocumentRecord:
+    values = dict(zip(_RECORD_COLUMNS.split(", "), row, strict=True))
+    values["metadata"] = json.loads(values["metadata"])
+    values["first_ingested_at"] = values["first_ingested_at"] or values["ingested_at"]
+    return DocumentRecord(**values)

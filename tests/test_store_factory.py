@@ -1,0 +1,46 @@
+"""The backend factory: store.backend and store.url choose the (catalog, store) pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragstream.config import RagstreamConfig
+from ragstream.errors import ConfigError
+from ragstream.store.catalog import Catalog
+from ragstream.store.factory import BACKENDS, open_backend, open_catalog
+from ragstream.store.qdrant_edge import QdrantEdgeStore
+
+
+def test_default_backend_is_the_embedded_one(tmp_path: Path):
+    config = RagstreamConfig(data_dir=tmp_path)
+    catalog, store = open_backend(config, lambda catalog: 8)
+    assert isinstance(catalog, Catalog) and isinstance(store, QdrantEdgeStore)
+    assert (tmp_path / "catalog.sqlite3").is_file()
+    store.close()
+    catalog.close()
+
+
+def test_unregistered_backend_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delitem(BACKENDS, "qdrant")  # as in a build without the backend module
+    monkeypatch.setenv("RAGSTREAM_STORE__BACKEND", "qdrant")
+    monkeypatch.setenv("RAGSTREAM_STORE__URL", "http://127.0.0.1:1")
+    config = RagstreamConfig(data_dir=tmp_path)
+    assert config.store.backend == "qdrant"
+    with pytest.raises(ConfigError, match="qdrant"):
+        open_catalog(config)
+
+
+def test_qdrant_backend_opens_a_sqlite_catalog_and_a_qdrant_collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from ragstream.store.qdrant_server import QdrantServerStore
+
+    monkeypatch.setenv("RAGSTREAM_STORE__BACKEND", "qdrant")
+    with pytest.raises(ConfigError, match=r"needs store.url .* http://127.0.0.1:6333"):
+        open_catalog(RagstreamConfig(data_dir=tmp_path))
+    monkeypatch.setenv("RAGSTREAM_STORE__URL", str(tmp_path / "qdrant-local"))
+    catalog, store = open_backend(RagstreamConfig(data_dir=tmp_path), lambda catalog: 8)
+    assert isinstance(catalog, Catalog) and isinstance(store, QdrantServerStore)
+    assert store.info()["backend"] == "qdrant" and (tmp_path / "catalog.sqlite3").is_file()
+    store.close()
+    catalog.close()
