@@ -79,6 +79,19 @@ class Levers:
         weighted = sparse.csr_matrix(query_weights * self.idf[None, :])
         return (weighted @ (self.doc_bm25 if documents is None else documents).T).toarray()
 
+    def bm25_documents(self, k1: float, b: float, avg_len: float) -> sparse.csr_matrix:
+        """The stored BM25 document vectors as other BM25 parameters would have written them (from raw counts:
+        tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)), length = the chunk's counted tokens)."""
+        counts = self.doc_tf.astype(np.float64).tocsr()
+        lengths = np.asarray(counts.sum(axis=1)).ravel()
+        rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+        counts.data = counts.data * (k1 + 1) / (counts.data + k1 * (1 - b + b * lengths[rows] / avg_len))
+        return counts.astype(np.float32).tocsr()
+
+    def average_length(self) -> float:
+        """Mean counted tokens per chunk (what ``store.bm25_avg_len`` estimates)."""
+        return float(self.doc_tf.sum() / self.doc_tf.shape[0])
+
     def check_store(self) -> dict[str, Any]:
         """How closely the offline scores reproduce the store's own candidate lists."""
         out: dict[str, Any] = {}
