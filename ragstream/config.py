@@ -164,7 +164,13 @@ class RetrievalConfig(ConfigSection):
     rrf_k: int = Field(60, description="Reciprocal-rank-fusion constant.")
     dense_weight: float = Field(1.0, description="RRF weight of the dense ranking.")
     bm25_weight: float = Field(1.0, description="RRF weight of the BM25 ranking.")
-    alpha: float = Field(0.5, description="alpha fusion: alpha*dense + (1-alpha)*bm25 of min-max scores.")
+    alpha: float = Field(0.5, description="alpha fusion: alpha*dense + (1-alpha)*bm25 of normalised scores.")
+    normalisation: Literal["min_max", "dbsf"] = Field(
+        "min_max",
+        description="alpha fusion: how each retriever's candidate scores map to 0..1. min_max: lowest to highest "
+        "candidate; dbsf (distribution-based): mean - dbsf_width*std .. mean + dbsf_width*std, clipped.",
+    )
+    dbsf_width: float = Field(3.0, gt=0, description="normalisation=dbsf: standard deviations either side of the mean.")
     score_threshold: float | None = Field(None, description="Drop results scoring below this.")
 
 
