@@ -142,6 +142,13 @@ class RetrievalConfig(ConfigSection):
     sentence cosine mixed into dense (0.749, but ~4x the vectors at ingest), and lifting every
     chunk of the best document (same NDCG@10 on SciFact, but it buries the best chunk of the next
     document on long files: Markdown/PDF check, bench/retrieval_local_check.py).
+    Second round (same bench, default 0.7416 offline): distribution-based normalisation (dbsf, mean
+    +- 3 std: 0.706; +- 2 std: 0.659; also lower on the Markdown check, higher on the PDFs) and other
+    normalisations (score/max 0.740, min-max over the top 100 0.741, rank-based 0.719, mean..max
+    0.739); per-query adaptive alpha from how far each retriever's top candidate stands out
+    (z-score 0.743, lead over the 10th 0.743, lead over the 2nd 0.746 at mix 0.25 but 0.742 at 0.5
+    and 0.734 at 1.0: noise, not kept); BM25 k1/b/avg_len (store section; best bm25 alone 0.699 at
+    k1 1.2, b 0.4 against 0.695, fused <= 0.741: not worth a reindex). None reaches 0.75.
     """
 
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
