@@ -330,6 +330,11 @@ def table(levers: Levers) -> list[dict[str, Any]]:
         vectors = rocchio(levers, first, k, beta)
         add(f"+ Rocchio dense query (k={k}, beta={beta})", "PRF dense",
             run(levers.dense_scores(vectors), bm25, 200, **default), k=k, beta=beta)
+    for alpha in (0.55, 0.6):  # the best offline combination: Rocchio + both scores for every candidate + alpha
+        vectors = rocchio(levers, first, 3, 0.2)
+        add(f"combined: Rocchio (k=3, beta=0.2) + missing scores completed + alpha {alpha:g}", "combination",
+            run(*completed_scores(levers.dense_scores(vectors), bm25, 200), 10**6, **{**default, "alpha": alpha}),
+            k=3, beta=0.2, alpha=alpha, depth=200)
     for k, terms, keep in ((3, 20, 0.85), (3, 40, 0.7), (5, 40, 0.85), (10, 20, 0.7)):
         weights = rm3(levers, first, k, terms, keep)
         add(f"+ RM3 BM25 query (k={k}, terms={terms}, original weight={keep})", "PRF BM25",
