@@ -75,12 +75,13 @@ def build(dataset_dir: Path, split: str, data_dir: Path, cache: Path, depth: int
         store_bm25 = np.full((len(query_ids), depth), -1, dtype=np.int32)
         store_dense_score = np.zeros((len(query_ids), depth), dtype=np.float32)
         store_bm25_score = np.zeros((len(query_ids), depth), dtype=np.float32)
-        for row, (text, vector) in enumerate(zip(texts, query_vectors, strict=True)):
-            for hits, ids, scores in ((store.search_dense(vector, depth, None, ()), store_dense, store_dense_score),
-                                      (store.search_bm25(text, depth, None, ()), store_bm25, store_bm25_score)):
-                for col, (chunk, score) in enumerate(hits):
-                    ids[row, col] = position[chunk.chunk_id]
-                    scores[row, col] = score
+        with rs.snapshots.open() as snapshot:
+            for row, (text, vector) in enumerate(zip(texts, query_vectors, strict=True)):
+                for hits, ids, scores in ((store.search_dense(vector, depth, None, snapshot), store_dense, store_dense_score),
+                                          (store.search_bm25(text, depth, None, snapshot), store_bm25, store_bm25_score)):
+                    for col, (chunk, score) in enumerate(hits):
+                        ids[row, col] = position[chunk.chunk_id]
+                        scores[row, col] = score
 
     np.save(cache / "dense.npy", dense)
     np.save(cache / "query_vectors.npy", query_vectors)

@@ -79,6 +79,19 @@ class Levers:
         weighted = sparse.csr_matrix(query_weights * self.idf[None, :])
         return (weighted @ (self.doc_bm25 if documents is None else documents).T).toarray()
 
+    def bm25_documents(self, k1: float, b: float, avg_len: float) -> sparse.csr_matrix:
+        """The stored BM25 document vectors as other BM25 parameters would have written them (from raw counts:
+        tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)), length = the chunk's counted tokens)."""
+        counts = self.doc_tf.astype(np.float64).tocsr()
+        lengths = np.asarray(counts.sum(axis=1)).ravel()
+        rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+        counts.data = counts.data * (k1 + 1) / (counts.data + k1 * (1 - b + b * lengths[rows] / avg_len))
+        return counts.astype(np.float32).tocsr()
+
+    def average_length(self) -> float:
+        """Mean counted tokens per chunk (what ``store.bm25_avg_len`` estimates)."""
+        return float(self.doc_tf.sum() / self.doc_tf.shape[0])
+
     def check_store(self) -> dict[str, Any]:
         """How closely the offline scores reproduce the store's own candidate lists."""
         out: dict[str, Any] = {}
@@ -214,6 +227,28 @@ def lifted_orders(levers: Levers, dense: np.ndarray, bm25: np.ndarray, depth: in
     return orders
 
 
+def adaptive_alpha_orders(levers: Levers, dense: np.ndarray, bm25: np.ndarray, depth: int, kind: str,
+                          mix: float) -> list[list[str]]:
+    """Per query, alpha = (1 - mix) * 0.5 + mix * c_dense / (c_dense + c_bm25), where c is how far the top
+    candidate stands out: its z-score (z), its lead over the 10th candidate (gap10) or over the 2nd (gap12),
+    both relative to the list's range."""
+    def confidence(scores: dict[str, float]) -> float:
+        values = np.sort(np.array(list(scores.values())))[::-1]
+        if len(values) < 3:
+            return 1.0
+        span = (values[0] - values[-1]) or 1.0
+        if kind == "z":
+            return float((values[0] - values.mean()) / (values.std() or 1.0))
+        return float((values[0] - values[1 if kind == "gap12" else min(10, len(values) - 1)]) / span)
+
+    orders = []
+    for d, b in zip(levers.top(dense, depth), levers.top(bm25, depth), strict=True):
+        cd, cb = confidence(d), confidence(b)
+        alpha = 0.5 * (1 - mix) + mix * (cd / (cd + cb) if cd + cb > 0 else 0.5)
+        orders.append([chunk for chunk, _ in fuse(d, b, levers.document_of, levers.position_of, alpha=alpha)])
+    return orders
+
+
 def table(levers: Levers) -> list[dict[str, Any]]:
     """Every variant, in the order of the lever table."""
     rows: list[dict[str, Any]] = []
@@ -269,12 +304,37 @@ def table(levers: Levers) -> list[dict[str, Any]]:
         add(f"alpha {alpha}, neighbours window 1, depth 200, missing scores completed", "complete missing scores",
             run(*completed, 10**6, **{**default, "alpha": alpha}), alpha=alpha, depth=200)
 
+    # score normalisation inside the default fusion (min-max is the default)
+    for width in (2.0, 3.0):
+        add(f"dbsf normalisation (mean +- {width:g} std), neighbours window 1, depth 200", "normalisation",
+            run(dense, bm25, 200, **default, normalisation="dbsf", dbsf_width=width), **default, normalisation="dbsf",
+            dbsf_width=width, depth=200)
+
+    # per-query alpha from how decided each retriever's top is
+    for kind, mix in (("z", 1.0), ("gap10", 0.5), ("gap12", 0.25), ("gap12", 0.5), ("gap12", 1.0)):
+        add(f"adaptive alpha ({kind} confidence, mix {mix:g}), neighbours window 1, depth 200", "adaptive alpha",
+            levers.score(adaptive_alpha_orders(levers, dense, bm25, 200, kind, mix)), confidence=kind, mix=mix)
+
+    # BM25 parameters (an index-time change: the stored document weights), alone and fused
+    average = levers.average_length()
+    for k1, b, avg_len in ((1.2, 0.4, 256.0), (2.0, 0.6, 256.0), (1.2, 0.4, average), (0.9, 0.4, 256.0)):
+        tuned = levers.bm25_scores(levers.query_terms.toarray(), levers.bm25_documents(k1, b, avg_len))
+        add(f"bm25 alone k1={k1} b={b} avg_len={avg_len:.0f}", "BM25 parameters", levers.single(tuned),
+            k1=k1, b=b, avg_len=round(avg_len, 1))
+        add(f"default fusion over bm25 k1={k1} b={b} avg_len={avg_len:.0f}", "BM25 parameters",
+            run(dense, tuned, 200, **default), k1=k1, b=b, avg_len=round(avg_len, 1))
+
     # pseudo-relevance feedback from the default first pass
     first = levers.rows(levers.fused_orders(dense, bm25, 200, **default))
     for k, beta in ((1, 0.2), (3, 0.2), (3, 0.4), (10, 0.1)):
         vectors = rocchio(levers, first, k, beta)
         add(f"+ Rocchio dense query (k={k}, beta={beta})", "PRF dense",
             run(levers.dense_scores(vectors), bm25, 200, **default), k=k, beta=beta)
+    for alpha in (0.55, 0.6):  # the best offline combination: Rocchio + both scores for every candidate + alpha
+        vectors = rocchio(levers, first, 3, 0.2)
+        add(f"combined: Rocchio (k=3, beta=0.2) + missing scores completed + alpha {alpha:g}", "combination",
+            run(*completed_scores(levers.dense_scores(vectors), bm25, 200), 10**6, **{**default, "alpha": alpha}),
+            k=3, beta=0.2, alpha=alpha, depth=200)
     for k, terms, keep in ((3, 20, 0.85), (3, 40, 0.7), (5, 40, 0.85), (10, 20, 0.7)):
         weights = rm3(levers, first, k, terms, keep)
         add(f"+ RM3 BM25 query (k={k}, terms={terms}, original weight={keep})", "PRF BM25",

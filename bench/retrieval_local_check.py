@@ -100,6 +100,8 @@ VARIANTS: dict[str, tuple[SearchMode, RetrievalConfig]] = {
     "hybrid alpha neighbours window 2": ("hybrid", RetrievalConfig(fusion_level="neighbours", fusion_window=2)),
     "hybrid alpha document": ("hybrid", RetrievalConfig(fusion_level="document")),
     "hybrid rrf neighbours window 1": ("hybrid", RetrievalConfig(fusion="rrf", fusion_level="neighbours")),
+    "hybrid alpha neighbours dbsf": ("hybrid", RetrievalConfig(normalisation="dbsf")),
+    "hybrid alpha neighbours min-max": ("hybrid", RetrievalConfig(normalisation="min_max")),
     "hybrid default": ("hybrid", RetrievalConfig()),
 }
 METRICS = ("ndcg@10", "mrr@10", "hit_rate@1", "hit_rate@5")
@@ -128,7 +130,7 @@ def check(folder: Path, questions: list[tuple[str, tuple[str, ...], str]], index
         out: dict[str, Any] = {"documents": len(rs.documents()), "chunks": len(chunks), "questions": len(questions),
                                "documents_failed": report.documents_failed, "variants": {}}
         for name, (mode, config) in VARIANTS.items():
-            searcher = Searcher(rs.store, rs.embedder, config, rs.visibility, rs.config.limits.max_query_chars)
+            searcher = Searcher(rs.store, rs.embedder, config, rs.snapshots, rs.config.limits.max_query_chars)
             chunk_run: dict[str, dict[str, float]] = {}
             file_run: dict[str, dict[str, float]] = {}
             for number, (question, _, _) in enumerate(questions):
@@ -158,7 +160,7 @@ def main() -> None:
         report = {
             "benchmark": "retrieval_local_check",
             "default": RetrievalConfig().model_dump(include={"fusion", "fusion_level", "fusion_window", "alpha", "candidates",
-                                                              "rrf_k"}),
+                                                              "rrf_k", "normalisation", "dbsf_width"}),
             "markdown_docs": check(args.data / "markdown_docs", MARKDOWN, root / "markdown_docs"),
             "pdfs": check(args.data / "pdfs", PDFS, root / "pdfs"),
         }

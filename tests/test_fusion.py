@@ -136,3 +136,20 @@ def test_alpha_scores_stay_in_the_unit_range():
 def test_the_default_hybrid_is_neighbour_pooled_alpha_fusion():
     config = RetrievalConfig()
     assert (config.fusion, config.fusion_level, config.fusion_window) == ("alpha", "neighbours", 1)
+
+
+def test_dbsf_normalise_maps_three_deviations_to_the_unit_range_and_clips():
+    from ragstream.retrieval.fusion import dbsf_normalise
+
+    scores = {"x": 1.0, "y": 2.0, "z": 3.0}
+    mapped = dbsf_normalise(scores, width=1.0)  # mean 2, std sqrt(2/3): 2 +- 0.816
+    assert mapped["y"] == pytest.approx(0.5)
+    assert mapped["x"] == 0.0 and mapped["z"] == 1.0  # beyond one deviation: clipped
+    assert dbsf_normalise({"a": 5.0, "b": 5.0}) == {"a": 1.0, "b": 1.0}
+    assert dbsf_normalise({}) == {}
+
+
+def test_fuse_with_dbsf_keeps_scores_in_the_unit_range():
+    ranked = fuse(DENSE, BM25, DOCUMENT_OF, POSITION_OF, normalisation="dbsf")
+    assert set(ids(ranked)) == set(DENSE) | set(BM25)
+    assert all(0.0 <= score <= 1.0 + 1e-12 for _, score in ranked)

@@ -49,6 +49,22 @@ def test_alpha_fusion_scores_are_normalised(make_fast_index):
     assert result.hits and all(0.0 <= hit.score <= 1.0 for hit in result.hits)
 
 
+def test_dbsf_normalisation_is_configurable_and_changes_the_fused_scores(make_fast_index):
+    from ragstream.config import RetrievalConfig
+    from ragstream.retrieval.searcher import Searcher
+
+    rs = make_fast_index()
+    rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-async.md"])
+    scores = {}
+    for how in ("min_max", "dbsf"):
+        searcher = Searcher(rs.store, rs.embedder, RetrievalConfig(normalisation=how), rs.snapshots,
+                            rs.config.limits.max_query_chars)
+        result = searcher.search("pool timeout", mode="hybrid")
+        assert result.hits and all(0.0 <= hit.score <= 1.0 for hit in result.hits)
+        scores[how] = [hit.score for hit in result.hits]
+    assert scores["min_max"] != scores["dbsf"]
+
+
 def test_top_k_and_threshold(sample_index):
     assert len(sample_index.search("request", top_k=3).hits) == 3
     query = "How do I configure a timeout?"

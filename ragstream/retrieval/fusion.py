@@ -21,6 +21,7 @@ from typing import Literal
 
 FusionMethod = Literal["rrf", "alpha"]
 FusionLevel = Literal["chunk", "neighbours", "document"]
+Normalisation = Literal["min_max", "dbsf"]
 
 
 def reciprocal_rank_fusion(ranks: Sequence[Mapping[str, int]], weights: Sequence[float], k: int) -> dict[str, float]:
@@ -47,6 +48,28 @@ def min_max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
     return {item: (score - low) / span if span else 1.0 for item, score in scores.items()}
 
 
+def dbsf_normalise(scores: Mapping[str, float], width: float = 3.0) -> dict[str, float]:
+    """Distribution-based score normalisation: map mean - width*std .. mean + width*std to 0..1, clipped.
+
+    Unlike min-max, one outlying top score does not squash every other score towards 0, and the
+    floor does not depend on how deep the candidate list was cut. A constant list maps to 1.0.
+    """
+    if not scores:
+        return {}
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    std = (sum((value - mean) ** 2 for value in values) / len(values)) ** 0.5
+    if not std:
+        return dict.fromkeys(scores, 1.0)
+    low, span = mean - width * std, 2 * width * std
+    return {item: min(max((score - low) / span, 0.0), 1.0) for item, score in scores.items()}
+
+
+def normalise(scores: Mapping[str, float], how: Normalisation = "min_max", width: float = 3.0) -> dict[str, float]:
+    """Scores mapped to 0..1 by ``how`` (min_max or dbsf with ``width`` standard deviations)."""
+    return dbsf_normalise(scores, width) if how == "dbsf" else min_max_normalise(scores)
+
+
 def alpha_blend(dense: Mapping[str, float], bm25: Mapping[str, float], alpha: float) -> dict[str, float]:
     """alpha * dense + (1 - alpha) * bm25 over min-max normalised scores; missing counts as 0."""
     dense_norm, bm25_norm = min_max_normalise(dense), min_max_normalise(bm25)
@@ -64,11 +87,13 @@ def contributions(
     alpha: float,
     rrf_k: int,
     weights: tuple[float, float],
+    normalisation: Normalisation = "min_max",
+    dbsf_width: float = 3.0,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Each retriever's share of the fused score of each chunk it returned (their sum is the chunk-level fusion)."""
     if method == "alpha":
-        return ({item: alpha * score for item, score in min_max_normalise(dense).items()},
-                {item: (1 - alpha) * score for item, score in min_max_normalise(bm25).items()})
+        return ({item: alpha * score for item, score in normalise(dense, normalisation, dbsf_width).items()},
+                {item: (1 - alpha) * score for item, score in normalise(bm25, normalisation, dbsf_width).items()})
     return (reciprocal_rank_fusion([dense_ranks(dense)], [weights[0]], rrf_k),
             reciprocal_rank_fusion([dense_ranks(bm25)], [weights[1]], rrf_k))
 
@@ -104,13 +129,16 @@ def fuse(
     alpha: float = 0.5,
     rrf_k: int = 60,
     weights: tuple[float, float] = (1.0, 1.0),
+    normalisation: Normalisation = "min_max",
+    dbsf_width: float = 3.0,
 ) -> list[tuple[str, float]]:
     """Chunk ids with fused scores, best first, from each retriever's chunk scores.
 
     ``document_of`` maps every chunk id to its document, ``position_of`` to its position in it (needed
     at ``level="neighbours"``). The scores never increase down the list.
     """
-    dense_part, bm25_part = contributions(dense, bm25, method=method, alpha=alpha, rrf_k=rrf_k, weights=weights)
+    dense_part, bm25_part = contributions(dense, bm25, method=method, alpha=alpha, rrf_k=rrf_k, weights=weights,
+                                          normalisation=normalisation, dbsf_width=dbsf_width)
     items = sorted(dense_part.keys() | bm25_part.keys())
     own = {item: dense_part.get(item, 0.0) + bm25_part.get(item, 0.0) for item in items}
     scores = dict(own)

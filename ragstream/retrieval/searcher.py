@@ -109,7 +109,8 @@ class Searcher:
         fused = fuse(dense_scores, bm25_scores, {cid: chunk.metadata.document_id for cid, chunk in chunks.items()},
                      {cid: chunk.metadata.chunk_index for cid, chunk in chunks.items()}, method=config.fusion,
                      level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
-                     weights=(config.dense_weight, config.bm25_weight))
+                     weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
+                     dbsf_width=config.dbsf_width)
         return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in fused]
 
 
