@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
-from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError
+from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError, InvalidNumberError
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
@@ -162,7 +163,10 @@ class Ragstream:
         snapshot: Snapshot | None = None,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
-        at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts)."""
+        at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts).
+        Raises InvalidNumberError for a NaN or infinite ``score_threshold``."""
+        if score_threshold is not None and not math.isfinite(score_threshold):
+            raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
         return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters,
                                     score_threshold=score_threshold, query_vector=query_vector, snapshot=snapshot)
 

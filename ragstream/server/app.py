@@ -12,8 +12,11 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, documents, metrics, openai_compat, pipeline, search
+from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, search
 from ragstream.server.errors import install_error_handlers
+from ragstream.server.guard import RequestGuardMiddleware
+from ragstream.server.intake import UPLOAD_PATH_KEY
+from ragstream.server.jobs import JobRunner
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
 from ragstream.server.uploads import UPLOADS_DIRNAME, UploadStore
@@ -30,10 +33,14 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     config = config or rs.config.server
     check_binding(config)
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
-    app.state.ragstream = ServerState(rs=rs, config=config, uploads=_upload_store(rs, config),
-                                      prompts=PromptSessions(config.max_pipeline_sessions))
+    uploads = _upload_store(rs, config)
+    jobs = JobRunner(rs.catalog)
+    jobs.fail_interrupted(lambda item: _discard_unindexed(rs, uploads, item.stored_as))
+    app.state.ragstream = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
+                                      prompts=PromptSessions(config.max_pipeline_sessions,
+                                                             config.max_pipeline_session_bytes))
     install_error_handlers(app)
-    for module in (documents, search, chat, pipeline, openai_compat, metrics):
+    for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics):
         app.include_router(module.router)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")
 
@@ -41,6 +48,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse(f"{UI_PATH}/")
 
+    app.add_middleware(RequestGuardMiddleware, max_json_bytes=rs.config.limits.max_json_body_bytes,
+                       user_id_header=config.user_id_header)
     if api_key_required(config) and config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key.get_secret_value())
     app.add_middleware(RequestContextMiddleware, config=config)
@@ -52,5 +61,12 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
 
 def _upload_store(rs: Ragstream, config: ServerConfig) -> UploadStore:
     root = config.upload_dir or Path(rs.config.data_dir) / UPLOADS_DIRNAME
-    return UploadStore(root, max_file_bytes=rs.config.limits.max_file_bytes, read_bytes=config.upload_read_bytes)
+    return UploadStore(root, max_file_bytes=rs.config.limits.max_file_bytes, read_bytes=config.upload_read_bytes,
+                       min_free_bytes=rs.config.limits.min_free_disk_bytes)
+
+
+def _discard_unindexed(rs: Ragstream, uploads: UploadStore, stored_as: str | None) -> None:
+    """Remove a stored upload an interrupted job never ingested (kept if a live document names it)."""
+    if stored_as and not any(record.metadata.get(UPLOAD_PATH_KEY) == stored_as for record in rs.documents()):
+        uploads.remove(stored_as)
 

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
+from ragstream import metrics
+from ragstream.errors import InvalidUnicodeError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import UPLOAD_PATH_KEY, ingest_upload
-from ragstream.server.schemas import DeleteResponse, DocumentDetail, ErrorResponse, UploadedFile, UploadResponse
+from ragstream.server.intake import UPLOAD_PATH_KEY, ingest_stored, ingest_upload, store_upload
+from ragstream.server.schemas import (
+    DeleteResponse,
+    DocumentDetail,
+    ErrorDetail,
+    ErrorResponse,
+    JobStatus,
+    UploadedFile,
+    UploadResponse,
+)
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.uploads import check_content_length, display_name, limited_receive, safe_user_id
+from ragstream.store.disk import ensure_free_space
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
@@ -33,21 +46,33 @@ MULTIPART_BODY = {
 }
 # When every file failed, the request fails with the status of a shared cause.
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                        "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE}
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 413, 415, 422)}
+                        "document_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                        "invalid_unicode": HTTPStatus.BAD_REQUEST,
+                        "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (400, 404, 413, 415, 422, 507)}
+ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
+    HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "Larger than server.background_ingest_bytes: a "
+                          "background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}
 
 
-@router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse, responses=ERRORS,
-             openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
+@router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse,
+             responses={**ERRORS, **ACCEPTED_DOC}, openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
 async def upload(request: Request, state: ServerState = Depends(get_state)) -> JSONResponse:
     """Store each file under ``uploads/{user_id}/{date}/{uuid}``, sniff, parse and ingest it.
 
     One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error);
     201 when at least one file landed, 200 when all were already there, and a 4xx error body
-    (with the per-file results) when every file failed.
+    (with the per-file results) when every file failed; 507 ``insufficient_storage`` before anything is
+    read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. When the files
+    together pass ``server.background_ingest_bytes``, they are stored and a background job ingests them:
+    202 with the job (``GET /api/jobs/{id}`` shows its progress).
     """
     limits = state.rs.config.limits
-    check_content_length(request.headers.get("content-length"), limits.max_request_bytes)
+    declared = request.headers.get("content-length")
+    check_content_length(declared, limits.max_request_bytes)
+    ensure_free_space([state.uploads.root, Path(state.rs.config.data_dir)],
+                      int(declared) if declared and declared.isdigit() else 0, limits.min_free_disk_bytes)
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
     cfg = state.config
     async with bounded.form(max_files=cfg.max_files_per_request) as form:
@@ -55,10 +80,27 @@ async def upload(request: Request, state: ServerState = Depends(get_state)) -> J
         if not files:
             raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
         user_id = safe_user_id(request.headers.get(cfg.user_id_header), cfg.default_user_id, cfg.max_user_id_chars)
-        results = [await run_in_threadpool(ingest_upload, state, item.file,
-                                           display_name(item.filename, cfg.max_filename_chars), user_id)
-                   for item in files]
+        background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
+        step = store_upload if background else ingest_upload
+        results = [await run_in_threadpool(_named(step), state, item, user_id) for item in files]
+    if background:
+        job = await run_in_threadpool(state.jobs.submit_upload, results,
+                                      lambda pending: ingest_stored(state, pending, user_id))
+        return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
+                            headers={"Location": f"/api/jobs/{job.id}"})
     return _upload_response(results)
+
+
+def _named(step: Callable[[ServerState, BinaryIO, str, str], UploadedFile]) -> Callable[..., UploadedFile]:
+    """``step`` over a form file: a file name that is not valid Unicode fails that file alone."""
+    def run(state: ServerState, item: UploadFile, user_id: str) -> UploadedFile:
+        try:
+            name = display_name(item.filename, state.config.max_filename_chars)
+        except InvalidUnicodeError as error:
+            metrics.record_failed_file()
+            return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
+        return step(state, item.file, name, user_id)
+    return run
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
@@ -69,9 +111,9 @@ def list_documents(state: ServerState = Depends(get_state)) -> list[DocumentReco
 
 @router.post("/reindex", response_model=IngestReport, summary="Reindex every document")
 def reindex(state: ServerState = Depends(get_state)) -> IngestReport:
-    """Re-chunk and re-embed every document under the current settings."""
-    with state.write_lock:
-        return state.rs.reindex()
+    """Re-chunk and re-embed every document under the current settings (in bounded batches: reads,
+    uploads and deletes go on meanwhile; a document changed meanwhile keeps its newer version)."""
+    return state.rs.reindex()
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses=ERRORS, summary="Get a document")
@@ -93,7 +135,7 @@ def get_chunks(document_id: str, state: ServerState = Depends(get_state)) -> lis
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")
 def delete_document(document_id: str, state: ServerState = Depends(get_state)) -> DeleteResponse:
     """Delete the document, its chunks and its stored upload file."""
-    with state.write_lock:
+    with state.documents.hold(document_id):
         stored = state.rs.document(document_id).metadata.get(UPLOAD_PATH_KEY)
         state.rs.delete(document_id)
     removed = isinstance(stored, str) and state.uploads.remove(stored)

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from ragstream import metrics
 from ragstream.documents.loaders import load_bytes
-from ragstream.errors import DocumentError, RagstreamError
+from ragstream.errors import DocumentError, InsufficientStorageError, RagstreamError
 from ragstream.models import IngestReport, LoadedDocument
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
@@ -23,15 +23,29 @@ UPLOAD_PATH_KEY = "upload_path"
 
 def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user_id: str) -> UploadedFile:
     """Store, load and ingest one uploaded file; its outcome, never an exception for bad input."""
+    pending = store_upload(state, source, filename, user_id)
+    return ingest_stored(state, pending, user_id) if pending.status == "pending" else pending
+
+
+def store_upload(state: ServerState, source: BinaryIO, filename: str, user_id: str) -> UploadedFile:
+    """Store one uploaded file: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
     try:
         stored = state.uploads.save(source, user_id, filename)
-    except DocumentError as error:
+    except (DocumentError, InsufficientStorageError) as error:
         metrics.record_failed_file()
         return _failed(filename, error)
-    result = UploadedFile(filename=filename, status="failed", sha256=stored.sha256, size_bytes=stored.size_bytes,
-                          stored_as=stored.relative)
+    return UploadedFile(filename=filename, status="pending", sha256=stored.sha256, size_bytes=stored.size_bytes,
+                        stored_as=stored.relative)
+
+
+def ingest_stored(state: ServerState, pending: UploadedFile, user_id: str) -> UploadedFile:
+    """Load and ingest a stored upload (``pending``); its outcome, never an exception for bad input."""
+    assert pending.stored_as is not None and pending.sha256 is not None and pending.size_bytes is not None
+    stored = StoredUpload(path=state.uploads.root / pending.stored_as, relative=pending.stored_as,
+                          size_bytes=pending.size_bytes, sha256=pending.sha256)
+    result = pending.model_copy(update={"status": "failed"})
     try:
-        doc = _load(state, stored, filename, user_id)
+        doc = _load(state, stored, pending.filename, user_id)
         return _ingest(state, doc, stored, result)
     except RagstreamError as error:  # raised before an ingest job could count it
         metrics.record_failed_file()
@@ -40,14 +54,17 @@ def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user_id: 
 
 
 def _load(state: ServerState, stored: StoredUpload, filename: str, user_id: str) -> LoadedDocument:
-    data = stored.path.read_bytes()
+    try:
+        data = stored.path.read_bytes()
+    except OSError as error:
+        raise DocumentError(f"{filename}: the stored upload cannot be read: {error.strerror or error}") from None
     metadata = {"filename": filename, "user_id": user_id, UPLOAD_PATH_KEY: stored.relative}
     return load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{user_id}/{filename}",
                       metadata=metadata)
 
 
 def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile) -> UploadedFile:
-    with state.write_lock:
+    with state.documents.hold(doc.document_id):
         same = [r.document_id for r in state.rs.catalog.find_by_checksum(stored.sha256)]
         result = result.model_copy(update={"document_id": doc.document_id, "duplicate_of": same})
         if same and state.config.dedupe_uploads:
@@ -55,7 +72,7 @@ def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, resul
             return result.model_copy(update={"status": "duplicate", "document_id": same[0], "stored_as": None})
         previous = _previous_upload(state, doc.document_id)
         report = state.rs.ingest_documents([doc])
-    return _outcome(state, report, stored, previous, result)
+        return _outcome(state, report, stored, previous, result)
 
 
 def _outcome(state: ServerState, report: IngestReport, stored: StoredUpload, previous: str | None,

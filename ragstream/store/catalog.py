@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ragstream.errors import InsufficientStorageError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
 
@@ -65,7 +66,19 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
     incomplete INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 """
+JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
+UNFINISHED_JOB_STATES = ("queued", "running")
+SQLITE_FULL = 13
 
 @dataclass(frozen=True)
 class DocumentVersion:
@@ -109,12 +122,13 @@ class Catalog:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic, durable transaction."""
-        with self._lock:
+        with self._lock, _disk_full_as_error():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
@@ -336,6 +350,44 @@ class Catalog:
             ).fetchall()
         keys = ("message_id", "user", "assistant", "created_at", "incomplete")
         return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
+
+
+    # -- background jobs ---------------------------------------------------------------------
+
+    def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
+        """Create or update a background job (``payload``: its progress and results as JSON text)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(job_id) DO UPDATE SET state = excluded.state, payload = excluded.payload, "
+                "updated_at = excluded.updated_at",
+                (job_id, kind, state, payload, now, now),
+            )
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """A job's row (``JOB_COLUMNS``), or None."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return dict(zip(JOB_COLUMNS, row, strict=True)) if row else None
+
+    def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
+        """Jobs still queued or running (after a restart: the ones it interrupted)."""
+        marks = ", ".join("?" * len(UNFINISHED_JOB_STATES))
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE state IN ({marks})",
+                                    UNFINISHED_JOB_STATES).fetchall()
+        return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
+
+
+@contextmanager
+def _disk_full_as_error() -> Iterator[None]:
+    """SQLite's "database or disk is full" as InsufficientStorageError (the transaction rolled back)."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        if getattr(error, "sqlite_errorcode", None) == SQLITE_FULL:
+            raise InsufficientStorageError("the disk is full: the catalog could not write (nothing was changed)") from error
+        raise
 
 
 def _migrate(db: sqlite3.Connection) -> None:
