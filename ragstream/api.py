@@ -29,6 +29,7 @@ from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog import Catalog
+from ragstream.store.disk import free_bytes
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.snapshots import Snapshots
 
@@ -50,7 +51,11 @@ class Ragstream:
             if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._embedder_lock = threading.Lock()
-        self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store)
+        self.read_only = self.catalog.read_only or free_bytes(data_dir) < self.config.limits.min_free_disk_bytes
+        """Opened on a full disk: searches and answers work over the committed index; writes raise
+        InsufficientStorageError until it is opened again with room to write."""
+        self.store: VectorStore = QdrantEdgeStore(data_dir / "qdrant", self._vector_size(), self.config.store,
+                                                  read_only=self.read_only)
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
@@ -60,7 +65,8 @@ class Ragstream:
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
         self._answer_service: AnswerService | None = None
-        self.ingestor.recover()
+        if not self.read_only:  # a read-only index (full disk) is searched as committed
+            self.ingestor.recover()
 
     # -- models ----------------------------------------------------------------------------------
 

@@ -140,6 +140,9 @@ class StoreConfig(ConfigSection):
     bm25_b: float = Field(0.75, description="BM25 length normalisation.")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
     bm25_language: str = Field("english", description="Stopwords and stemmer language for BM25.")
+    read_only_copy_dir: Path | None = Field(
+        None, description="An index opened on a full disk (below limits.min_free_disk_bytes) is searched from a "
+        "sparse copy of its vector store made here (on another filesystem); default: the system temp directory.")
 
 
 class RetrievalConfig(ConfigSection):

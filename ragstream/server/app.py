@@ -35,11 +35,13 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
     uploads = _upload_store(rs, config)
     jobs = JobRunner(rs.catalog)
-    jobs.fail_interrupted(lambda item: _discard_unindexed(rs, uploads, item.stored_as))
+    if not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
+        jobs.fail_interrupted(lambda item: _discard_unindexed(rs, uploads, item.stored_as))
     app.state.ragstream = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
                                       prompts=PromptSessions(config.max_pipeline_sessions,
                                                              config.max_pipeline_session_bytes))
     install_error_handlers(app)
+    app.router.on_shutdown.append(jobs.shutdown)
     for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics):
         app.include_router(module.router)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")

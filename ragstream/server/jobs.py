@@ -42,6 +42,7 @@ class JobRunner:
         self._catalog = catalog
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstream-job")
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
 
     def submit_upload(self, files: list[UploadedFile], work: FileWork) -> JobStatus:
         """Record a queued upload job over ``files`` (``pending`` ones are ingested by ``work``) and start it."""
@@ -71,15 +72,21 @@ class JobRunner:
         return len(interrupted)
 
     def shutdown(self) -> None:
-        """Stop taking jobs; a running one finishes in the background (or is reported at the next start)."""
+        """Stop: queued jobs never start and a running one stops after its current file; both stay unfinished
+        in the catalog, so the next start reports them failed and removes their files not ingested."""
+        self._stopping.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, job: JobStatus, work: FileWork) -> None:
+        if self._stopping.is_set():
+            return
         job = self._save(job.model_copy(update={"state": RUNNING}))
         try:
             for index, item in enumerate(job.files):
                 if item.status != "pending":
                     continue
+                if self._stopping.is_set():
+                    return
                 outcome = work(item)
                 files = [*job.files[:index], outcome, *job.files[index + 1:]]
                 job = self._save(job.model_copy(update={"files": files, "files_done": job.files_done + 1,

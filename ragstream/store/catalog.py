@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -79,6 +80,9 @@ CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
 UNFINISHED_JOB_STATES = ("queued", "running")
 SQLITE_FULL = 13
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+PRIMARY_CODE_MASK = 0xFF  # extended result codes keep the primary code in the low byte
 
 @dataclass(frozen=True)
 class DocumentVersion:
@@ -98,6 +102,7 @@ SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_ge
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
 """
 
+logger = logging.getLogger("ragstream.store")
 _RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
 
 
@@ -106,11 +111,17 @@ class Catalog:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        _migrate(self._db)
+        self.read_only = False
+        """True when the catalog could only be opened read-only (e.g. a full disk): reads work, writes raise
+        InsufficientStorageError."""
+        try:
+            self._db = _open_writable(path)
+        except sqlite3.OperationalError as error:
+            if not path.is_file():
+                raise InsufficientStorageError(f"cannot create the catalog (is the disk full?): {error}") from error
+            self._db = _open_read_only(path, error)
+            self.read_only = True
+            logger.warning("catalog opened read-only (%s): searches work, writes fail until there is room", error)
         self._lock = threading.RLock()
         self._read_depth = 0
 
@@ -379,14 +390,45 @@ class Catalog:
         return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
 
 
+def _open_writable(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        _migrate(db)
+    except sqlite3.OperationalError:
+        db.close()
+        raise
+    return db
+
+
+def _open_read_only(path: Path, cause: sqlite3.OperationalError) -> sqlite3.Connection:
+    """The catalog for reading only: through SQLite's read-only mode, or, when even that needs room (the
+    WAL index), as an immutable file, which is exact once no write-ahead log is left beside it."""
+    wal = path.with_name(path.name + "-wal")
+    modes = ["ro"] + (["ro&immutable=1"] if not wal.exists() or wal.stat().st_size == 0 else [])
+    for mode in modes:
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, check_same_thread=False,
+                                 isolation_level=None)
+            db.execute("SELECT COUNT(*) FROM documents").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            continue
+    raise InsufficientStorageError(f"cannot open the catalog, not even read-only: {cause}") from cause
+
+
 @contextmanager
 def _disk_full_as_error() -> Iterator[None]:
-    """SQLite's "database or disk is full" as InsufficientStorageError (the transaction rolled back)."""
+    """SQLite's "database or disk is full" (or a catalog opened read-only) as InsufficientStorageError;
+    the transaction rolled back."""
     try:
         yield
     except sqlite3.OperationalError as error:
-        if getattr(error, "sqlite_errorcode", None) == SQLITE_FULL:
-            raise InsufficientStorageError("the disk is full: the catalog could not write (nothing was changed)") from error
+        if (getattr(error, "sqlite_errorcode", 0) or 0) & PRIMARY_CODE_MASK in (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR):
+            raise InsufficientStorageError(f"the catalog could not write (disk full or opened read-only); nothing "
+                                           f"was changed: {error}") from error
         raise
 
 
