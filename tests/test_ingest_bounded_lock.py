@@ -8,8 +8,9 @@ chunking or embedding step until the test lets it go, so the interleaving is det
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from hash_embedder import HashEmbedder
@@ -56,8 +57,8 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _in_thread(work: callable) -> tuple[threading.Thread, dict]:  # type: ignore[valid-type]
-    out: dict = {}
+def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
 
     def run() -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -17,6 +18,7 @@ from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import RequestGuardMiddleware
 from ragstream.server.intake import UPLOAD_PATH_KEY
 from ragstream.server.jobs import JobRunner
+from ragstream.server.schemas import UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
 from ragstream.server.uploads import UPLOADS_DIRNAME, UploadStore
@@ -36,7 +38,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     uploads = _upload_store(rs, config)
     jobs = JobRunner(rs.catalog)
     if not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
-        jobs.fail_interrupted(lambda item: _discard_unindexed(rs, uploads, item.stored_as))
+        jobs.fail_interrupted(_discard_unindexed(rs, uploads))
     app.state.ragstream = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
                                       prompts=PromptSessions(config.max_pipeline_sessions,
                                                              config.max_pipeline_session_bytes))
@@ -67,8 +69,15 @@ def _upload_store(rs: Ragstream, config: ServerConfig) -> UploadStore:
                        min_free_bytes=rs.config.limits.min_free_disk_bytes)
 
 
-def _discard_unindexed(rs: Ragstream, uploads: UploadStore, stored_as: str | None) -> None:
-    """Remove a stored upload an interrupted job never ingested (kept if a live document names it)."""
-    if stored_as and not any(record.metadata.get(UPLOAD_PATH_KEY) == stored_as for record in rs.documents()):
-        uploads.remove(stored_as)
+def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[UploadedFile], None]:
+    """Removes a stored upload an interrupted job never ingested (kept when a live document names it)."""
+    live: set[str] | None = None
 
+    def discard(item: UploadedFile) -> None:
+        nonlocal live
+        if live is None:
+            live = {str(record.metadata.get(UPLOAD_PATH_KEY)) for record in rs.documents()}
+        if item.stored_as and item.stored_as not in live:
+            uploads.remove(item.stored_as)
+
+    return discard
