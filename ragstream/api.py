@@ -19,7 +19,7 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
-from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError, InvalidNumberError
+from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError, InvalidNumberError, check_unicode
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
@@ -201,9 +201,12 @@ class Ragstream:
 
     def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None,
                    selected_text: str | None = None) -> SuperPrompt:
-        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs."""
+        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs.
+        Raises InvalidUnicodeError for text that is not valid Unicode."""
         pairs = [p if isinstance(p, ConversationPair) else ConversationPair(user=p[0], assistant=p[1])
                  for p in conversation or []]
+        for value in (text, selected_text or "", *(part for pair in pairs for part in (pair.user, pair.assistant))):
+            check_unicode(value, "the prompt")
         return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
 
     def run_stage(self, sp: SuperPrompt, stage: str | None = None) -> SuperPrompt:

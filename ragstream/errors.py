@@ -89,6 +89,16 @@ class InvalidUnicodeError(InvalidQueryError):
     code = "invalid_unicode"
 
 
+def check_unicode(value: str, what: str) -> str:
+    """``value`` when it is valid Unicode (UTF-8 encodable); raises InvalidUnicodeError for a lone surrogate
+    (what JSON ``"\\ud800"`` or a command-line argument of bytes that are not UTF-8 decode to)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidUnicodeError(f"{what} is not valid Unicode: a lone surrogate at position {error.start}") from None
+    return value
+
+
 class InvalidNumberError(InvalidQueryError):
     """``NaN``, ``Infinity`` or ``-Infinity`` where a finite number is required."""
 

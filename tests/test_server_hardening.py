@@ -356,3 +356,20 @@ def test_full_disk(small_disk: Path, tmp_path: Path):
         assert_error(api.post("/api/documents", files={"files": ("new.md", b"# New\n\ntext\n")}),
                      507, "insufficient_storage")
         assert [doc["title"] for doc in api.get("/api/documents").json()] == ["Seed"]
+
+
+def test_cli_argument_not_utf8_is_a_clear_error(tmp_path: Path):
+    """A command-line argument of bytes that are not UTF-8 decodes to lone surrogates: a clear error, exit 2."""
+    data_dir = tmp_path / "cli-index"
+    doc = tmp_path / "cats.md"
+    doc.write_text("# Cats\n\nCats purr.\n")
+    assert cli_plain(data_dir, "ingest", str(doc)).returncode == 0
+    for command in ("search", "ask"):
+        result = cli_plain(data_dir, command, "cats \udced\udca0\udc80")
+        assert result.returncode == 2, result.stderr
+        assert "invalid_unicode" in result.stderr and "Traceback" not in result.stderr
+
+
+def cli_plain(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SERVE_WITH_HASH_EMBEDDER, *args], capture_output=True, text=True,
+                          env=server_env(data_dir, RERANKER__BACKEND="none"), timeout=300)

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from starlette.types import Message, Receive
 
-from ragstream.errors import FileTooLargeError, InsufficientStorageError, InvalidUnicodeError
+from ragstream.errors import FileTooLargeError, InsufficientStorageError, check_unicode
 from ragstream.server.errors import RequestTooLargeError
 from ragstream.store.disk import ensure_free_space
 
@@ -95,18 +95,9 @@ def display_name(raw: str | None, max_chars: int) -> str:
     Raises InvalidUnicodeError for a name holding a lone surrogate (the multipart parser reads names as
     UTF-8, or Latin-1 when they are not, so only a name given from Python can).
     """
-    name = check_text(raw or "", "the file name")
+    name = check_unicode(raw or "", "the file name")
     name = PurePosixPath(_CONTROL_CHARS.sub("", name).replace("\\", "/")).name
     return name[:max_chars] or "upload"
-
-
-def check_text(value: str, what: str) -> str:
-    """``value`` when it can be UTF-8 encoded; raises InvalidUnicodeError (a lone surrogate) otherwise."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InvalidUnicodeError(f"{what} is not valid Unicode: a lone surrogate at position {error.start}") from None
-    return value
 
 
 def check_content_length(header: str | None, limit: int) -> None:
