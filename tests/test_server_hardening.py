@@ -142,6 +142,11 @@ def test_json_body_limit(api: httpx.Client):
                  413, "request_too_large")
 
 
+def test_multipart_elsewhere_is_bounded_too(api: httpx.Client):
+    files = {"files": ("big.bin", b"b" * (MAX_JSON_BYTES + 1))}
+    assert_error(api.post("/api/search", files=files), 413, "request_too_large")
+
+
 def test_selected_text_limit(api: httpx.Client):
     assert_error(api.post("/api/query", json={"query": "cats", "selected_text": "s" * (MAX_SELECTED_CHARS + 1)}),
                  422, "invalid_query")

@@ -53,7 +53,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
         return RedirectResponse(f"{UI_PATH}/")
 
     app.add_middleware(RequestGuardMiddleware, max_json_bytes=rs.config.limits.max_json_body_bytes,
-                       user_id_header=config.user_id_header)
+                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
     if api_key_required(config) and config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key.get_secret_value())
     app.add_middleware(RequestContextMiddleware, config=config)

@@ -1,7 +1,7 @@
 """Checks every request body passes before a route sees it: size, UTF-8, finite numbers, no lone surrogates.
 
-JSON bodies are read whole up to ``limits.max_json_body_bytes`` (413 ``request_too_large`` past it,
-before the rest is read); uploads (multipart) have their own limits in the upload route. A body that
+Bodies are read whole up to ``limits.max_json_body_bytes`` (413 ``request_too_large`` past it,
+before the rest is read); only multipart bodies sent to the upload route pass, under its own limits. A body that
 is not valid UTF-8, or JSON holding a lone surrogate escape (``"\\ud800"``, which no UTF-8 text can
 carry), is 400 ``invalid_unicode``; ``NaN`` / ``Infinity`` (not JSON, though Python reads them) is 422
 ``invalid_number``. The user id header must be UTF-8 too.
@@ -24,9 +24,10 @@ MULTIPART = "multipart/"
 class RequestGuardMiddleware:
     """Bounds and validates request bodies and the user id header (see the module doc)."""
 
-    def __init__(self, app: ASGIApp, *, max_json_bytes: int, user_id_header: str) -> None:
+    def __init__(self, app: ASGIApp, *, max_json_bytes: int, user_id_header: str, upload_paths: frozenset[str]) -> None:
         self.app = app
         self._max = max_json_bytes
+        self._upload_paths = upload_paths
         self._user_header = user_id_header.lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -36,7 +37,8 @@ class RequestGuardMiddleware:
         try:
             self._check_headers(scope)
             headers = Headers(scope=scope)
-            if headers.get("content-type", "").lower().startswith(MULTIPART) or scope["method"] in ("GET", "HEAD"):
+            multipart = headers.get("content-type", "").lower().startswith(MULTIPART)
+            if (multipart and scope["path"] in self._upload_paths) or scope["method"] in ("GET", "HEAD"):
                 await self.app(scope, receive, send)
                 return
             body = await self._read(headers, receive)
