@@ -335,7 +335,7 @@ class ServerConfig(ConfigSection):
         64 * 1024 * 1024, ge=1, description="Total size (as JSON) of the SuperPrompts kept in memory; the oldest are "
         "dropped beyond it.")
     background_ingest_bytes: int = Field(
-        256 * 1024, ge=0, description="An upload request whose files together are larger is ingested by a background "
+        1024 * 1024, ge=0, description="An upload request whose files together are larger is ingested by a background "
         "job: 202 with the job id, progress at GET /api/jobs/{id}.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
     client_timeout_seconds: float = Field(
