@@ -1,5 +1,9 @@
 """The public Python API. The CLI, the HTTP server and the web UI are thin shells over it.
 
+Reads and answers take an optional ``user``: with one, they see only that user's documents and the
+shared ones (and that user's conversations); without one (the CLI, scripts), every document.
+Documents ingested here are shared unless ``owner`` is given.
+
 >>> from ragstream import Ragstream
 >>> rs = Ragstream()                      # embedded store in the user's data directory
 >>> rs.ingest(["docs/"])                  # IngestReport
@@ -19,7 +23,13 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
-from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError, InvalidNumberError, check_unicode
+from ragstream.errors import (
+    DocumentNotFoundError,
+    EmbedderUnavailableError,
+    InvalidNumberError,
+    PermissionDeniedError,
+    check_unicode,
+)
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
@@ -101,14 +111,16 @@ class Ragstream:
     # -- documents -------------------------------------------------------------------------------
 
     def ingest(
-        self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, progress: ProgressCallback | None = None
+        self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> IngestReport:
-        """Ingest files and folders; unchanged documents are skipped, bad files reported."""
+        """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
+        to ``owner`` (None: shared with every user)."""
         self._changed = True
-        return self.ingestor.ingest_paths(paths, metadata=metadata, progress=progress)
+        return self.ingestor.ingest_paths(paths, metadata=metadata, owner=owner, progress=progress)
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
-        """Ingest documents built in memory (upsert by document_id)."""
+        """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
         self._changed = True
         return self.ingestor.ingest_documents(docs, progress=progress)
 
@@ -119,32 +131,44 @@ class Ragstream:
         with self.snapshots.open() as snapshot:
             yield snapshot
 
-    def documents(self) -> list[DocumentRecord]:
-        """Every live document (one catalog read)."""
-        return self.catalog.list()
+    def documents(self, *, user: str | None = None) -> list[DocumentRecord]:
+        """Every live document ``user`` may see (all without a user), in one catalog read."""
+        return self.catalog.list(user)
 
-    def document(self, document_id: str) -> DocumentRecord:
-        """One document's record; raises DocumentNotFoundError."""
-        return _found(document_id, self.catalog.get(document_id))
+    def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
+        """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
+        return _found(document_id, self.catalog.get(document_id, user))
 
-    def document_with_chunks(self, document_id: str) -> tuple[DocumentRecord, list[Chunk]]:
+    def document_with_chunks(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, list[Chunk]]:
         """One document's record and the chunks of that very version, from one snapshot."""
-        with self.snapshots.open_with(lambda: self.catalog.get(document_id)) as (_, record):
+        with self.snapshots.open_with(lambda: self.catalog.get(document_id, user)) as (_, record):
             found = _found(document_id, record)
             return found, self.store.chunks_of(document_id, found.generation)
 
-    def filter_fields(self) -> set[str]:
+    def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
+        """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""
+        return self.catalog.find_by_checksum(checksum, user)
+
+    def filter_fields(self, *, user: str | None = None) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        return filter_fields(self.catalog.list())
+        return filter_fields(self.catalog.list(user))
 
-    def document_chunks(self, document_id: str) -> list[Chunk]:
+    def document_chunks(self, document_id: str, *, user: str | None = None) -> list[Chunk]:
         """The live chunks of one document, in order."""
-        return self.document_with_chunks(document_id)[1]
+        return self.document_with_chunks(document_id, user=user)[1]
 
-    def delete(self, document_id: str) -> None:
-        """Delete a document and every chunk of it."""
+    def delete(self, document_id: str, *, user: str | None = None, allow_shared: bool = True) -> DocumentRecord:
+        """Delete a document and every chunk of it; the record it had.
+
+        With ``user``: only a document that user may see (else DocumentNotFoundError), and a shared
+        one only when ``allow_shared`` (else PermissionDeniedError).
+        """
+        if user is not None:
+            record = self.document(document_id, user=user)
+            if record.owner is None and not allow_shared:
+                raise PermissionDeniedError(f"document {document_id!r} is shared; only an admin may delete it")
         self._changed = True
-        self.ingestor.delete(document_id)
+        return self.ingestor.delete(document_id)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Rebuild every document under the current chunking and embedding settings."""
@@ -167,14 +191,16 @@ class Ragstream:
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
+        user: str | None = None,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
-        at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts).
-        Raises InvalidNumberError for a NaN or infinite ``score_threshold``."""
+        at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
+        the documents ``user`` may see (every document without a user). Raises InvalidNumberError for a NaN
+        or infinite ``score_threshold``."""
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
-        return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters,
-                                    score_threshold=score_threshold, query_vector=query_vector, snapshot=snapshot)
+        return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
+                                    query_vector=query_vector, snapshot=snapshot, user=user)
 
     def stats(self) -> dict[str, Any]:
         """Counts for observability."""
@@ -209,24 +235,27 @@ class Ragstream:
             check_unicode(value, "the prompt")
         return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
 
-    def run_stage(self, sp: SuperPrompt, stage: str | None = None) -> SuperPrompt:
-        """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last)."""
+    def run_stage(self, sp: SuperPrompt, stage: str | None = None, *, user: str | None = None) -> SuperPrompt:
+        """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last);
+        its searches see the documents ``user`` may see."""
         from ragstream.pipeline import controller
 
         with self.snapshot() as snapshot:
-            return controller.run_stage(sp, self._turn_context(snapshot), stage)
+            return controller.run_stage(sp, self._turn_context(snapshot, user), stage)
 
-    def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None) -> SuperPrompt:
-        """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt."""
+    def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None, *,
+                     user: str | None = None) -> SuperPrompt:
+        """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt;
+        its searches see the documents ``user`` may see."""
         from ragstream.pipeline import controller
 
         sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
         with self.snapshot() as snapshot:
-            return controller.run_pipeline(sp, self._turn_context(snapshot), until)
+            return controller.run_pipeline(sp, self._turn_context(snapshot, user), until)
 
-    def _turn_context(self, snapshot: Snapshot) -> StageContext:
-        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``) and ``snapshot``."""
-        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot)
+    def _turn_context(self, snapshot: Snapshot, user: str | None = None) -> StageContext:
+        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``), ``snapshot`` and ``user``."""
+        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot, user)
 
     def stage_context(self) -> StageContext:
         """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""
@@ -250,28 +279,31 @@ class Ragstream:
     # -- answers (docs/answers.md) --------------------------------------------------------------
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
-                 min_relevance: float | None = None) -> RAGContext:
-        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot;
-        cached per commit sequence."""
+                 min_relevance: float | None = None, *, user: str | None = None) -> RAGContext:
+        """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot
+        of the documents ``user`` may see; cached per commit sequence and user."""
         with self.snapshot() as snapshot:
-            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot)
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, user)
 
-    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
+    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
+            user: str | None = None) -> Answer:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
-        It reads the versions committed when the call starts."""
+        It reads the versions committed when the call starts, of the documents ``user`` may see, and
+        continues ``user``'s conversation of that id (conversations are kept per user)."""
         with self.snapshot() as snapshot:
-            return self.answers().ask(question, conversation_id, selected_text, snapshot)
+            return self.answers().ask(question, conversation_id, selected_text, snapshot, user)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None) -> Iterator[StreamEvent]:
+                      selected_text: str | None = None, *, user: str | None = None) -> Iterator[StreamEvent]:
         """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
-        committed when the iteration starts (a snapshot is held only while the pipeline runs)."""
-        return self.answers().stream_answer(question, conversation_id, selected_text)
+        committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
+        return self.answers().stream_answer(question, conversation_id, selected_text, user)
 
-    def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        """A conversation's kept turns, oldest first (``incomplete`` marks answers cut short)."""
-        return self.answers().conversations.messages(conversation_id)
+    def conversation(self, conversation_id: str, *, user: str | None = None) -> list[dict[str, Any]]:
+        """``user``'s conversation's kept turns, oldest first (``incomplete`` marks answers cut short);
+        empty for an id ``user`` has no conversation under."""
+        return self.answers().conversations.messages(conversation_id, user)
 
     def answers(self) -> AnswerService:
         """The answer path (pipeline, answering model, citations), built once."""
@@ -284,11 +316,12 @@ class Ragstream:
 
         context = self.stage_context()
 
-        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None) -> SuperPrompt:
+        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
+                user: str | None = None) -> SuperPrompt:
             if snapshot is not None:
-                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot))
+                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot, user))
             with self.snapshot() as fresh:  # every search of the question reads one snapshot
-                return controller.run_pipeline(sp, context.for_turn(deadline, fresh))
+                return controller.run_pipeline(sp, context.for_turn(deadline, fresh, user))
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,

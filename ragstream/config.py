@@ -291,8 +291,13 @@ class A3GateSettings(AgentSettings):
 class A4CondenserSettings(AgentSettings):
     """A4_Condenser: the extractive fallback (the selection's budget is ``answer.context_tokens``)."""
 
-    sentences_per_chunk: int = Field(3, description="Fallback: leading prose sentences quoted per chunk.")
+    sentences_per_chunk: int = Field(3, description="Fallback: prose sentences quoted per chunk.")
     sentence_max_chars: int = Field(300, description="Fallback: longer sentences are cut at this length.")
+    focus: Literal["question", "leading"] = Field(
+        "question", description="Fallback: which sentences of a chunk become S_CTX facts. 'question': the ones "
+        "closest to the question (best cosine to its query vectors), all facts ordered best first, so the answering "
+        "model reads the strongest evidence of every attachment before the attachments; 'leading': each chunk's "
+        "first sentences in attachment order (also used when the embedder is unavailable).")
     snippet_chars: int = Field(600, description="Characters of each chunk shown to the LLM.")
     max_tokens: int = Field(512, description="Cap on generated tokens per agent call.")
 
@@ -306,6 +311,16 @@ class AgentsConfig(ConfigSection):
     a5: AgentSettings = AgentSettings()
 
 
+class ApiKeyEntry(ConfigSection):
+    """One API key of a multi-user server: the user it acts as and its role."""
+
+    key: SecretStr = Field(description="The key, sent as Authorization: Bearer KEY or X-API-Key: KEY.")
+    user: str = Field(description="The user id requests with this key act as (owner of what they upload).")
+    role: Literal["user", "admin"] = Field(
+        "user", description="admin: may act as another user (X-User-ID), upload shared documents, delete "
+        "shared documents and reindex.")
+
+
 class ServerConfig(ConfigSection):
     """The HTTP API and web UI (``ragstream serve``)."""
 
@@ -316,10 +331,20 @@ class ServerConfig(ConfigSection):
         "(Authorization: Bearer KEY or X-API-Key: KEY); env RAGSTREAM_SERVER__API_KEY."
     )
     require_api_key: bool = Field(False, description="Require api_key even when bound to loopback.")
+    keys: list[ApiKeyEntry] = Field(
+        default_factory=list, description="Per-user API keys (multi-user mode: every request needs a key, "
+        "wherever the server is bound); env RAGSTREAM_SERVER__KEYS as a JSON list.")
+    keys_file: Path | None = Field(
+        None, description="A TOML or JSON file of more per-user keys: a `keys` list of {key, user, role} "
+        "tables, read when the server starts.")
+    min_api_key_chars: int = Field(
+        16, ge=1, description="Shortest API key accepted; a shorter or blank key stops the server at start-up.")
     upload_dir: Path | None = Field(None, description="Where uploaded files are kept; default {data_dir}/uploads.")
-    user_id_header: str = Field("X-User-ID", description="Request header naming the uploading user.")
-    default_user_id: str = Field("local", description="User id when the header is absent or has no safe characters.")
-    max_user_id_chars: int = Field(64, ge=1, description="Longer user ids are cut to this length.")
+    user_id_header: str = Field(
+        "X-User-ID", description="Request header naming the user to act as: honoured for an admin key and in "
+        "single-user mode (no keys, loopback); with a user key it may only name that key's own user.")
+    default_user_id: str = Field("local", description="The user of single-user mode and of server.api_key.")
+    max_user_id_chars: int = Field(64, ge=1, description="Longest user id; a longer one is refused.")
     dedupe_uploads: bool = Field(
         True, description="An upload whose sha256 matches a live document is reported as a duplicate, not re-ingested."
     )

@@ -115,6 +115,18 @@ class DocumentNotFoundError(RagstreamError):
     code = "document_not_found"
 
 
+class ConversationNotFoundError(RagstreamError):
+    """No conversation with that id is kept for the caller (another user's counts as none)."""
+
+    code = "conversation_not_found"
+
+
+class PermissionDeniedError(RagstreamError):
+    """The caller may see the thing but not do this to it (e.g. delete a shared document without an admin key)."""
+
+    code = "forbidden"
+
+
 class ConfigError(RagstreamError):
     code = "config_error"
 

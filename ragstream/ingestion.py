@@ -42,7 +42,7 @@ from ragstream.errors import (
     InsufficientStorageError,
     RagstreamError,
 )
-from ragstream.models import FileFailure, IngestReport, LoadedDocument, TextPiece
+from ragstream.models import DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog import Catalog, DocumentVersion
@@ -96,14 +96,15 @@ class Ingestor:
     # -- public operations ---------------------------------------------------------------------
 
     def ingest_paths(
-        self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, progress: ProgressCallback | None = None
+        self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> IngestReport:
         """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
-        is reported and skipped."""
+        is reported and skipped. The documents belong to ``owner`` (None: shared)."""
         report = _new_report()
         selection = select_files(paths, self._config.ingest)
         report.skipped_files = selection.skipped
-        docs = self._load_all(selection.files, metadata, report, progress)
+        docs = self._load_all(selection.files, metadata, owner, report, progress)
         return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
@@ -112,8 +113,8 @@ class Ingestor:
         """Ingest already-loaded documents (upsert by document_id, unchanged ones skipped)."""
         return self._run(docs, _new_report(), force=force, progress=progress)
 
-    def delete(self, document_id: str) -> None:
-        """Remove a document and purge every one of its chunks."""
+    def delete(self, document_id: str) -> DocumentRecord:
+        """Remove a document and purge every one of its chunks; the record it had."""
         with self.commit_lock:
             record = self._catalog.get(document_id)
             if record is None:
@@ -122,6 +123,7 @@ class Ingestor:
             sequence = self._catalog.remove_document(document_id)
         self._on_change()
         self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
+        return record
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
@@ -153,13 +155,15 @@ class Ingestor:
     # -- the job -------------------------------------------------------------------------------
 
     def _load_all(
-        self, paths: Iterable[Path], metadata: dict[str, Any] | None, report: IngestReport, progress: ProgressCallback | None
+        self, paths: Iterable[Path], metadata: dict[str, Any] | None, owner: str | None, report: IngestReport,
+        progress: ProgressCallback | None,
     ) -> Iterator[LoadedDocument]:
         from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
 
         for path in paths:
             try:
-                yield load_file(path, self._config, metadata=metadata)
+                doc = load_file(path, self._config, metadata=metadata)
+                yield doc.model_copy(update={"owner": owner}) if owner is not None else doc
             except (DocumentError, OSError) as error:
                 _fail(report, str(path), error, progress)
 
@@ -192,7 +196,8 @@ class Ingestor:
     ) -> _Pending | None:
         """Skip an unchanged document, or validate and chunk it; None when skipped or failed."""
         existing = self._catalog.get(doc.document_id)
-        if not force and existing and existing.checksum == doc.checksum and existing.fingerprint == fingerprint:
+        if (not force and existing and existing.checksum == doc.checksum and existing.fingerprint == fingerprint
+                and existing.owner == doc.owner):
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
             if progress:

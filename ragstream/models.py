@@ -30,6 +30,7 @@ class LoadedDocument(BaseModel):
     size_bytes: int
     pages: tuple[Page, ...]
     metadata: dict[str, Any] = Field(default_factory=dict, description="User-given metadata, kept on every chunk.")
+    owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
 
     @property
     def text(self) -> str:
@@ -67,10 +68,26 @@ class ChunkMetadata(BaseModel):
     mime: str
     created_at: str = Field(description="ISO 8601 UTC time the document version was ingested.")
     extra: dict[str, Any] = Field(default_factory=dict, description="User-given document metadata.")
+    owner: str | None = Field(None, description="The document's owner; None: shared (see docs/http-api.md, Users).")
 
 
-FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra"} | {"chapter"})
-"""Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path)."""
+PRIVATE_METADATA_PREFIX = "_"
+"""Document metadata keys starting with it are kept in the catalog for ragstream's own use (where
+an upload is stored) and never copied to chunks, offered as filters or shown over HTTP."""
+
+
+def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` without its private keys."""
+    return {key: value for key, value in metadata.items() if not key.startswith(PRIVATE_METADATA_PREFIX)}
+
+
+OWNER_FIELD = "owner"
+SHARED_OWNER = ""
+"""How stores write the owner of a shared document (no user id is empty), so the visibility filter
+``{owner: [user, SHARED_OWNER]}`` is an ordinary exact-match filter on every backend."""
+FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra", OWNER_FIELD} | {"chapter"})
+"""Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path).
+``owner`` is not one: the facade's ``user`` argument decides which owners a search sees."""
 
 
 class Chunk(BaseModel):
@@ -120,6 +137,7 @@ class DocumentRecord(BaseModel):
     fingerprint: str
     ingested_at: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
 
 
 class FileFailure(BaseModel):
@@ -179,5 +197,5 @@ def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
     """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
     fields = set(FILTERABLE_FIELDS)
     for record in records:
-        fields.update(record.metadata)
+        fields.update(public_metadata(record.metadata))
     return fields

@@ -19,6 +19,8 @@ from folder_corpus import IMAGES, NOT_DOCUMENTS
 from index_fixtures import SAMPLES
 from server_process import RunningServer, running_server
 
+from ragstream.server.uploads import user_folder
+
 MAX_FILE_BYTES = 1_000_000
 MAX_REQUEST_BYTES = 3_000_000
 LIMITS = {"LIMITS__MAX_FILE_BYTES": str(MAX_FILE_BYTES), "LIMITS__MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES)}
@@ -64,8 +66,8 @@ def ingested(api: httpx.Client) -> dict[str, dict]:
 def assert_stored_safely(server: RunningServer, results: dict[str, dict]) -> None:
     assert {item["status"] for item in results.values()} == {"ingested"}
     for item in results.values():
-        user, day, name = item["stored_as"].split("/")
-        assert user == "local" and len(day) == len("2025-01-01") and len(name) == 32
+        folder, day, name = item["stored_as"].split("/")
+        assert folder == user_folder("local") and len(day) == len("2025-01-01") and len(name) == 32
         assert (server.data_dir / "uploads" / item["stored_as"]).is_file()
         assert item["chunks"] > 0
 
@@ -149,8 +151,11 @@ def test_path_traversal_name_is_stored_under_uploads(server: RunningServer, api:
     stored = (server.data_dir / "uploads" / item["stored_as"]).resolve()
     assert stored.is_relative_to((server.data_dir / "uploads").resolve())
     assert stored.read_bytes() == content
-    assert item["stored_as"].startswith("eviluser/")
+    assert item["stored_as"].startswith(f"{user_folder('../../evil user')}/")
+    assert user_folder("../../evil user").startswith("eviluser-")
     assert not (server.data_dir.parent / "etc").exists()
+    deleted = api.delete(f"/api/documents/{item['document_id']}", headers={"X-User-ID": "../../evil user"})
+    assert deleted.status_code == 200 and not stored.exists()
 
 
 def test_oversized_file_is_413(api: httpx.Client):
@@ -244,7 +249,7 @@ def test_request_ids(server: RunningServer, api: httpx.Client):
 
 def test_reindex(api: httpx.Client, ingested: dict[str, dict]):
     report = api.post("/api/documents/reindex").json()
-    assert report["documents_processed"] == len(api.get("/api/documents").json())
+    assert report["documents_processed"] == len(api.get("/api/documents").json())  # every user's (only "local" has any)
     assert report["documents_failed"] == 0
 
 

@@ -10,10 +10,12 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -21,6 +23,8 @@ import pytest
 from pypdf import PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
 from server_process import SERVE_WITH_HASH_EMBEDDER, RunningServer, running_server, server_env
+
+from ragstream.server.intake import UPLOAD_PATH_KEY
 
 TIMEOUT = httpx.Timeout(120.0)
 JOB_POLL_SECONDS = 0.2
@@ -85,9 +89,11 @@ def stored_files(data_dir: Path) -> set[str]:
     return {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()} if root.exists() else set()
 
 
-def live_upload_paths(api: httpx.Client) -> set[str]:
-    return {doc["metadata"]["upload_path"] for doc in api.get("/api/documents").json()
-            if "upload_path" in doc["metadata"]}
+def live_upload_paths(data_dir: Path) -> set[str]:
+    """The stored files the catalog's live documents name (private metadata: not shown over HTTP)."""
+    with closing(sqlite3.connect(f"{(data_dir / 'catalog.sqlite3').as_uri()}?mode=ro", uri=True)) as db:
+        rows = db.execute("SELECT metadata FROM documents").fetchall()
+    return {path for (metadata,) in rows if (path := json.loads(metadata).get(UPLOAD_PATH_KEY))}
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +118,7 @@ def test_page_tree_bomb_is_refused_before_extraction(server: RunningServer, api:
     body = assert_error(api.post("/api/documents", files={"files": ("bomb.pdf", data)}), 413, "document_too_large")
     assert "pages" in body["error"]["message"]
     assert api.get("/api/documents").json() == before
-    assert stored_files(server.data_dir) == live_upload_paths(api)
+    assert stored_files(server.data_dir) == live_upload_paths(server.data_dir)
 
 
 def test_text_and_chunk_limits(server: RunningServer, api: httpx.Client):
@@ -124,7 +130,7 @@ def test_text_and_chunk_limits(server: RunningServer, api: httpx.Client):
     assert "chunks" in body["error"]["message"]
     small = api.post("/api/documents", files={"files": ("small.txt", words[:2000].encode())})
     assert small.status_code == 201, small.text
-    assert stored_files(server.data_dir) == live_upload_paths(api)
+    assert stored_files(server.data_dir) == live_upload_paths(server.data_dir)
 
 
 def test_json_body_limit(api: httpx.Client):
@@ -259,7 +265,7 @@ def test_large_upload_becomes_a_job(jobs_server: RunningServer):
         assert len(ingested) == 4 and job["chunks"] == sum(item["chunks"] for item in ingested) > 0
         listed = {doc["document_id"] for doc in api.get("/api/documents").json()}
         assert {item["document_id"] for item in ingested} <= listed
-        assert stored_files(jobs_server.data_dir) == live_upload_paths(api)
+        assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
         small = api.post("/api/documents", files={"files": ("small.md", b"# Small\n\nunder the threshold\n")})
         assert small.status_code == 201
         assert_error(api.get("/api/jobs/no-such-job"), 404, "job_not_found")
@@ -285,7 +291,7 @@ def test_job_interrupted_by_kill_is_failed_on_restart(tmp_path: Path):
         assert statuses <= {"ingested", "failed"}
         interrupted = [item for item in job["files"] if item["status"] == "failed"]
         assert interrupted and all(item["error"]["code"] == "job_interrupted" for item in interrupted)
-        assert stored_files(second.data_dir) == live_upload_paths(api)  # no orphan upload file
+        assert stored_files(second.data_dir) == live_upload_paths(second.data_dir)  # no orphan upload file
 
 
 # -- 5. a full disk (a real tmpfs) ---------------------------------------------------------------------
@@ -341,14 +347,14 @@ def test_full_disk(small_disk: Path, tmp_path: Path):
         response = api.post("/api/documents", files=markdown_files(3, 5))
         assert_error(response, 507, "insufficient_storage")
         assert api.get("/api/documents").json() == before
-        assert stored_files(data_dir) == live_upload_paths(api)  # nothing half-stored
+        assert stored_files(data_dir) == live_upload_paths(data_dir)  # nothing half-stored
         fill(small_disk, 0)
         assert_error(api.post("/api/documents", files=markdown_files(1, 2)), 507, "insufficient_storage")
         hits = api.post("/api/search", json={"query": "cats purr"}).json()["hits"]
         assert hits and hits[0]["chunk"]["metadata"]["title"] == "Seed"
         answer = api.post("/api/query", json={"query": "Do cats purr?"})
         assert answer.status_code == 200, answer.text
-        assert stored_files(data_dir) == live_upload_paths(api)
+        assert stored_files(data_dir) == live_upload_paths(data_dir)
 
     ingest = cli(data_dir, "ingest", str(tmp_path / "server.log"))
     assert ingest.returncode not in (0, -signal.SIGBUS), ingest.stderr

@@ -26,21 +26,24 @@ class ConversationStore:
         """A fresh conversation (or message) id."""
         return str(uuid.uuid4())
 
-    def recent(self, conversation_id: str) -> list[ConversationPair]:
-        """The conversation's kept pairs, oldest first (empty for an unknown id)."""
-        return [ConversationPair(user=user, assistant=assistant)
-                for user, assistant in self._catalog.recent_turns(conversation_id, self._max_pairs)]
+    def recent(self, conversation_id: str, owner: str | None = None) -> list[ConversationPair]:
+        """``owner``'s conversation's kept pairs, oldest first (empty for an unknown id).
 
-    def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False) -> None:
-        """Record one turn; ``incomplete`` when the answer was cut short. On a full disk the turn is not kept
-        (logged), and the answer is still served."""
+        Conversations are kept per owner: one user never reads or continues another's."""
+        return [ConversationPair(user=user, assistant=assistant)
+                for user, assistant in self._catalog.recent_turns(conversation_id, self._max_pairs, owner)]
+
+    def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
+               owner: str | None = None) -> None:
+        """Record one turn of ``owner``'s conversation; ``incomplete`` when the answer was cut short. On a full
+        disk the turn is not kept (logged), and the answer is still served."""
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
-                                   incomplete=incomplete)
+                                   incomplete=incomplete, owner=owner)
         except InsufficientStorageError as error:  # the answer is still served; only its memory is lost
             logger.warning("conversation turn not kept: %s", error.message)
 
-    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The kept turns, oldest first: message_id, user, assistant, created_at, incomplete."""
-        return self._catalog.conversation_turns(conversation_id)
+    def messages(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:
+        """``owner``'s kept turns, oldest first: message_id, user, assistant, created_at, incomplete."""
+        return self._catalog.conversation_turns(conversation_id, owner)

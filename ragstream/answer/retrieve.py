@@ -78,9 +78,11 @@ class Retriever:
         self._max_query_chars = max_query_chars
 
     def retrieve(self, query: str, context_key: str, *, max_chunks: int | None = None,
-                 min_relevance: float | None = None, snapshot: Snapshot | None = None) -> RAGContext:
+                 min_relevance: float | None = None, snapshot: Snapshot | None = None,
+                 user: str | None = None) -> RAGContext:
         """Chunks of relevance >= ``min_relevance``, best first, at most ``max_chunks``, among the
-        versions committed at ``snapshot`` (by default, when the search starts)."""
+        versions committed at ``snapshot`` (by default, when the search starts) of the documents
+        ``user`` may see (every document when None)."""
         validate_query(query, self._max_query_chars)
         limit = max_chunks if max_chunks is not None else self._config.max_chunks
         threshold = min_relevance if min_relevance is not None else self._config.min_relevance
@@ -91,7 +93,7 @@ class Retriever:
             vector = None  # the search degrades to BM25: no calibrated relevance, nothing qualifies
         result = run_with_timeout(
             lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector,
-                                 snapshot=snapshot),
+                                 snapshot=snapshot, user=user),
             self._config.timeout_seconds,
         )
         scored = [(hit.chunk, relevance(hit.dense_score)) for hit in result.hits]

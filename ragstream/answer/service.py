@@ -68,9 +68,11 @@ BM25 = "bm25"
 
 class PipelineRunner(Protocol):
     """Runs the eight stages on a fresh SuperPrompt within one question's deadline, every search
-    reading ``snapshot`` (or one snapshot taken when the pipeline starts)."""
+    reading ``snapshot`` (or one snapshot taken when the pipeline starts) and only the documents
+    ``user`` may see (every document when None)."""
 
-    def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None) -> SuperPrompt: ...
+    def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
+                 user: str | None = None) -> SuperPrompt: ...
 
 
 @dataclass
@@ -83,6 +85,7 @@ class _Turn:
     deadline: Deadline
     started: float
     sp: SuperPrompt
+    user: str | None = None
     latencies: dict[str, float] = field(default_factory=dict)
     chunks: list[DocumentChunk] = field(default_factory=list)
     query_vectors: np.ndarray | None = None
@@ -120,20 +123,21 @@ class AnswerService:
     # -- retrieve (the standalone context contract) -------------------------------------------------
 
     def retrieve(self, query: str, context_key: str, max_chunks: int | None = None,
-                 min_relevance: float | None = None, snapshot: Snapshot | None = None) -> RAGContext:
-        """Chunks of dense relevance >= ``min_relevance`` among the versions committed at ``snapshot``,
-        served from the cache for the same arguments and the same commit sequence."""
-        key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None)
+                 min_relevance: float | None = None, snapshot: Snapshot | None = None,
+                 user: str | None = None) -> RAGContext:
+        """Chunks of dense relevance >= ``min_relevance`` among the versions committed at ``snapshot``
+        that ``user`` may see, served from the cache for the same arguments, user and commit sequence."""
+        key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None, user)
         return self.cache.get_or_compute(key, lambda: self.retriever.retrieve(
-            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot))[0]
+            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot, user=user))[0]
 
     # -- answers ---------------------------------------------------------------------------------
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
-            snapshot: Snapshot | None = None) -> Answer:
+            snapshot: Snapshot | None = None, user: str | None = None) -> Answer:
         """Answer ``question`` in one piece from the versions committed at ``snapshot`` (by default,
-        when the pipeline starts)."""
-        turn = self._prepare(question, conversation_id, selected_text, snapshot)
+        when the pipeline starts) of the documents ``user`` may see, in ``user``'s conversation."""
+        turn = self._prepare(question, conversation_id, selected_text, snapshot, user)
         if turn.no_results_reason is not None:
             text = self._config.no_results_message
             return self._finish(turn, text, "no_results", None, {}, self._tracker(turn, text))
@@ -155,9 +159,9 @@ class AnswerService:
         return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None) -> Iterator[StreamEvent]:
-        """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event."""
-        turn = self._prepare(question, conversation_id, selected_text, None)
+                      selected_text: str | None = None, user: str | None = None) -> Iterator[StreamEvent]:
+        """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event (as :meth:`ask`)."""
+        turn = self._prepare(question, conversation_id, selected_text, None, user)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         started = time.perf_counter()
         mode, deltas = self._open_stream(turn)
@@ -188,7 +192,7 @@ class AnswerService:
                 close()  # the consumer stopped early: release the LLM connection
             if not completed:  # the client left or generation failed: keep what was said, marked incomplete
                 self.conversations.append(turn.conversation_id, turn.message_id, turn.question, "".join(parts),
-                                          incomplete=True)
+                                          incomplete=True, owner=turn.user)
         model: str | None = None
         tokens: dict[str, Any] = {}
         if mode == "llm":
@@ -218,7 +222,7 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None) -> _Turn:
+                 snapshot: Snapshot | None, user: str | None) -> _Turn:
         """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
@@ -228,13 +232,13 @@ class AnswerService:
                                     f"the limit is {self._config.max_selected_text_chars}")
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
-        sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id),
+        sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id, user),
                          selected_text=selected_text or "")
         turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
-                     deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp)
+                     deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
         try:
-            turn.sp = self._pipeline(sp, turn.deadline, snapshot)
+            turn.sp = self._pipeline(sp, turn.deadline, snapshot, user)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
             return turn
@@ -317,7 +321,7 @@ class AnswerService:
             if turn.incomplete and confidence.level == "High":
                 confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
         self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
-                                  incomplete=turn.incomplete)
+                                  incomplete=turn.incomplete, owner=turn.user)
         turn.latencies["total"] = (time.perf_counter() - turn.started) * MS
         sp = turn.sp
         return Answer(

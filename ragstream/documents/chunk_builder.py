@@ -6,7 +6,7 @@ import hashlib
 from uuid import NAMESPACE_URL, uuid5
 
 from ragstream.documents.features import has_code, has_equations
-from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, TextPiece
+from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, TextPiece, public_metadata
 
 HEADER_PATH_SEPARATOR = " > "
 
@@ -37,7 +37,8 @@ def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: in
                 content_hash=hashlib.sha256(piece.text.encode("utf-8")).hexdigest(),
                 mime=doc.mime,
                 created_at=created_at,
-                extra=dict(doc.metadata),
+                extra=public_metadata(doc.metadata),
+                owner=doc.owner,
             ),
         )
         for index, piece in enumerate(pieces)

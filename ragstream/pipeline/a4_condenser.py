@@ -6,18 +6,24 @@ block), and keep each chunk whose attachment plus its S_CTX facts still fit the 
 here is exactly what the answering model reads. Condensation: the LLM Writer summarises facts,
 constraints and open issues citing ``[n]``; it must not take more room than the deterministic facts
 it replaces, nor name anything the attachments and the prompt do not (:mod:`grounding`); the
-fallback quotes the leading prose sentences of each selected chunk. S_CTX
+fallback quotes, for each selected chunk, the prose sentences closest to the question (best cosine
+to its query vectors), every fact cited ``[n]`` and the facts ordered best first, so the answering
+model meets the strongest evidence of every attachment first, not only attachment [1]'s (without
+the embedder, or with ``agents.a4.focus = "leading"``: each chunk's leading sentences). S_CTX
 quotes documents, so it sits in a fence its text cannot close, like every attachment.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+import numpy as np
 
 from ragstream.agents.prompts import A4_PROMPT, A4Output
 from ragstream.config import A4CondenserSettings
 from ragstream.documents.prose import CODE_BLOCK, prose_sentences
-from ragstream.errors import NoRelevantContextError
+from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent
 from ragstream.pipeline.context import StageContext
@@ -31,6 +37,10 @@ FACTS_HEADING = "### Facts"
 CODE_ONLY = "(code or data only; see attachment)"
 ELLIPSIS = "…"
 _LETTER = re.compile(r"[^\W\d_]")
+BM25_ONLY = "bm25"
+
+SentenceScorer = Callable[[list[str]], np.ndarray]
+"""Scores sentences against the question (higher = closer)."""
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
@@ -38,7 +48,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     settings = ctx.config.agents.a4
     budget = context_budget(sp, ctx)
     candidates = [c for c in sp.chunks(sp.final_selection_ids) if c.metadata.source != CONVERSATION_SOURCE]
-    selected, facts, used, over_budget = _select(candidates, budget, ctx, settings)
+    selected, facts, used, over_budget = _select(candidates, budget, ctx, settings, _sentence_scorer(sp, ctx))
     if not selected:
         raise NoRelevantContextError(
             f"none of the {len(candidates)} selected document chunks fits the context budget of {budget} tokens")
@@ -83,26 +93,45 @@ def context_budget(sp: SuperPrompt, ctx: StageContext) -> int:
     return max(0, budget)
 
 
-def _select(chunks: list[Chunk], budget: int, ctx: StageContext,
-            settings: A4CondenserSettings) -> tuple[list[Chunk], list[str], int, list[str]]:
-    """Greedy in order: every chunk whose attachment and fact lines still fit, at most ``N3``."""
+def _sentence_scorer(sp: SuperPrompt, ctx: StageContext) -> SentenceScorer | None:
+    """Cosine of sentences to the question's query vectors (the ones Retrieval computed, from the
+    embedder's memory); ``None`` for leading-sentence facts, or when retrieval ran on BM25 only."""
+    if ctx.config.agents.a4.focus != "question" or not sp.query_pieces or sp.retrieval_mode == BM25_ONLY:
+        return None
+    try:
+        embedder = ctx.embedder()
+        queries = np.atleast_2d(embedder.embed_queries(sp.query_pieces))
+    except EmbeddingFailureError:
+        return None
+
+    def score(sentences: list[str]) -> np.ndarray:
+        return (embedder.embed_documents(sentences) @ queries.T).max(axis=1)
+    return score
+
+
+def _select(chunks: list[Chunk], budget: int, ctx: StageContext, settings: A4CondenserSettings,
+            scorer: SentenceScorer | None) -> tuple[list[Chunk], list[str], int, list[str]]:
+    """Greedy in order: every chunk whose attachment and fact lines still fit, at most ``N3``.
+    With a scorer the facts come out best first across chunks (ties keep attachment order)."""
     selected: list[Chunk] = []
-    facts: list[str] = []
+    facts: list[tuple[float, str]] = []
     skipped: list[str] = []
     used = 0
     for chunk in chunks:
         if len(selected) == ctx.config.pipeline.N3_FINAL_SELECTION_MAX:
             break
         number = len(selected) + 1
-        lines = _fact_lines(chunk, number, settings)
-        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(lines))
+        lines = _fact_lines(chunk, number, settings, scorer)
+        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(line for _, line in lines))
         if used + cost > budget:
             skipped.append(chunk.chunk_id)
             continue
         selected.append(chunk)
         facts.extend(lines)
         used += cost
-    return selected, facts, used, skipped
+    if scorer is not None:
+        facts.sort(key=lambda fact: -fact[0])  # stable: equal scores keep attachment order
+    return selected, [line for _, line in facts], used, skipped
 
 
 def _passages(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
@@ -110,10 +139,21 @@ def _passages(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
                        for n, c in enumerate(chunks, start=1))
 
 
-def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings) -> list[str]:
-    """The leading prose sentences of a chunk, as cited bullets."""
-    sentences = _prose_sentences(chunk.text)[: settings.sentences_per_chunk] or [CODE_ONLY]
-    return [f"- {_cut(sentence, settings.sentence_max_chars)} [{number}]" for sentence in sentences]
+def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings,
+                scorer: SentenceScorer | None) -> list[tuple[float, str]]:
+    """Up to ``sentences_per_chunk`` prose sentences of a chunk as cited bullets, with their score:
+    the ones closest to the question (kept in text order) with a scorer, else the leading ones."""
+    sentences = _prose_sentences(chunk.text)
+    if not sentences:
+        return [(float("-inf"), f"- {CODE_ONLY} [{number}]")]
+    if scorer is None:
+        scores = [0.0] * len(sentences)
+        chosen = list(range(min(len(sentences), settings.sentences_per_chunk)))
+    else:
+        scores = [float(value) for value in scorer(sentences)]
+        best = np.argsort(-np.asarray(scores), kind="stable")[: settings.sentences_per_chunk]
+        chosen = sorted(int(i) for i in best)
+    return [(scores[i], f"- {_cut(sentences[i], settings.sentence_max_chars)} [{number}]") for i in chosen]
 
 
 def _prose_sentences(text: str) -> list[str]:

@@ -27,7 +27,8 @@ from ragstream.store.base import Filters, Snapshot
 
 class Search(Protocol):
     """The index's search (hybrid, dense or BM25) over the document versions committed at
-    ``snapshot`` (or at the call, without one)."""
+    ``snapshot`` (or at the call, without one), among the documents ``user`` may see (its own and
+    the shared ones; every document when None)."""
 
     def __call__(
         self,
@@ -39,6 +40,7 @@ class Search(Protocol):
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
+        user: str | None = None,
     ) -> SearchResult: ...
 
 
@@ -64,7 +66,9 @@ class StageContext:
     deadline: Deadline = dataclasses.field(default_factory=Deadline.unbounded)
     snapshot: Snapshot | None = None
     """The catalog snapshot every search of the question reads (one version of each document)."""
+    user: str | None = None
+    """Whose question it is: every search sees only that user's and the shared documents (all when None)."""
 
-    def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None) -> StageContext:
-        """This context with the deadline of one question and the snapshot its searches read."""
-        return dataclasses.replace(self, deadline=deadline, snapshot=snapshot)
+    def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None) -> StageContext:
+        """This context with the deadline of one question, the snapshot its searches read and its user."""
+        return dataclasses.replace(self, deadline=deadline, snapshot=snapshot, user=user)

@@ -48,7 +48,8 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     per_piece = min(limits.N1_RETR_MAX_CANDIDATES, ctx.config.retrieval.candidates)  # the search's own fusion depth
     for index, piece in enumerate(pieces):
         result = ctx.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=per_piece,
-                            query_vector=vectors[index] if vectors is not None else None, snapshot=ctx.snapshot)
+                            query_vector=vectors[index] if vectors is not None else None, snapshot=ctx.snapshot,
+                            user=ctx.user)
         modes.append(result.mode)
         if result.fallback_reason and degraded is None:
             degraded = result.fallback_reason

@@ -13,7 +13,7 @@ from ragstream.errors import EmbeddingFailureError, InvalidQueryError, check_uni
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
 from ragstream.providers.embedders.base import Embedder
 from ragstream.retrieval.fusion import fuse
-from ragstream.store.base import Filters, Snapshot, VectorStore
+from ragstream.store.base import Filters, Snapshot, VectorStore, visible_to
 from ragstream.store.snapshots import Snapshots
 
 
@@ -44,9 +44,11 @@ class Searcher:
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
+        user: str | None = None,
     ) -> SearchResult:
         """Rank chunks for ``query`` among the versions committed at ``snapshot`` (by default, a
-        snapshot taken now and held for this search).
+        snapshot taken now and held for this search) of the documents ``user`` may see: their own
+        and the shared ones (every document when None), filtered in the store like any metadata.
 
         In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
@@ -54,6 +56,7 @@ class Searcher:
         fuses the scores pooled over its neighbours or document, ``retrieval.fusion_level``).
         """
         validate_query(query, self._max_query_chars)
+        filters = visible_to(filters, user)
         if snapshot is None:
             with self._snapshots.open() as fresh:
                 return self._search(query, mode, top_k, filters, score_threshold, query_vector, fresh)

@@ -16,7 +16,7 @@ from ragstream.config import ServerConfig
 from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, search
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import RequestGuardMiddleware
-from ragstream.server.intake import UPLOAD_PATH_KEY
+from ragstream.server.intake import stored_upload
 from ragstream.server.jobs import JobRunner
 from ragstream.server.schemas import UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
@@ -33,7 +33,7 @@ DESCRIPTION = "Retrieval-augmented generation with cited, streamed answers. Erro
 def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     """The HTTP API and web UI over ``rs``; raises ConfigError when ``config`` needs a missing API key."""
     config = config or rs.config.server
-    check_binding(config)
+    keys = check_binding(config)
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
     uploads = _upload_store(rs, config)
     jobs = JobRunner(rs.catalog)
@@ -54,8 +54,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
 
     app.add_middleware(RequestGuardMiddleware, max_json_bytes=rs.config.limits.max_json_body_bytes,
                        user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
-    if api_key_required(config) and config.api_key:
-        app.add_middleware(ApiKeyMiddleware, api_key=config.api_key.get_secret_value())
+    if api_key_required(config, keys):
+        app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.add_middleware(RequestContextMiddleware, config=config)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins, allow_methods=["*"],
@@ -76,7 +76,7 @@ def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[Uploade
     def discard(item: UploadedFile) -> None:
         nonlocal live
         if live is None:
-            live = {str(record.metadata.get(UPLOAD_PATH_KEY)) for record in rs.documents()}
+            live = {str(stored_upload(record)) for record in rs.documents()}
         if item.stored_as and item.stored_as not in live:
             uploads.remove(item.stored_as)
 

@@ -13,11 +13,11 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
 from ragstream import metrics
-from ragstream.errors import InvalidUnicodeError
+from ragstream.errors import InvalidUnicodeError, PermissionDeniedError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import UPLOAD_PATH_KEY, ingest_stored, ingest_upload, store_upload
+from ragstream.server.intake import ingest_stored, ingest_upload, public_record, store_upload, stored_upload
 from ragstream.server.schemas import (
     DeleteResponse,
     DocumentDetail,
@@ -28,7 +28,8 @@ from ragstream.server.schemas import (
     UploadResponse,
 )
 from ragstream.server.state import ServerState, get_state
-from ragstream.server.uploads import check_content_length, display_name, limited_receive, safe_user_id
+from ragstream.server.uploads import check_content_length, display_name, limited_receive
+from ragstream.server.users import Caller, get_caller
 from ragstream.store.disk import ensure_free_space
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
@@ -50,7 +51,8 @@ STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                         "invalid_unicode": HTTPStatus.BAD_REQUEST,
                         "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE}
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (400, 404, 413, 415, 422, 507)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse}
+                                           for status in (400, 403, 404, 413, 415, 422, 507)}
 ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
     HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "Larger than server.background_ingest_bytes: a "
                           "background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}
@@ -58,8 +60,10 @@ ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse,
              responses={**ERRORS, **ACCEPTED_DOC}, openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
-async def upload(request: Request, state: ServerState = Depends(get_state)) -> JSONResponse:
-    """Store each file under ``uploads/{user_id}/{date}/{uuid}``, sniff, parse and ingest it.
+async def upload(request: Request, shared: bool = False, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> JSONResponse:
+    """Store each file under ``uploads/{user folder}/{date}/{uuid}``, sniff, parse and ingest it as
+    a document of the caller's (``shared=true``, admins only: shared with every user).
 
     One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error);
     201 when at least one file landed, 200 when all were already there, and a 4xx error body
@@ -68,6 +72,9 @@ async def upload(request: Request, state: ServerState = Depends(get_state)) -> J
     together pass ``server.background_ingest_bytes``, they are stored and a background job ingests them:
     202 with the job (``GET /api/jobs/{id}`` shows its progress).
     """
+    if shared and not caller.admin:
+        raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
+    owner = None if shared else caller.user
     limits = state.rs.config.limits
     declared = request.headers.get("content-length")
     check_content_length(declared, limits.max_request_bytes)
@@ -79,66 +86,78 @@ async def upload(request: Request, state: ServerState = Depends(get_state)) -> J
         files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
         if not files:
             raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
-        user_id = safe_user_id(request.headers.get(cfg.user_id_header), cfg.default_user_id, cfg.max_user_id_chars)
         background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
-        step = store_upload if background else ingest_upload
-        results = [await run_in_threadpool(_named(step), state, item, user_id) for item in files]
+        if background:
+            results = [await run_in_threadpool(_named(store_upload), state, item, owner) for item in files]
+        else:
+            results = [await run_in_threadpool(_named(ingest_upload), state, item, caller.user, owner)
+                       for item in files]
     if background:
-        job = await run_in_threadpool(state.jobs.submit_upload, results,
-                                      lambda pending: ingest_stored(state, pending, user_id))
+        job = await run_in_threadpool(state.jobs.submit_upload, results, caller.user,
+                                      lambda pending: ingest_stored(state, pending, caller.user, owner))
         return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
                             headers={"Location": f"/api/jobs/{job.id}"})
     return _upload_response(results)
 
 
-def _named(step: Callable[[ServerState, BinaryIO, str, str], UploadedFile]) -> Callable[..., UploadedFile]:
-    """``step`` over a form file: a file name that is not valid Unicode fails that file alone."""
-    def run(state: ServerState, item: UploadFile, user_id: str) -> UploadedFile:
+def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:
+    """``step(state, file, name, *args)`` over a form file: a file name that is not valid Unicode fails that
+    file alone."""
+    def run(state: ServerState, item: UploadFile, *args: str | None) -> UploadedFile:
         try:
             name = display_name(item.filename, state.config.max_filename_chars)
         except InvalidUnicodeError as error:
             metrics.record_failed_file()
             return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
-        return step(state, item.file, name, user_id)
+        source: BinaryIO = item.file
+        return step(state, source, name, *args)
     return run
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
-def list_documents(state: ServerState = Depends(get_state)) -> list[DocumentRecord]:
-    """Every live document."""
-    return state.rs.documents()
+def list_documents(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
+    """Every live document of the caller's, and every shared one (``owner`` null)."""
+    return [public_record(record) for record in state.rs.documents(user=caller.user)]
 
 
-@router.post("/reindex", response_model=IngestReport, summary="Reindex every document")
-def reindex(state: ServerState = Depends(get_state)) -> IngestReport:
-    """Re-chunk and re-embed every document under the current settings (in bounded batches: reads,
-    uploads and deletes go on meanwhile; a document changed meanwhile keeps its newer version)."""
+@router.post("/reindex", response_model=IngestReport, responses={403: {"model": ErrorResponse}},
+             summary="Reindex every document")
+def reindex(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> IngestReport:
+    """Re-chunk and re-embed every document (every user's) under the current settings; admins only. In
+    bounded batches: reads, uploads and deletes go on meanwhile; a document changed meanwhile keeps its
+    newer version."""
+    if not caller.admin:
+        raise PermissionDeniedError("only an admin key may reindex")
     return state.rs.reindex()
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses=ERRORS, summary="Get a document")
-def get_document(document_id: str, include_chunks: bool = False,
-                 state: ServerState = Depends(get_state)) -> DocumentDetail:
-    """One document's record, with the chunks of that same version when ``include_chunks`` is true."""
+def get_document(document_id: str, include_chunks: bool = False, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> DocumentDetail:
+    """One document's record, with the chunks of that same version when ``include_chunks`` is true
+    (404 for another user's document, as for one that does not exist)."""
     if include_chunks:
-        record, chunks = state.rs.document_with_chunks(document_id)
-        return DocumentDetail(document=record, chunks=chunks)
-    return DocumentDetail(document=state.rs.document(document_id), chunks=None)
+        record, chunks = state.rs.document_with_chunks(document_id, user=caller.user)
+        return DocumentDetail(document=public_record(record), chunks=chunks)
+    return DocumentDetail(document=public_record(state.rs.document(document_id, user=caller.user)), chunks=None)
 
 
 @router.get("/{document_id}/chunks", response_model=list[Chunk], responses=ERRORS, summary="A document's chunks")
-def get_chunks(document_id: str, state: ServerState = Depends(get_state)) -> list[Chunk]:
+def get_chunks(document_id: str, state: ServerState = Depends(get_state),
+               caller: Caller = Depends(get_caller)) -> list[Chunk]:
     """The live chunks of one document, in order."""
-    return state.rs.document_chunks(document_id)
+    return state.rs.document_chunks(document_id, user=caller.user)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")
-def delete_document(document_id: str, state: ServerState = Depends(get_state)) -> DeleteResponse:
-    """Delete the document, its chunks and its stored upload file."""
+def delete_document(document_id: str, state: ServerState = Depends(get_state),
+                    caller: Caller = Depends(get_caller)) -> DeleteResponse:
+    """Delete one of the caller's documents (a shared one: admins only, else 403), its chunks and its
+    stored upload file; another user's document is 404."""
     with state.documents.hold(document_id):
-        stored = state.rs.document(document_id).metadata.get(UPLOAD_PATH_KEY)
-        state.rs.delete(document_id)
-    removed = isinstance(stored, str) and state.uploads.remove(stored)
+        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin)
+    stored = stored_upload(record)
+    removed = stored is not None and state.uploads.remove(stored)
     return DeleteResponse(deleted=document_id, upload_removed=removed)
 
 

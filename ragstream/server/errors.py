@@ -53,9 +53,18 @@ class AuthenticationError(rse.RagstreamError):
     code = "unauthorized"
 
 
+class InvalidUserIdError(rse.RagstreamError):
+    """A user id (the ``X-User-ID`` header, a configured key's user) that is blank, too long or has control characters."""
+
+    code = "invalid_user_id"
+
+
 # First match along the error's class hierarchy wins; order subclasses before their bases.
 STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (AuthenticationError, HTTPStatus.UNAUTHORIZED),
+    (rse.PermissionDeniedError, HTTPStatus.FORBIDDEN),
+    (InvalidUserIdError, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (rse.ConversationNotFoundError, HTTPStatus.NOT_FOUND),
     (RequestTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (NoFilesError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (PipelineNotFoundError, HTTPStatus.NOT_FOUND),

@@ -1,7 +1,10 @@
-"""One uploaded file -> stored, sniffed, parsed, de-duplicated and ingested (seed 004).
+"""One uploaded file -> stored, sniffed, parsed, de-duplicated and ingested.
 
 A failure of one file is reported in its result and never stops the others. The stored copy is
-kept only for a file that became (or replaced) a live document.
+kept only for a file that became (or replaced) a live document. An upload belongs to the user who
+sent it (or is shared, when an admin asks): its document id comes from the owner's upload folder
+and the file name, so one user's upload never replaces another's, and duplicate detection only
+looks at the documents the uploader may see.
 """
 
 from __future__ import annotations
@@ -9,28 +12,31 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from ragstream import metrics
-from ragstream.documents.loaders import load_bytes
+from ragstream.documents.loaders import default_document_id, load_bytes
 from ragstream.errors import DocumentError, InsufficientStorageError, RagstreamError
-from ragstream.models import IngestReport, LoadedDocument
+from ragstream.models import PRIVATE_METADATA_PREFIX, DocumentRecord, IngestReport, LoadedDocument, public_metadata
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
-from ragstream.server.uploads import StoredUpload
+from ragstream.server.uploads import StoredUpload, user_folder
 
 UPLOAD_SOURCE_SCHEME = "upload://"
-UPLOAD_PATH_KEY = "upload_path"
-"""Document metadata key holding the stored file's path relative to the upload directory."""
+UPLOAD_PATH_KEY = f"{PRIVATE_METADATA_PREFIX}upload_path"
+"""Private document metadata key holding the stored file's path relative to the upload directory."""
+LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
+"""Metadata keys uploads of earlier versions stored in the open; never shown over HTTP."""
 
 
-def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user_id: str) -> UploadedFile:
-    """Store, load and ingest one uploaded file; its outcome, never an exception for bad input."""
-    pending = store_upload(state, source, filename, user_id)
-    return ingest_stored(state, pending, user_id) if pending.status == "pending" else pending
+def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str, owner: str | None) -> UploadedFile:
+    """Store, load and ingest one file ``user`` uploaded for ``owner`` (``user``, or None: shared);
+    its outcome, never an exception for bad input."""
+    pending = store_upload(state, source, filename, owner)
+    return ingest_stored(state, pending, user, owner) if pending.status == "pending" else pending
 
 
-def store_upload(state: ServerState, source: BinaryIO, filename: str, user_id: str) -> UploadedFile:
-    """Store one uploaded file: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
+def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None) -> UploadedFile:
+    """Store one file uploaded for ``owner``: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
     try:
-        stored = state.uploads.save(source, user_id, filename)
+        stored = state.uploads.save(source, user_folder(owner), filename)
     except (DocumentError, InsufficientStorageError) as error:
         metrics.record_failed_file()
         return _failed(filename, error)
@@ -38,34 +44,37 @@ def store_upload(state: ServerState, source: BinaryIO, filename: str, user_id: s
                         stored_as=stored.relative)
 
 
-def ingest_stored(state: ServerState, pending: UploadedFile, user_id: str) -> UploadedFile:
-    """Load and ingest a stored upload (``pending``); its outcome, never an exception for bad input."""
+def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile:
+    """Load and ingest a stored upload (``pending``) of ``user``'s for ``owner``; its outcome, never an
+    exception for bad input."""
     assert pending.stored_as is not None and pending.sha256 is not None and pending.size_bytes is not None
     stored = StoredUpload(path=state.uploads.root / pending.stored_as, relative=pending.stored_as,
                           size_bytes=pending.size_bytes, sha256=pending.sha256)
     result = pending.model_copy(update={"status": "failed"})
     try:
-        doc = _load(state, stored, pending.filename, user_id)
-        return _ingest(state, doc, stored, result)
+        doc = _load(state, stored, pending.filename, user_folder(owner), owner)
+        return _ingest(state, doc, stored, result, user)
     except RagstreamError as error:  # raised before an ingest job could count it
         metrics.record_failed_file()
         state.uploads.remove(stored.relative)
         return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
 
 
-def _load(state: ServerState, stored: StoredUpload, filename: str, user_id: str) -> LoadedDocument:
+def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None) -> LoadedDocument:
     try:
         data = stored.path.read_bytes()
     except OSError as error:
         raise DocumentError(f"{filename}: the stored upload cannot be read: {error.strerror or error}") from None
-    metadata = {"filename": filename, "user_id": user_id, UPLOAD_PATH_KEY: stored.relative}
-    return load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{user_id}/{filename}",
-                      metadata=metadata)
+    metadata = {"filename": filename, UPLOAD_PATH_KEY: stored.relative}
+    doc = load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{filename}",
+                     document_id=default_document_id(f"{UPLOAD_SOURCE_SCHEME}{folder}/{filename}"), metadata=metadata)
+    return doc.model_copy(update={"owner": owner})
 
 
-def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile) -> UploadedFile:
+def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile,
+            user: str) -> UploadedFile:
     with state.documents.hold(doc.document_id):
-        same = [r.document_id for r in state.rs.catalog.find_by_checksum(stored.sha256)]
+        same = [r.document_id for r in state.rs.duplicates(stored.sha256, user=user)]
         result = result.model_copy(update={"document_id": doc.document_id, "duplicate_of": same})
         if same and state.config.dedupe_uploads:
             state.uploads.remove(stored.relative)
@@ -91,11 +100,25 @@ def _outcome(state: ServerState, report: IngestReport, stored: StoredUpload, pre
 
 
 def _previous_upload(state: ServerState, document_id: str) -> str | None:
-    """The stored file of the document this upload replaces, if any."""
+    """The stored file of the document this upload replaces (the same owner's, by its id), if any."""
     try:
-        return state.rs.document(document_id).metadata.get(UPLOAD_PATH_KEY)
+        return stored_upload(state.rs.document(document_id))
     except RagstreamError:
         return None
+
+
+def stored_upload(record: DocumentRecord) -> str | None:
+    """Where a document's uploaded file is stored, relative to the upload directory (None: not an upload)."""
+    path = record.metadata.get(UPLOAD_PATH_KEY) or record.metadata.get(LEGACY_PRIVATE_KEYS[0])
+    return path if isinstance(path, str) else None
+
+
+def public_record(record: DocumentRecord) -> DocumentRecord:
+    """The record as HTTP clients see it: no private metadata (where the upload is stored)."""
+    metadata = public_metadata(record.metadata)
+    if record.source.startswith(UPLOAD_SOURCE_SCHEME):
+        metadata = {key: value for key, value in metadata.items() if key not in LEGACY_PRIVATE_KEYS}
+    return record.model_copy(update={"metadata": metadata})
 
 
 def _failed(filename: str, error: RagstreamError) -> UploadedFile:

@@ -44,10 +44,10 @@ class JobRunner:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
-    def submit_upload(self, files: list[UploadedFile], work: FileWork) -> JobStatus:
-        """Record a queued upload job over ``files`` (``pending`` ones are ingested by ``work``) and start it."""
+    def submit_upload(self, files: list[UploadedFile], user: str, work: FileWork) -> JobStatus:
+        """Record ``user``'s queued upload job over ``files`` (``pending`` ones are ingested by ``work``) and start it."""
         now = _now()
-        job = JobStatus(id=uuid.uuid4().hex, kind=UPLOAD_KIND, state=QUEUED, files_total=len(files),
+        job = JobStatus(id=uuid.uuid4().hex, kind=UPLOAD_KIND, user=user, state=QUEUED, files_total=len(files),
                         files_done=sum(f.status != "pending" for f in files), files=files, created_at=now, updated_at=now)
         self._save(job)
         self._executor.submit(self._run, job, work)

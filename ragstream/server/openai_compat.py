@@ -5,6 +5,7 @@ model, ``ragstream``, as OpenAI clients expect before they call it."""
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from ragstream.server.errors import ModelNotFoundError
 from ragstream.server.schemas import ErrorResponse
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
+from ragstream.server.users import Caller, get_caller
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 MODEL_NAME = "ragstream"
@@ -111,15 +113,16 @@ def _model_card() -> ModelCard:
 @router.post("/chat/completions", response_model=Completion,
              responses={422: {"model": ErrorResponse}, 200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}}}},
              summary="OpenAI-compatible chat completion (stream or not)")
-async def chat_completions(body: CompletionRequest, state: ServerState = Depends(get_state)) -> Any:
-    """Answer the last user message from the index, as ``chat.completion`` or a stream of
-    ``chat.completion.chunk`` objects ending in ``data: [DONE]``."""
+async def chat_completions(body: CompletionRequest, state: ServerState = Depends(get_state),
+                           caller: Caller = Depends(get_caller)) -> Any:
+    """Answer the last user message from the caller's and the shared documents, as ``chat.completion``
+    or a stream of ``chat.completion.chunk`` objects ending in ``data: [DONE]``."""
     question = _question(body.messages)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     if body.stream:
-        events = state.rs.stream_answer(question, body.user)
+        events = state.rs.stream_answer(question, body.user, user=caller.user)
         return await stream_response(_chunks(events, completion_id, body.model), _as_data, closing=DONE)
-    answer = await run_in_threadpool(state.rs.ask, question, body.user)
+    answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user))
     return _completion(answer, completion_id, body.model)
 
 

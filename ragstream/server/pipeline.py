@@ -11,6 +11,7 @@ from ragstream.pipeline.controller import STEP_NAMES, next_step
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.server.schemas import ErrorResponse, NewPromptRequest, PipelineState, RunAllRequest, RunStageRequest
 from ragstream.server.state import ServerState, get_state
+from ragstream.server.users import Caller, get_caller
 
 router = APIRouter(prefix="/api/pipeline", tags=["pipeline"])
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
@@ -23,31 +24,35 @@ def stages() -> list[str]:
 
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=PipelineState, summary="Start a SuperPrompt")
-def create(body: NewPromptRequest, state: ServerState = Depends(get_state)) -> PipelineState:
-    """A fresh SuperPrompt (stage ``raw``), held by the server under a new id."""
+def create(body: NewPromptRequest, state: ServerState = Depends(get_state),
+           caller: Caller = Depends(get_caller)) -> PipelineState:
+    """A fresh SuperPrompt (stage ``raw``), held by the server under a new id for the caller only."""
     sp = state.rs.new_prompt(body.text, body.conversation)
-    return _state(state.prompts.add(sp), sp)
+    return _state(state.prompts.add(sp, caller.user), sp)
 
 
 @router.get("/{prompt_id}", response_model=PipelineState, responses=ERRORS, summary="Read a SuperPrompt")
-def read(prompt_id: str, state: ServerState = Depends(get_state)) -> PipelineState:
-    """The SuperPrompt as JSON, with the next stage to run."""
-    return _state(prompt_id, state.prompts.get(prompt_id))
+def read(prompt_id: str, state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> PipelineState:
+    """The SuperPrompt as JSON, with the next stage to run (another user's is 404)."""
+    return _state(prompt_id, state.prompts.get(prompt_id, caller.user))
 
 
 @router.post("/{prompt_id}/run", response_model=PipelineState, responses=ERRORS, summary="Run one stage")
-def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_state)) -> PipelineState:
-    """Manual mode: run the next stage, or ``stage`` when its predecessor ran last (else 409)."""
-    sp = state.rs.run_stage(state.prompts.get(prompt_id), body.stage)
-    state.prompts.put(prompt_id, sp)
+def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_state),
+        caller: Caller = Depends(get_caller)) -> PipelineState:
+    """Manual mode: run the next stage, or ``stage`` when its predecessor ran last (else 409); its
+    searches see the caller's and the shared documents."""
+    sp = state.rs.run_stage(state.prompts.get(prompt_id, caller.user), body.stage, user=caller.user)
+    state.prompts.put(prompt_id, sp, caller.user)
     return _state(prompt_id, sp)
 
 
 @router.post("/{prompt_id}/auto", response_model=PipelineState, responses=ERRORS, summary="Run all stages")
-def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_state)) -> PipelineState:
-    """Auto mode: run every remaining stage (through ``until``)."""
-    sp = state.rs.run_pipeline(state.prompts.get(prompt_id), until=body.until)
-    state.prompts.put(prompt_id, sp)
+def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_state),
+         caller: Caller = Depends(get_caller)) -> PipelineState:
+    """Auto mode: run every remaining stage (through ``until``) over the caller's and the shared documents."""
+    sp = state.rs.run_pipeline(state.prompts.get(prompt_id, caller.user), until=body.until, user=caller.user)
+    state.prompts.put(prompt_id, sp, caller.user)
     return _state(prompt_id, sp)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 import re
@@ -17,6 +16,7 @@ from ragstream.config import ServerConfig
 from ragstream.errors import ConfigError
 from ragstream.observability import request_id_scope
 from ragstream.server.errors import AuthenticationError, error_response, internal_error_response
+from ragstream.server.users import CALLER_KEY, KeyRing
 
 logger = logging.getLogger("ragstream.server")
 
@@ -39,18 +39,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def api_key_required(config: ServerConfig) -> bool:
-    """The key is required off loopback, or everywhere when ``require_api_key`` is set."""
-    return config.require_api_key or not is_loopback(config.host)
+def api_key_required(config: ServerConfig, keys: KeyRing) -> bool:
+    """The key is required off loopback, everywhere when ``require_api_key`` is set, and everywhere
+    when per-user keys exist (multi-user mode)."""
+    return config.require_api_key or keys.multi_user or not is_loopback(config.host)
 
 
-def check_binding(config: ServerConfig) -> None:
-    """Refuse to serve without a key where one is required (raises ConfigError)."""
-    if not api_key_required(config) or (config.api_key and config.api_key.get_secret_value()):
-        return
+def check_binding(config: ServerConfig) -> KeyRing:
+    """The server's keys, checked; refuse to serve without a key where one is required (raises ConfigError)."""
+    keys = KeyRing.from_config(config)
+    if not api_key_required(config, keys) or keys:
+        return keys
     why = "server.require_api_key is set" if is_loopback(config.host) else f"binding {config.host} (not loopback)"
-    raise ConfigError(f"{why}: it needs an API key; set server.api_key (env RAGSTREAM_SERVER__API_KEY) "
-                      "or bind 127.0.0.1")
+    raise ConfigError(f"{why}: it needs an API key; set server.api_key (env RAGSTREAM_SERVER__API_KEY), "
+                      "server.keys or server.keys_file, or bind 127.0.0.1")
 
 
 def presented_key(headers: Headers) -> str | None:
@@ -62,24 +64,26 @@ def presented_key(headers: Headers) -> str | None:
 
 
 class ApiKeyMiddleware:
-    """Answers 401 to every request without the right key, except the public paths."""
+    """Answers 401 to every request without a known key, except the public paths; otherwise leaves
+    the key's :class:`~ragstream.server.users.Caller` in the request state for ``get_caller``."""
 
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
-        self._key = api_key.encode()
+        self._keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or _is_public(scope["path"]) or self._valid(Headers(scope=scope)):
+        if scope["type"] != "http" or _is_public(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        caller = self._keys.caller(presented_key(Headers(scope=scope)))
+        if caller is not None:
+            scope.setdefault("state", {})[CALLER_KEY] = caller
             await self.app(scope, receive, send)
             return
         response = error_response(AuthenticationError("missing or wrong API key: send Authorization: Bearer KEY "
                                                       "or X-API-Key: KEY"))
         response.headers["WWW-Authenticate"] = "Bearer"
         await response(scope, receive, send)
-
-    def _valid(self, headers: Headers) -> bool:
-        key = presented_key(headers)
-        return key is not None and hmac.compare_digest(key.encode(), self._key)
 
 
 class RequestContextMiddleware:

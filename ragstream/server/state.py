@@ -20,13 +20,14 @@ from ragstream.server.uploads import UploadStore
 
 
 class PromptSessions:
-    """SuperPrompts by id, the most recently used within ``capacity`` items and ``max_bytes`` (their size
-    as JSON); the least recently used are dropped first. Thread-safe."""
+    """SuperPrompts by id and owner, the most recently used within ``capacity`` items and ``max_bytes`` (their
+    size as JSON); the least recently used are dropped first. Thread-safe. Another user's SuperPrompt is as
+    unknown to a caller as one never created."""
 
     def __init__(self, capacity: int, max_bytes: int) -> None:
         self._capacity = capacity
         self._max_bytes = max_bytes
-        self._items: OrderedDict[str, SuperPrompt] = OrderedDict()
+        self._items: OrderedDict[str, tuple[str, SuperPrompt]] = OrderedDict()
         self._sizes: dict[str, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
@@ -37,27 +38,28 @@ class PromptSessions:
         with self._lock:
             return len(self._items), self._bytes
 
-    def add(self, sp: SuperPrompt) -> str:
-        """Hold ``sp`` under a new id (dropping the least recently used past capacity)."""
+    def add(self, sp: SuperPrompt, owner: str) -> str:
+        """Hold ``owner``'s ``sp`` under a new id (dropping the least recently used past capacity)."""
         prompt_id = uuid.uuid4().hex
-        self.put(prompt_id, sp)
+        self.put(prompt_id, sp, owner)
         return prompt_id
 
-    def get(self, prompt_id: str) -> SuperPrompt:
-        """The SuperPrompt held as ``prompt_id``; raises PipelineNotFoundError."""
+    def get(self, prompt_id: str, owner: str) -> SuperPrompt:
+        """``owner``'s SuperPrompt held as ``prompt_id``; raises PipelineNotFoundError."""
         with self._lock:
-            sp = self._items.get(prompt_id)
-            if sp is None:
+            item = self._items.get(prompt_id)
+            if item is None or item[0] != owner:
                 raise PipelineNotFoundError(f"no SuperPrompt with id {prompt_id!r}")
             self._items.move_to_end(prompt_id)
-            return sp
+            return item[1]
 
-    def put(self, prompt_id: str, sp: SuperPrompt) -> None:
-        """Store (or replace) ``prompt_id``; the newest one is kept even when it alone passes ``max_bytes``."""
+    def put(self, prompt_id: str, sp: SuperPrompt, owner: str) -> None:
+        """Store (or replace) ``owner``'s ``prompt_id``; the newest one is kept even when it alone passes
+        ``max_bytes``."""
         size = len(sp.model_dump_json().encode("utf-8"))
         with self._lock:
             self._bytes += size - self._sizes.get(prompt_id, 0)
-            self._items[prompt_id] = sp
+            self._items[prompt_id] = (owner, sp)
             self._sizes[prompt_id] = size
             self._items.move_to_end(prompt_id)
             while len(self._items) > 1 and (len(self._items) > self._capacity or self._bytes > self._max_bytes):

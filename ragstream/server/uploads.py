@@ -1,7 +1,9 @@
-"""Safe storage of uploaded files (seed 004): ``{upload_dir}/{user_id}/{date}/{uuid}``.
+"""Safe storage of uploaded files: ``{upload_dir}/{user folder}/{date}/{uuid}``.
 
-The client's file name never becomes part of a path; the user id is reduced to safe characters.
-Files are copied in bounded reads while their sha256 is computed and their size checked.
+The client's file name never becomes part of a path. Each user has a folder of their own,
+:func:`user_folder`: the user id's safe characters plus a hash of the whole id, so no two users
+ever share one (``carol@example.com`` and ``carol.example@com`` included). Files are copied in
+bounded reads while their sha256 is computed and their size checked.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from ragstream.store.disk import ensure_free_space
 _UNSAFE_USER_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 UPLOADS_DIRNAME = "uploads"
+SHARED_FOLDER = "shared"
+"""Folder of shared uploads; no user folder is named like it (theirs always end in ``-{hash}``)."""
+USER_HASH_CHARS = 32
+"""Hex digits of the user id's sha256 in a user folder's name (128 bits: no two ids collide)."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +51,12 @@ class UploadStore:
         self._read_bytes = read_bytes
         self._min_free_bytes = min_free_bytes
 
-    def save(self, source: BinaryIO, user_id: str, display_name: str) -> StoredUpload:
-        """Copy ``source`` to a fresh path; raises FileTooLargeError past the size limit and
-        InsufficientStorageError when a block would leave less than ``min_free_bytes`` free (nothing left behind)."""
+    def save(self, source: BinaryIO, folder: str, display_name: str) -> StoredUpload:
+        """Copy ``source`` to a fresh path in ``folder`` (a :func:`user_folder`); raises FileTooLargeError past
+        the size limit and InsufficientStorageError when a block would leave less than ``min_free_bytes`` free
+        (nothing left behind)."""
         day = datetime.now(UTC).strftime("%Y-%m-%d")
-        relative = PurePosixPath(user_id, day, uuid.uuid4().hex)
+        relative = PurePosixPath(folder, day, uuid.uuid4().hex)
         path = self.root.joinpath(*relative.parts)
         ensure_free_space([self.root], 0, self._min_free_bytes)
         digest = hashlib.sha256()
@@ -83,10 +90,13 @@ class UploadStore:
         return True
 
 
-def safe_user_id(raw: str | None, default: str, max_chars: int) -> str:
-    """``raw`` reduced to letters, digits, ``_`` and ``-`` (cut to ``max_chars``), else ``default``."""
-    cleaned = _UNSAFE_USER_CHARS.sub("", raw or "")[:max_chars]
-    return cleaned or default
+def user_folder(owner: str | None) -> str:
+    """The upload folder of ``owner`` (None: shared): ``{safe characters of the id}-{hash of the id}``,
+    one folder per user id and never the same for two."""
+    if owner is None:
+        return SHARED_FOLDER
+    digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:USER_HASH_CHARS]
+    return f"{_UNSAFE_USER_CHARS.sub('', owner)}-{digest}"
 
 
 def display_name(raw: str | None, max_chars: int) -> str:

@@ -8,10 +8,22 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragstream.models import Chunk
+from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]
+
+
+def visible_to(filters: Filters | None, user: str | None) -> Filters | None:
+    """``filters`` plus the condition that a point belongs to ``user`` or is shared
+    (``owner`` in [user, SHARED_OWNER]); ``filters`` as they are when ``user`` is None (every document).
+
+    The condition replaces any ``owner`` filter of the caller's: nobody filters their way into
+    another user's documents.
+    """
+    if user is None:
+        return filters
+    return {**(filters or {}), OWNER_FIELD: [user, SHARED_OWNER]}
 
 
 @dataclass(frozen=True)

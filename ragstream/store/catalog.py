@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS documents (
     ingested_at TEXT NOT NULL,
     metadata TEXT NOT NULL,
     size_bytes INTEGER NOT NULL,
-    pages TEXT NOT NULL
+    pages TEXT NOT NULL,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -64,7 +65,8 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
     user_text TEXT NOT NULL,
     assistant_text TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    incomplete INTEGER NOT NULL DEFAULT 0
+    incomplete INTEGER NOT NULL DEFAULT 0,
+    owner TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
 CREATE TABLE IF NOT EXISTS jobs (
@@ -77,6 +79,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 """
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+"""
+"""Indexes on columns that :func:`_migrate` may have to add first."""
+NO_OWNER = ""
+"""``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
 JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
 UNFINISHED_JOB_STATES = ("queued", "running")
 SQLITE_FULL = 13
@@ -103,7 +112,9 @@ WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.gene
 """
 
 logger = logging.getLogger("ragstream.store")
-_RECORD_COLUMNS = "document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata"
+_RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
+                   "metadata, owner")
+_DOCUMENT_COLUMNS = (f"{_RECORD_COLUMNS}, size_bytes, pages")
 
 
 class Catalog:
@@ -237,13 +248,14 @@ class Catalog:
         rows = [
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
-                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.size_bytes,
-                json.dumps([page.model_dump() for page in v.doc.pages]),
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner,
+                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]),
             )
             for v in versions
         ]
+        marks = ", ".join("?" * len(_DOCUMENT_COLUMNS.split(", ")))
         with self.transaction() as db:
-            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(f"INSERT OR REPLACE INTO documents ({_DOCUMENT_COLUMNS}) VALUES ({marks})", rows)
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
@@ -257,22 +269,28 @@ class Catalog:
                    (COMMIT_SEQUENCE,))
         return self._counter(COMMIT_SEQUENCE)
 
-    def get(self, document_id: str) -> DocumentRecord | None:
-        """The live record of a document, or None."""
+    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+        """The live record of a document, or None (also when ``user`` is given and may not see it)."""
+        visible, params = _visible_to(user)
         with self._lock:
-            row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE document_id = ?", (document_id,)).fetchone()
+            row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE document_id = ? AND {visible}",
+                                   (document_id, *params)).fetchone()
         return _record(row) if row else None
 
-    def find_by_checksum(self, checksum: str) -> list[DocumentRecord]:
-        """Documents whose source file had this sha256."""
+    def find_by_checksum(self, checksum: str, user: str | None = None) -> list[DocumentRecord]:
+        """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
+        visible, params = _visible_to(user)
         with self._lock:
-            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = ? ORDER BY source", (checksum,)).fetchall()
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE checksum = ? AND {visible} "
+                                    "ORDER BY source", (checksum, *params)).fetchall()
         return [_record(row) for row in rows]
 
-    def list(self) -> list[DocumentRecord]:
-        """Every live document, by source."""
+    def list(self, user: str | None = None) -> list[DocumentRecord]:
+        """Every live document, by source; with ``user``, only that user's and the shared ones."""
+        visible, params = _visible_to(user)
         with self._lock:
-            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents ORDER BY source").fetchall()
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+                                    params).fetchall()
         return [_record(row) for row in rows]
 
     def live_generations(self) -> dict[str, int]:
@@ -284,7 +302,8 @@ class Catalog:
         """The extracted text of a document as it was ingested (for reindexing without the file)."""
         with self._lock:
             row = self._db.execute(
-                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata FROM documents WHERE document_id = ?",
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner FROM documents "
+                "WHERE document_id = ?",
                 (document_id,),
             ).fetchone()
         if row is None:
@@ -292,7 +311,7 @@ class Catalog:
         pages = tuple(Page(**page) for page in json.loads(row[6]))
         return LoadedDocument(
             document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
-            size_bytes=row[5], pages=pages, metadata=json.loads(row[7]),
+            size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8],
         )
 
     # -- embedding cache ---------------------------------------------------------------------
@@ -322,42 +341,43 @@ class Catalog:
     # -- conversations -----------------------------------------------------------------------
 
     def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
-                 created_at: str, keep: int, *, incomplete: bool = False) -> None:
+                 created_at: str, keep: int, *, incomplete: bool = False, owner: str | None = None) -> None:
         """Append a (user, assistant) turn pair and keep only the conversation's last ``keep`` pairs.
 
         ``incomplete`` marks an answer cut short (the client left, or generation failed midway).
+        Conversations are kept per ``owner``: the same id under two owners is two conversations.
         """
+        key = (conversation_id, owner or NO_OWNER)
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO conversation_turns (message_id, conversation_id, seq, user_text, assistant_text, "
-                "created_at, incomplete) VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
-                "WHERE conversation_id = ?), ?, ?, ?, ?)",
-                (message_id, conversation_id, conversation_id, user_text, assistant_text, created_at, int(incomplete)),
+                "INSERT INTO conversation_turns (message_id, conversation_id, owner, seq, user_text, assistant_text, "
+                "created_at, incomplete) VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM conversation_turns "
+                "WHERE conversation_id = ? AND owner = ?), ?, ?, ?, ?)",
+                (message_id, *key, *key, user_text, assistant_text, created_at, int(incomplete)),
             )
             db.execute(
-                "DELETE FROM conversation_turns WHERE conversation_id = ? AND seq NOT IN "
-                "(SELECT seq FROM conversation_turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?)",
-                (conversation_id, conversation_id, max(keep, 0)),
+                "DELETE FROM conversation_turns WHERE conversation_id = ? AND owner = ? AND seq NOT IN "
+                "(SELECT seq FROM conversation_turns WHERE conversation_id = ? AND owner = ? ORDER BY seq DESC LIMIT ?)",
+                (*key, *key, max(keep, 0)),
             )
 
-    def recent_turns(self, conversation_id: str, limit: int) -> builtins.list[tuple[str, str]]:
-        """The conversation's last ``limit`` (user, assistant) pairs, oldest first."""
+    def recent_turns(self, conversation_id: str, limit: int, owner: str | None = None) -> builtins.list[tuple[str, str]]:
+        """The last ``limit`` (user, assistant) pairs of ``owner``'s conversation, oldest first."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT user_text, assistant_text FROM conversation_turns WHERE conversation_id = ? "
+                "SELECT user_text, assistant_text FROM conversation_turns WHERE conversation_id = ? AND owner = ? "
                 "ORDER BY seq DESC LIMIT ?",
-                (conversation_id, max(limit, 0)),
+                (conversation_id, owner or NO_OWNER, max(limit, 0)),
             ).fetchall()
         return [(user, assistant) for user, assistant in reversed(rows)]
 
-
-    def conversation_turns(self, conversation_id: str) -> builtins.list[dict[str, Any]]:
-        """Every kept turn of a conversation, oldest first, with its message id and completeness."""
+    def conversation_turns(self, conversation_id: str, owner: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every kept turn of ``owner``'s conversation, oldest first, with its message id and completeness."""
         with self._lock:
             rows = self._db.execute(
                 "SELECT message_id, user_text, assistant_text, created_at, incomplete FROM conversation_turns "
-                "WHERE conversation_id = ? ORDER BY seq",
-                (conversation_id,),
+                "WHERE conversation_id = ? AND owner = ? ORDER BY seq",
+                (conversation_id, owner or NO_OWNER),
             ).fetchall()
         keys = ("message_id", "user", "assistant", "created_at", "incomplete")
         return [dict(zip(keys, (*row[:4], bool(row[4])), strict=True)) for row in rows]
@@ -397,6 +417,7 @@ def _open_writable(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(_SCHEMA)
         _migrate(db)
+        db.executescript(_INDEXES)
     except sqlite3.OperationalError:
         db.close()
         raise
@@ -433,10 +454,23 @@ def _disk_full_as_error() -> Iterator[None]:
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Bring catalogs written by earlier versions up to the current schema."""
+    """Bring catalogs written by earlier versions up to the current schema (documents written before
+    owners existed are shared; conversations, held for no user)."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
     if "incomplete" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
+    if "owner" not in columns:
+        db.execute("ALTER TABLE conversation_turns ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(documents)")}:
+        db.execute("ALTER TABLE documents ADD COLUMN owner TEXT")
+
+
+def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
+    shared ones (owner NULL); every document when ``user`` is None."""
+    if user is None:
+        return "1 = 1", ()
+    return "(owner IS NULL OR owner = ?)", (user,)
 
 
 def _record(row: tuple) -> DocumentRecord:

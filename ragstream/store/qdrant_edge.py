@@ -22,13 +22,13 @@ import qdrant_edge as qe
 
 from ragstream.config import StoreConfig
 from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError, VectorDBWriteError
-from ragstream.models import Chunk, ChunkMetadata
+from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
 from ragstream.store.base import Filters, Snapshot
 
 DENSE = "dense"
 SPARSE = "bm25"
 FLAG_FIELDS = ("has_code", "has_equations")
-KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime")
+KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime", OWNER_FIELD)
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
 CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
 _UPSERT_BATCH = 256
@@ -62,6 +62,7 @@ class QdrantEdgeStore:
         try:
             if (path / "edge_config.json").exists() or any(path.glob("segments*")):
                 self._shard = qe.EdgeShard.load(str(path), edge_config)
+                self._add_owner_index()
             else:
                 path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(path), edge_config)
@@ -80,6 +81,16 @@ class QdrantEdgeStore:
         order = qe.OrderBy("generation", direction=qe.Direction.Desc)
         records, _ = self._shard.scroll(qe.ScrollRequest(limit=1, order_by=order, with_payload=True))
         return int((records[0].payload or {}).get("generation", 0)) if records else 0
+
+    def _add_owner_index(self) -> None:
+        """Shards written before documents had owners: index ``owner`` and mark every point shared,
+        as the catalog's migration marks their documents (once; a crash midway repeats it)."""
+        if OWNER_FIELD in self._shard.info().payload_schema:
+            return
+        self._shard.update(qe.UpdateOperation.set_payload_by_filter(
+            qe.Filter(must=[qe.IsEmptyCondition(OWNER_FIELD)]), {OWNER_FIELD: SHARED_OWNER}))
+        self._shard.update(qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.PayloadSchemaType.Keyword))
+        self._shard.flush()
 
     def _create_indexes(self) -> None:
         for field in KEYWORD_INDEXES:
@@ -211,6 +222,7 @@ def _to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
         payload[field] = int(payload[field])
     payload["chapter"] = chunk.metadata.header_path.split(" > ")[0] if chunk.metadata.header_path else ""
     payload["generation"] = generation
+    payload[OWNER_FIELD] = chunk.metadata.owner or SHARED_OWNER
     payload["text"] = chunk.text
     return payload
 
@@ -219,6 +231,7 @@ def _from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
     fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
+    fields[OWNER_FIELD] = fields.get(OWNER_FIELD) or None
     return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
 
 

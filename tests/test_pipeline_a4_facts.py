@@ -1,0 +1,43 @@
+"""A4's deterministic S_CTX facts: the sentences closest to the question, best first (docs/pipeline.md)."""
+
+from __future__ import annotations
+
+from ragstream.pipeline.a4_condenser import FACTS_HEADING
+
+GLACIERS = (
+    "# Glaciers of the Alps\n\n"
+    "The Alps span eight countries in central Europe. Tourism is an important industry in many valleys. "
+    "Rail lines cross the range through long tunnels. Alpine glaciers lost half their ice volume since 1900, "
+    "mainly because summer melting increased.\n"
+)
+RIVERS = (
+    "# Alpine glaciers and rivers\n\n"
+    "The Rhone and the Rhine both rise in Switzerland. Hydropower plants depend on their flows. "
+    "The ice volume of Alpine glaciers decides how much meltwater reaches these rivers in late summer.\n"
+)
+QUESTION = "TASK: How much ice volume have Alpine glaciers lost since 1900?"
+
+
+def _facts(make_fast_index, tmp_path, focus: str) -> list[str]:
+    folder = tmp_path / f"docs-{focus}"
+    folder.mkdir()
+    (folder / "glaciers.md").write_text(GLACIERS)
+    (folder / "rivers.md").write_text(RIVERS)
+    rs = make_fast_index(data_dir=tmp_path / f"index-{focus}", agents={"a4": {"focus": focus}})
+    assert rs.ingest([folder]).documents_failed == 0
+    sp = rs.run_pipeline(QUESTION)
+    block = sp.S_CTX_MD.split(FACTS_HEADING, 1)[1].split("Sources:", 1)[0]
+    return [line.strip("` \n") for line in block.splitlines() if line.startswith("- ")]
+
+
+def test_facts_start_with_the_sentence_closest_to_the_question(make_fast_index, tmp_path):
+    facts = _facts(make_fast_index, tmp_path, "question")
+    assert "lost half their ice volume" in facts[0]
+    assert all(fact.endswith("]") for fact in facts)  # every fact is cited
+    numbers = {fact.rsplit("[", 1)[1] for fact in facts}
+    assert len(numbers) == 2  # evidence from both attachments, not only [1]
+
+
+def test_leading_focus_keeps_each_chunks_first_sentences(make_fast_index, tmp_path):
+    facts = _facts(make_fast_index, tmp_path, "leading")
+    assert any(lead in facts[0] for lead in ("Alps span eight countries", "Rhone and the Rhine"))
