@@ -1,8 +1,8 @@
 """Checks every request body passes before a route sees it: size, UTF-8, finite numbers, no lone surrogates.
 
 Bodies are read whole up to ``limits.max_json_body_bytes`` (413 ``request_too_large`` past it,
-before the rest is read); only multipart bodies sent to the upload route pass, under its own limits. A body that
-is not valid UTF-8, or JSON holding a lone surrogate escape (``"\\ud800"``, which no UTF-8 text can
+before the rest is read); only multipart bodies sent to the upload route pass, under its own limits.
+A body that is not valid UTF-8, or JSON holding a lone surrogate escape (``"\\ud800"``, which no UTF-8 text can
 carry), is 400 ``invalid_unicode``; ``NaN`` / ``Infinity`` (not JSON, though Python reads them) is 422
 ``invalid_number``. The user id header must be UTF-8 too.
 """
@@ -34,19 +34,19 @@ class RequestGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
+        multipart = headers.get("content-type", "").lower().startswith(MULTIPART)
+        passes = (multipart and scope["path"] in self._upload_paths) or scope["method"] in ("GET", "HEAD")
+        body: bytes | None = None
         try:
             self._check_headers(scope)
-            headers = Headers(scope=scope)
-            multipart = headers.get("content-type", "").lower().startswith(MULTIPART)
-            if (multipart and scope["path"] in self._upload_paths) or scope["method"] in ("GET", "HEAD"):
-                await self.app(scope, receive, send)
-                return
-            body = await self._read(headers, receive)
-            _check_body(body, headers.get("content-type", ""))
+            if not passes:
+                body = await self._read(headers, receive)
+                _check_body(body, headers.get("content-type", ""))
         except RagstreamError as error:
             await error_response(error)(scope, receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, receive if body is None else _replay(body, receive), send)
 
     def _check_headers(self, scope: Scope) -> None:
         for name, value in scope["headers"]:
