@@ -51,9 +51,9 @@ STARTUP_SECONDS = 300.0
 REQUEST_TIMEOUT = httpx.Timeout(300.0)
 VERSIONED_DOCS = 3
 MARKER = re.compile(r"\[d(\d+)v(\d+)\]")
-DELETE_EVERY = 4
+DELETE_EVERY = 2
 """The writer deletes one versioned document every this many rounds."""
-REINDEX_EVERY = 6
+REINDEX_EVERY = 3
 """... and reindexes everything every this many rounds."""
 READER_ROUTES = ("search", "query", "chat", "retrieve")
 CORPUS_QUESTIONS = (
@@ -182,16 +182,20 @@ async def _call(client: httpx.AsyncClient, route: str, question: str) -> tuple[i
 
 
 async def writer(client: httpx.AsyncClient, deadline: float, tally: Tally, first_version: int) -> None:
+    """Round after round: upload the next version; every DELETE_EVERY-th round also delete one versioned
+    document, every REINDEX_EVERY-th round reindex everything (the first rounds include both)."""
     version = first_version
+    round_number = 0
     while time.monotonic() < deadline:
         version += 1
+        round_number += 1
         await _write("upload", tally, client.post("/api/documents", files=versioned_files(version)))
-        if version % DELETE_EVERY == 0:
+        if round_number % DELETE_EVERY == 1 and time.monotonic() < deadline:
             docs = (await client.get("/api/documents")).json()
             victims = [d["document_id"] for d in docs if d["title"].startswith("versioned")]
             if victims:
                 await _write("delete", tally, client.delete(f"/api/documents/{victims[0]}"))
-        if version % REINDEX_EVERY == 0:
+        if round_number % REINDEX_EVERY == 2 and time.monotonic() < deadline:
             await _write("reindex", tally, client.post("/api/documents/reindex"))
 
 
@@ -218,6 +222,12 @@ async def phase(url: str, clients: int, seconds: float, with_writer: bool, first
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - started
     return {**tally.summary(elapsed), "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+async def warm_up(url: str) -> list[int]:
+    """One request per reader route, so the baseline does not pay for loading the models."""
+    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT) as client:
+        return [(await _call(client, route, CORPUS_QUESTIONS[0]))[0] for route in READER_ROUTES]
 
 
 def start_server(data_dir: Path, hash_embedder: bool, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -284,6 +294,7 @@ def main() -> None:
             "cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
             "seed": seed(url, corpus),
         }
+        result["warm_up_statuses"] = asyncio.run(warm_up(url))
         if args.baseline_seconds > 0:
             result["baseline_readers_only"] = asyncio.run(phase(url, args.clients, args.baseline_seconds, False, 0))
         result["readers_and_writer"] = asyncio.run(phase(url, args.clients, args.seconds, True, 0))
