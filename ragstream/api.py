@@ -12,6 +12,7 @@ Documents ingested here are shared unless ``owner`` is given.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,13 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
-from ragstream.errors import DocumentNotFoundError, EmbedderUnavailableError, PermissionDeniedError
+from ragstream.errors import (
+    DocumentNotFoundError,
+    EmbedderUnavailableError,
+    InvalidNumberError,
+    PermissionDeniedError,
+    check_unicode,
+)
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
@@ -59,6 +66,9 @@ class Ragstream:
         except BaseException:
             self.catalog.close()
             raise
+        self.read_only = self.catalog.read_only or self.store.read_only
+        """Opened on a full disk: searches and answers work over the committed index; writes raise
+        InsufficientStorageError until it is opened again with room to write."""
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
@@ -68,7 +78,8 @@ class Ragstream:
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
         self._answer_service: AnswerService | None = None
-        self.ingestor.recover()
+        if not self.read_only:  # a read-only index (full disk) is searched as committed
+            self.ingestor.recover()
 
     # -- models ----------------------------------------------------------------------------------
 
@@ -206,7 +217,10 @@ class Ragstream:
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
-        the documents ``user`` may see (every document without a user)."""
+        the documents ``user`` may see (every document without a user). Raises InvalidNumberError for a NaN
+        or infinite ``score_threshold``."""
+        if score_threshold is not None and not math.isfinite(score_threshold):
+            raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
         return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
                                     query_vector=query_vector, snapshot=snapshot, user=user)
 
@@ -250,9 +264,12 @@ class Ragstream:
 
     def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None,
                    selected_text: str | None = None) -> SuperPrompt:
-        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs."""
+        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs.
+        Raises InvalidUnicodeError for text that is not valid Unicode."""
         pairs = [p if isinstance(p, ConversationPair) else ConversationPair(user=p[0], assistant=p[1])
                  for p in conversation or []]
+        for value in (text, selected_text or "", *(part for pair in pairs for part in (pair.user, pair.assistant))):
+            check_unicode(value, "the prompt")
         return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
 
     def run_stage(self, sp: SuperPrompt, stage: str | None = None, *, user: str | None = None) -> SuperPrompt:

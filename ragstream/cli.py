@@ -149,7 +149,12 @@ def ingest(
     ingest.exclude in the config) and .gitignore / .ragstreamignore files are honoured.
     """
     with _open(config, data_dir) as rs:
-        report = _ingest_with_progress(rs, paths, quiet=json_output)
+        try:
+            report = _ingest_with_progress(rs, paths, quiet=json_output)
+        except RagstreamError as error:  # e.g. insufficient_storage: what was committed before stays whole
+            err_console.print("ingest stopped; documents written before it are complete, and ingesting again "
+                              "skips them")
+            _fail(error)
     if json_output:
         console.print_json(report.model_dump_json())
     else:

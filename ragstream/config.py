@@ -66,6 +66,19 @@ class LimitsConfig(ConfigSection):
     max_file_bytes: int = Field(50 * 1024 * 1024, description="Largest single file accepted.")
     max_request_bytes: int = Field(200 * 1024 * 1024, description="Largest upload request accepted.")
     max_query_chars: int = Field(2000, description="Longest query accepted.")
+    max_pdf_pages: int = Field(
+        2000, ge=1, description="PDFs with more pages (counted in the page tree before any text is read) are "
+        "refused with document_too_large.")
+    max_document_chars: int = Field(
+        5_000_000, ge=1, description="Documents whose extracted text is longer are refused (document_too_large); "
+        "extraction stops as soon as the limit is passed.")
+    max_chunks_per_document: int = Field(
+        5000, ge=1, description="Documents cut into more chunks are refused (document_too_large) before embedding.")
+    max_json_body_bytes: int = Field(
+        1024 * 1024, ge=1, description="Largest JSON (non-upload) request body; larger ones get 413 request_too_large.")
+    min_free_disk_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="Writes (uploads, ingest batches, job records) first check that the data "
+        "and upload directories keep this much free space after the write; else 507 insufficient_storage.")
 
 
 class ChunkingConfig(ConfigSection):
@@ -190,6 +203,9 @@ class StoreConfig(ConfigSection):
         "remembered in its data directory).")
     qdrant: QdrantServerConfig = Field(default_factory=QdrantServerConfig)
     migrate: MigrateConfig = Field(default_factory=MigrateConfig)
+    read_only_copy_dir: Path | None = Field(
+        None, description="An index opened on a full disk (below limits.min_free_disk_bytes) is searched from a "
+        "sparse copy of its vector store made here (on another filesystem); default: the system temp directory.")
 
 
 class RetrievalConfig(ConfigSection):
@@ -428,6 +444,12 @@ class ServerConfig(ConfigSection):
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS; empty = same origin only.")
     max_top_k: int = Field(100, ge=1, description="Largest top_k a search request may ask for.")
     max_pipeline_sessions: int = Field(200, ge=1, description="SuperPrompts kept in memory; the oldest is dropped.")
+    max_pipeline_session_bytes: int = Field(
+        64 * 1024 * 1024, ge=1, description="Total size (as JSON) of the SuperPrompts kept in memory; the oldest are "
+        "dropped beyond it.")
+    background_ingest_bytes: int = Field(
+        1024 * 1024, ge=0, description="An upload request whose files together are larger is ingested by a background "
+        "job: 202 with the job id, progress at GET /api/jobs/{id}.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
     client_timeout_seconds: float = Field(
         120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")

@@ -35,6 +35,12 @@ class EmptyDocumentError(DocumentError):
     code = "empty_document"
 
 
+class DocumentTooLargeError(DocumentError):
+    """A document is over a work limit (PDF pages, extracted characters, chunks), refused before the heavy work."""
+
+    code = "document_too_large"
+
+
 class CorruptDocumentError(DocumentError):
     code = "corrupt_document"
 
@@ -75,6 +81,34 @@ class VectorDBUnavailableError(RagstreamError):
 
 class InvalidQueryError(RagstreamError):
     code = "invalid_query"
+
+
+class InvalidUnicodeError(InvalidQueryError):
+    """Text that is not valid Unicode: bytes that are not UTF-8, or a lone surrogate (``"\\ud800"``)."""
+
+    code = "invalid_unicode"
+
+
+def check_unicode(value: str, what: str) -> str:
+    """``value`` when it is valid Unicode (UTF-8 encodable); raises InvalidUnicodeError for a lone surrogate
+    (what JSON ``"\\ud800"`` or a command-line argument of bytes that are not UTF-8 decode to)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidUnicodeError(f"{what} is not valid Unicode: a lone surrogate at position {error.start}") from None
+    return value
+
+
+class InvalidNumberError(InvalidQueryError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` where a finite number is required."""
+
+    code = "invalid_number"
+
+
+class InsufficientStorageError(RagstreamError):
+    """The disk has less free space than ``limits.min_free_disk_bytes`` (plus what a write needs); nothing was written."""
+
+    code = "insufficient_storage"
 
 
 class DocumentNotFoundError(RagstreamError):

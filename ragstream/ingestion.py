@@ -15,6 +15,8 @@ how readers see only committed versions meanwhile.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,12 +33,28 @@ from ragstream.documents.chunk_builder import build_chunks
 from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.documents.selection import select_files
-from ragstream.errors import DocumentError, DocumentNotFoundError, EmbeddingFailureError, EmptyDocumentError
-from ragstream.models import Chunk, DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
+from ragstream.errors import (
+    DocumentError,
+    DocumentNotFoundError,
+    DocumentTooLargeError,
+    EmbeddingFailureError,
+    EmptyDocumentError,
+    InsufficientStorageError,
+    RagstreamError,
+)
+from ragstream.models import DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog_base import CatalogBackend, DocumentVersion
+from ragstream.store.disk import ensure_free_space
 from ragstream.store.snapshots import Retired, Snapshots
+
+logger = logging.getLogger("ragstream.ingest")
+TEXT_COPIES = 3
+"""Copies of a chunk's text a write keeps on disk: store payload, catalog page text, write-ahead log."""
+MAX_UTF8_BYTES = 4
+CHUNK_OVERHEAD_BYTES = 1024
+"""Payload fields, ids and index entries of one chunk, generously."""
 
 ProgressCallback = Callable[[str, str], None]
 """Called as ``progress(outcome, source)`` after each document: processed, skipped or failed."""
@@ -49,6 +67,8 @@ class _Pending:
     doc: LoadedDocument
     pieces: list[TextPiece]
     old_generation: int | None
+    from_store: bool = False
+    """Re-embedding the catalog's stored text (reindex): yields to a version another writer committed meanwhile."""
 
 
 class Ingestor:
@@ -69,6 +89,9 @@ class Ingestor:
         self._embedder = embedder
         self._snapshots = snapshots
         self._on_change = on_change
+        self._data_dir = Path(config.data_dir)
+        self.commit_lock = threading.RLock()
+        """Serialises the short write phase of every operation (a batch's switch, a delete, recovery)."""
 
     # -- public operations ---------------------------------------------------------------------
 
@@ -92,11 +115,12 @@ class Ingestor:
 
     def delete(self, document_id: str) -> DocumentRecord:
         """Remove a document and purge every one of its chunks; the record it had."""
-        record = self._catalog.get(document_id)
-        if record is None:
-            raise DocumentNotFoundError(f"no document with id {document_id!r}")
-        [intent] = self._catalog.add_intents([(document_id, None, record.generation)])
-        sequence = self._catalog.remove_document(document_id)
+        with self.commit_lock:
+            record = self._catalog.get(document_id)
+            if record is None:
+                raise DocumentNotFoundError(f"no document with id {document_id!r}")
+            [intent] = self._catalog.add_intents([(document_id, None, record.generation)])
+            sequence = self._catalog.remove_document(document_id)
         self._on_change()
         self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
         return record
@@ -115,16 +139,17 @@ class Ingestor:
 
     def recover(self) -> int:
         """Finish or roll back operations a crash interrupted; returns how many were repaired."""
-        intents = self._catalog.intents()
-        live = self._catalog.live_generations()
-        for _, document_id, new_generation, old_generation in intents:
-            for generation in (new_generation, old_generation):
-                if generation is not None and live.get(document_id) != generation:
-                    self._store.delete_generation(document_id, generation)
-        if intents:
-            self._store.flush()
-            self._catalog.clear_intents([intent[0] for intent in intents])
-            self._on_change()
+        with self.commit_lock:
+            intents = self._catalog.intents()
+            live = self._catalog.live_generations()
+            for _, document_id, new_generation, old_generation in intents:
+                for generation in (new_generation, old_generation):
+                    if generation is not None and live.get(document_id) != generation:
+                        self._store.delete_generation(document_id, generation)
+            if intents:
+                self._store.flush()
+                self._catalog.clear_intents([intent[0] for intent in intents])
+                self._on_change()
         return len(intents)
 
     # -- the job -------------------------------------------------------------------------------
@@ -186,40 +211,73 @@ class Ingestor:
             pieces = chunk_document(doc, self._config.chunking, self._embedder().count_tokens)
             if not pieces:
                 raise EmptyDocumentError(f"{doc.source}: no text left after chunking")
+            if len(pieces) > self._config.limits.max_chunks_per_document:
+                raise DocumentTooLargeError(f"{doc.source}: {len(pieces)} chunks exceed the limit of "
+                                            f"{self._config.limits.max_chunks_per_document} (limits.max_chunks_per_document)")
         except (DocumentError, EmbeddingFailureError) as error:
             _fail(report, doc.source, error, progress)
             return None
-        return _Pending(doc=doc, pieces=pieces, old_generation=existing.generation if existing else None)
+        return _Pending(doc=doc, pieces=pieces, old_generation=existing.generation if existing else None, from_store=force)
 
     def _write_batch(self, batch: list[_Pending], fingerprint: str, report: IngestReport, progress: ProgressCallback | None) -> None:
-        """Embed a batch in one go and switch every document in it to its new version."""
-        generations, intents = self._catalog.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
-        ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
-        chunk_lists = [
-            build_chunks(pending.doc, pending.pieces, generation=generation, created_at=ingested_at)
-            for pending, generation in zip(batch, generations, strict=True)
-        ]
+        """Embed a batch in one go (outside the commit lock), then switch every document in it to its new
+        version under the commit lock, which is held only for the bounded write of one batch."""
+        texts = [piece.text for pending in batch for piece in pending.pieces]
+        minimum = self._config.limits.min_free_disk_bytes
+        ensure_free_space([self._data_dir], _write_bytes(texts), minimum)
         try:
-            vectors = self._embed([chunk for chunks in chunk_lists for chunk in chunks], report)
+            vectors = self._embed(texts, report)
         except EmbeddingFailureError as error:
-            self._catalog.clear_intents(intents)  # nothing was written under these generations
             if len(batch) == 1:
                 _fail(report, batch[0].doc.source, error, progress)
             else:  # isolate the document the embedder rejects
                 for pending in batch:
                     self._write_batch([pending], fingerprint, report, progress)
             return
+        ensure_free_space([self._data_dir], _write_bytes(texts) + vectors.nbytes, minimum)
+        with self.commit_lock:
+            kept = self._still_current(batch, report, progress)
+            if kept:
+                self._commit(kept, vectors, fingerprint, report, progress)
 
-        versions = [
-            DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
-            for pending, generation in zip(batch, generations, strict=True)
-        ]
+    def _still_current(self, batch: list[_Pending], report: IngestReport,
+                       progress: ProgressCallback | None) -> list[tuple[_Pending, slice]]:
+        """The batch's documents with their vectors' slice, re-checked against the live catalog under the lock:
+        a document another writer changed meanwhile keeps that writer's version when this run re-embeds stored
+        text (reindex), else this version replaces it (last writer wins)."""
+        live = self._catalog.live_generations()
+        kept: list[tuple[_Pending, slice]] = []
         offset = 0
-        for chunks, generation in zip(chunk_lists, generations, strict=True):
-            self._store.upsert(chunks, vectors[offset : offset + len(chunks)], generation)
-            offset += len(chunks)
-        self._store.flush()
-        sequence = self._catalog.commit_documents(versions)
+        for pending in batch:
+            rows = slice(offset, offset + len(pending.pieces))
+            offset += len(pending.pieces)
+            current = live.get(pending.doc.document_id)
+            if current != pending.old_generation:
+                if pending.from_store:
+                    report.documents_skipped += 1
+                    if progress:
+                        progress("skipped", pending.doc.source)
+                    continue
+                pending.old_generation = current
+            kept.append((pending, rows))
+        return kept
+
+    def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
+                report: IngestReport, progress: ProgressCallback | None) -> None:
+        batch = [pending for pending, _ in kept]
+        generations, intents = self._catalog.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
+        ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            for (pending, rows), generation in zip(kept, generations, strict=True):
+                chunks = build_chunks(pending.doc, pending.pieces, generation=generation, created_at=ingested_at)
+                self._store.upsert(chunks, vectors[rows], generation)
+            self._store.flush()
+            versions = [DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
+                        for pending, generation in zip(batch, generations, strict=True)]
+            sequence = self._catalog.commit_documents(versions)
+        except InsufficientStorageError:
+            self._roll_back(batch, generations, intents)
+            raise
         self._on_change()
         self._snapshots.retire(sequence, [Retired(p.doc.document_id, p.old_generation, intent)
                                           for p, intent in zip(batch, intents, strict=True)])
@@ -231,13 +289,29 @@ class Ingestor:
             if progress:
                 progress("processed", pending.doc.source)
 
-    def _embed(self, chunks: Sequence[Chunk], report: IngestReport) -> np.ndarray:
-        """Vectors for ``chunks``: from the cache by content hash, the rest from the model."""
-        vectors, stats = self._embedder().embed_documents_with_stats([chunk.text for chunk in chunks])
+    def _roll_back(self, batch: list[_Pending], generations: list[int], intents: list[int]) -> None:
+        """Remove what a failed commit wrote, now if the disk allows it; otherwise its intents stay for recovery."""
+        try:
+            for pending, generation in zip(batch, generations, strict=True):
+                self._store.delete_generation(pending.doc.document_id, generation)
+            self._store.flush()
+            self._catalog.clear_intents(intents)
+        except (RagstreamError, OSError):
+            logger.warning("could not roll back a failed write now; recovery finishes it at the next start")
+
+    def _embed(self, texts: Sequence[str], report: IngestReport) -> np.ndarray:
+        """Vectors for ``texts``: from the cache by content hash, the rest from the model."""
+        vectors, stats = self._embedder().embed_documents_with_stats(texts)
         report.embedding_cache_hits += stats.hits
         report.embedding_count += stats.embedded
         report.embedding_seconds += stats.model_seconds
         return vectors
+
+
+def _write_bytes(texts: Sequence[str]) -> int:
+    """What writing these chunks adds on disk besides their vectors, roughly (UTF-8 is up to 4 bytes a
+    character; the text is kept in the store payload, the catalog and its write-ahead log)."""
+    return sum(len(text) for text in texts) * TEXT_COPIES * MAX_UTF8_BYTES + len(texts) * CHUNK_OVERHEAD_BYTES
 
 
 def _new_report() -> IngestReport:

@@ -37,8 +37,12 @@ def announce(data_dir: Path, url: str) -> Path:
     """Write ``server.json`` for this process (atomically); returns its path."""
     path = Path(data_dir) / SERVER_FILE
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps({"url": url, "pid": os.getpid()}))
-    partial.replace(path)
+    try:
+        partial.write_text(json.dumps({"url": url, "pid": os.getpid()}))
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 

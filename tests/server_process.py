@@ -34,11 +34,12 @@ FAST_SETTINGS = {"RERANKER__BACKEND": "none"}
 
 @dataclass(frozen=True)
 class RunningServer:
-    """A live server: its base URL (over loopback), data dir and log file."""
+    """A live server: its base URL (over loopback), data dir, log file and process."""
 
     url: str
     data_dir: Path
     log: Path
+    process: subprocess.Popen | None = None
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -64,21 +65,22 @@ def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False,
+def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False, data_dir: Path | None = None,
                    **settings: str) -> Iterator[RunningServer]:
-    """``ragstream serve --host host`` on a free port with its own data dir; stopped afterwards.
+    """``ragstream serve --host host`` on a free port with its own data dir (``tmp/data`` unless given);
+    stopped afterwards (unless the test killed it already).
 
     ``hash_embedder=True``: the server embeds with the hash embedder (fast tier), not the real model.
     """
     port = free_port()
-    data_dir, log = tmp / "data", tmp / "server.log"
+    data_dir, log = data_dir or tmp / "data", tmp / "server.log"
     if hash_embedder:
         settings = {**FAST_SETTINGS, **settings}
     with log.open("wb") as out:
         process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder),
                                    env=server_env(data_dir, **settings),
                                    stdout=out, stderr=subprocess.STDOUT)
-    server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log)
+    server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log, process=process)
     try:
         _wait_ready(server, process)
         yield server

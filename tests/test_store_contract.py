@@ -274,3 +274,15 @@ def test_interrupted_write_recovers_on_reopen(make_fast_index, backend, tmp_path
     assert reopened.store.count() == total, "points of dead generations survived recovery"
     assert reopened.ingest([folder]).documents_failed == 0
     assert {c.text.split("version ")[1][:4] for r in reopened.documents() for c in reopened.document_chunks(r.document_id)} == {"beta"}
+
+
+def test_catalog_keeps_background_jobs(opened):
+    catalog, _ = opened
+    catalog.save_job("j1", "upload", "queued", '{"files_done": 0}', "2026-01-01T00:00:00+00:00")
+    catalog.save_job("j2", "upload", "succeeded", "{}", "2026-01-01T00:00:01+00:00")
+    catalog.save_job("j1", "upload", "running", '{"files_done": 1}', "2026-01-01T00:00:02+00:00")
+    job = catalog.job("j1")
+    assert job is not None and job["state"] == "running" and job["payload"] == '{"files_done": 1}'
+    assert job["created_at"] == "2026-01-01T00:00:00+00:00" and job["updated_at"] == "2026-01-01T00:00:02+00:00"
+    assert catalog.job("nope") is None
+    assert [row["job_id"] for row in catalog.unfinished_jobs()] == ["j1"]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from ragstream.errors import InsufficientStorageError
 from ragstream.pipeline.super_prompt import ConversationPair
 from ragstream.store.catalog_base import CatalogBackend
+
+logger = logging.getLogger("ragstream.answer")
 
 
 class ConversationStore:
@@ -31,10 +35,14 @@ class ConversationStore:
 
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
                owner: str | None = None) -> None:
-        """Record one turn of ``owner``'s conversation; ``incomplete`` when the answer was cut short."""
+        """Record one turn of ``owner``'s conversation; ``incomplete`` when the answer was cut short. On a full
+        disk the turn is not kept (logged), and the answer is still served."""
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
-        self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
-                               incomplete=incomplete, owner=owner)
+        try:
+            self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
+                                   incomplete=incomplete, owner=owner)
+        except InsufficientStorageError as error:  # the answer is still served; only its memory is lost
+            logger.warning("conversation turn not kept: %s", error.message)
 
     def messages(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:
         """``owner``'s kept turns, oldest first: message_id, user, assistant, created_at, incomplete."""

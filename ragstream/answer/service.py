@@ -51,6 +51,7 @@ from ragstream.errors import (
     LLMError,
     NoRelevantContextError,
     NoRetrievalResultsError,
+    check_unicode,
 )
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -229,6 +230,7 @@ class AnswerService:
         if selected_text and len(selected_text) > self._config.max_selected_text_chars:
             raise InvalidQueryError(f"selected_text is {len(selected_text)} characters; "
                                     f"the limit is {self._config.max_selected_text_chars}")
+        check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
         sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id, user),
                          selected_text=selected_text or "")

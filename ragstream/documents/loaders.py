@@ -12,7 +12,7 @@ from ragstream.documents import sniff
 from ragstream.documents.html_text import html_to_text
 from ragstream.documents.markdown_text import first_h1, split_front_matter
 from ragstream.documents.pdf_text import extract_pdf
-from ragstream.errors import DocumentError, EmptyDocumentError, FileTooLargeError
+from ragstream.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, FileTooLargeError
 from ragstream.models import LoadedDocument, Page
 
 
@@ -68,10 +68,14 @@ def load_bytes(
     stem = PurePath(filename).stem or filename
     found: dict[str, Any] = {}
     if mime == sniff.PDF:
-        pdf = extract_pdf(data, filename, title_size_ratio=config.ingest.pdf_title_size_ratio)
+        pdf = extract_pdf(data, filename, title_size_ratio=config.ingest.pdf_title_size_ratio,
+                          max_pages=config.limits.max_pdf_pages, max_chars=config.limits.max_document_chars)
         pages, title = pdf.pages, pdf.title
     else:
         text, title, found = _read_text(data, mime)
+        if len(text) > config.limits.max_document_chars:
+            raise DocumentTooLargeError(f"{filename}: {len(text)} characters of text exceed the limit of "
+                                        f"{config.limits.max_document_chars} (limits.max_document_chars)")
         if not text.strip():
             raise EmptyDocumentError(f"{filename}: the file has no text")
         pages = (Page(number=None, text=text),)

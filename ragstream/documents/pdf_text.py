@@ -13,14 +13,14 @@ import io
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError
 
-from ragstream.errors import CorruptDocumentError, EmptyDocumentError, EncryptedDocumentError
+from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, EncryptedDocumentError
 from ragstream.models import Page
 
 
@@ -36,6 +36,7 @@ class PdfText:
 _GENERIC_HEADINGS = frozenset({"contents", "table of contents", "abstract", "index", "preface", "summary"})
 _FILE_NAME_TITLE = re.compile(r"(?i)^(?:microsoft \w+ - )?.*\.(?:pdf|docx?|odt|rtf|tex|txt|pptx?|xlsx?)$|^untitled\b")
 _SIZE_DECIMALS = 1  # type sizes closer than 0.1 pt are one size
+_TREE_NODES_PER_PAGE = 2  # a balanced page tree has fewer inner nodes than pages; more is a crafted tree
 
 
 @dataclass
@@ -70,36 +71,72 @@ class _TypeSizes:
         return " ".join(" ".join(run).split())
 
 
-def extract_pdf(data: bytes, name: str, *, title_size_ratio: float) -> PdfText:
+def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: int | None = None,
+                max_chars: int | None = None) -> PdfText:
     """Read every page's text; pages without text are skipped but keep their numbers.
 
     The title follows the order in the module doc; ``title_size_ratio`` is how much larger
     than the body type a first-page line must be to count as the display line.
 
     Raises :class:`EncryptedDocumentError` when an empty password does not open the file,
-    :class:`CorruptDocumentError` when pypdf cannot parse it and :class:`EmptyDocumentError`
-    when no page has text (e.g. a scan without a text layer).
+    :class:`CorruptDocumentError` when pypdf cannot parse it, :class:`EmptyDocumentError`
+    when no page has text (e.g. a scan without a text layer) and :class:`DocumentTooLargeError`
+    when the page tree holds more than ``max_pages`` pages (counted before any page is read) or
+    the text passes ``max_chars`` (extraction stops there).
     """
     reader = _open(data, name)
     sizes = _TypeSizes()
     try:
-        pages = tuple(
-            Page(number=number, text=text)
-            for number, page in enumerate(reader.pages, start=1)
-            if (text := (page.extract_text(visitor_text=sizes.visit if number == 1 else None) or "").strip())
-        )
+        if max_pages is not None:
+            count_pages(reader, max_pages, name)
+        pages = tuple(_pages(reader, sizes, max_chars, name))
         candidates = [
             (reader.metadata.title or "") if reader.metadata else "",
             _single_outline_title(reader),
             sizes.display_line(title_size_ratio) or "",
             *(pages[0].text.splitlines()[:1] if pages else []),
         ]
+    except DocumentTooLargeError:
+        raise
     # pypdf raises many exception types (KeyError, ValueError, zlib.error, ...) on damaged files.
     except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot read PDF: {exc}") from exc
     if not pages:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
     return PdfText(pages=pages, title=next((title for title in map(_tidy, candidates) if is_document_title(title)), None))
+
+
+def count_pages(reader: PdfReader, limit: int, name: str) -> int:
+    """The pages of the page tree, counted by walking it (a page referenced twice counts twice, as a
+    reader shows it); raises DocumentTooLargeError past ``limit`` pages or a tree too big for them."""
+    root: Any = reader.trailer["/Root"]
+    stack: list[Any] = [root["/Pages"]]
+    pages = nodes = 0
+    while stack:
+        node = stack.pop().get_object()
+        nodes += 1
+        if nodes > limit * _TREE_NODES_PER_PAGE + 1:
+            raise DocumentTooLargeError(f"{name}: the PDF page tree is larger than {limit} pages allow")
+        kids = node.get("/Kids") if hasattr(node, "get") else None
+        if kids is None:
+            pages += 1
+            if pages > limit:
+                raise DocumentTooLargeError(f"{name}: the PDF has more than {limit} pages (limits.max_pdf_pages)")
+        else:
+            stack.extend(kids)
+    return pages
+
+
+def _pages(reader: PdfReader, sizes: _TypeSizes, max_chars: int | None, name: str) -> Iterator[Page]:
+    """The pages with text, stopping with DocumentTooLargeError once their text passes ``max_chars``."""
+    total = 0
+    for number, page in enumerate(reader.pages, start=1):
+        text = (page.extract_text(visitor_text=sizes.visit if number == 1 else None) or "").strip()
+        total += len(text)
+        if max_chars is not None and total > max_chars:
+            raise DocumentTooLargeError(f"{name}: more than {max_chars} characters of text (limits.max_document_chars)")
+        if text:
+            yield Page(number=number, text=text)
 
 
 def _single_outline_title(reader: PdfReader) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ragstream import metrics
 from ragstream.config import RetrievalConfig
-from ragstream.errors import EmbeddingFailureError, InvalidQueryError
+from ragstream.errors import EmbeddingFailureError, InvalidQueryError, check_unicode
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
 from ragstream.providers.embedders.base import Embedder
 from ragstream.retrieval.fusion import fuse
@@ -120,7 +120,7 @@ def validate_query(query: object, max_chars: int) -> str:
         raise InvalidQueryError("query is empty")
     if len(query) > max_chars:
         raise InvalidQueryError(f"query is {len(query)} characters; the limit is {max_chars}")
-    return query
+    return check_unicode(query, "the query")
 
 
 def _hit(chunk: Chunk, score: float, *, dense: float | None, bm25: float | None) -> SearchHit:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -12,8 +13,12 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, documents, metrics, openai_compat, pipeline, search, ui
+from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, search, ui
 from ragstream.server.errors import install_error_handlers
+from ragstream.server.guard import RequestGuardMiddleware
+from ragstream.server.intake import stored_upload
+from ragstream.server.jobs import JobRunner
+from ragstream.server.schemas import UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
 from ragstream.server.uploads import UPLOADS_DIRNAME, UploadStore
@@ -30,10 +35,16 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     config = config or rs.config.server
     keys = check_binding(config)
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
-    app.state.ragstream = ServerState(rs=rs, config=config, uploads=_upload_store(rs, config),
-                                      prompts=PromptSessions(config.max_pipeline_sessions))
+    uploads = _upload_store(rs, config)
+    jobs = JobRunner(rs.catalog)
+    if not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
+        jobs.fail_interrupted(_discard_unindexed(rs, uploads))
+    app.state.ragstream = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
+                                      prompts=PromptSessions(config.max_pipeline_sessions,
+                                                             config.max_pipeline_session_bytes))
     install_error_handlers(app)
-    for module in (documents, search, chat, pipeline, openai_compat, metrics, ui):
+    app.router.on_shutdown.append(jobs.shutdown)
+    for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics, ui):
         app.include_router(module.router)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")
 
@@ -41,6 +52,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse(f"{UI_PATH}/")
 
+    app.add_middleware(RequestGuardMiddleware, max_json_bytes=rs.config.limits.max_json_body_bytes,
+                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
     if api_key_required(config, keys):
         app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.add_middleware(RequestContextMiddleware, config=config)
@@ -52,5 +65,19 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
 
 def _upload_store(rs: Ragstream, config: ServerConfig) -> UploadStore:
     root = config.upload_dir or Path(rs.config.data_dir) / UPLOADS_DIRNAME
-    return UploadStore(root, max_file_bytes=rs.config.limits.max_file_bytes, read_bytes=config.upload_read_bytes)
+    return UploadStore(root, max_file_bytes=rs.config.limits.max_file_bytes, read_bytes=config.upload_read_bytes,
+                       min_free_bytes=rs.config.limits.min_free_disk_bytes)
 
+
+def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[UploadedFile], None]:
+    """Removes a stored upload an interrupted job never ingested (kept when a live document names it)."""
+    live: set[str] | None = None
+
+    def discard(item: UploadedFile) -> None:
+        nonlocal live
+        if live is None:
+            live = {str(stored_upload(record)) for record in rs.documents()}
+        if item.stored_as and item.stored_as not in live:
+            uploads.remove(item.stored_as)
+
+    return discard

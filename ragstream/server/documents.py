@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
-from ragstream.errors import InvalidQueryError, PermissionDeniedError
+from ragstream import metrics
+from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionDeniedError
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import ingest_upload, public_record, stored_upload
+from ragstream.server.intake import ingest_stored, ingest_upload, public_record, store_upload, stored_upload
 from ragstream.server.schemas import (
     DeleteResponse,
     DocumentDetail,
     DocumentPageResponse,
+    ErrorDetail,
     ErrorResponse,
+    JobStatus,
     UploadedFile,
     UploadResponse,
 )
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.uploads import check_content_length, display_name, limited_receive
 from ragstream.server.users import Caller, get_caller
+from ragstream.store.disk import ensure_free_space
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
@@ -42,12 +48,19 @@ MULTIPART_BODY = {
 }
 # When every file failed, the request fails with the status of a shared cause.
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                        "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE}
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (403, 404, 413, 415, 422)}
+                        "document_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                        "invalid_unicode": HTTPStatus.BAD_REQUEST,
+                        "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse}
+                                           for status in (400, 403, 404, 413, 415, 422, 507)}
+ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
+    HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "Larger than server.background_ingest_bytes: a "
+                          "background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}
 
 
-@router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse, responses=ERRORS,
-             openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
+@router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse,
+             responses={**ERRORS, **ACCEPTED_DOC}, openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
 async def upload(request: Request, shared: bool = False, state: ServerState = Depends(get_state),
                  caller: Caller = Depends(get_caller)) -> JSONResponse:
     """Store each file under ``uploads/{user folder}/{date}/{uuid}``, sniff, parse and ingest it as
@@ -55,23 +68,51 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
 
     One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error);
     201 when at least one file landed, 200 when all were already there, and a 4xx error body
-    (with the per-file results) when every file failed.
+    (with the per-file results) when every file failed; 507 ``insufficient_storage`` before anything is
+    read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. When the files
+    together pass ``server.background_ingest_bytes``, they are stored and a background job ingests them:
+    202 with the job (``GET /api/jobs/{id}`` shows its progress).
     """
     if shared and not caller.admin:
         raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
     owner = None if shared else caller.user
     limits = state.rs.config.limits
-    check_content_length(request.headers.get("content-length"), limits.max_request_bytes)
+    declared = request.headers.get("content-length")
+    check_content_length(declared, limits.max_request_bytes)
+    ensure_free_space([state.uploads.root, Path(state.rs.config.data_dir)],
+                      int(declared) if declared and declared.isdigit() else 0, limits.min_free_disk_bytes)
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
     cfg = state.config
     async with bounded.form(max_files=cfg.max_files_per_request) as form:
         files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
         if not files:
             raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
-        results = [await run_in_threadpool(ingest_upload, state, item.file,
-                                           display_name(item.filename, cfg.max_filename_chars), caller.user, owner)
-                   for item in files]
+        background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
+        if background:
+            results = [await run_in_threadpool(_named(store_upload), state, item, owner) for item in files]
+        else:
+            results = [await run_in_threadpool(_named(ingest_upload), state, item, caller.user, owner)
+                       for item in files]
+    if background:
+        job = await run_in_threadpool(state.jobs.submit_upload, results, caller.user,
+                                      lambda pending: ingest_stored(state, pending, caller.user, owner))
+        return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
+                            headers={"Location": f"/api/jobs/{job.id}"})
     return _upload_response(results)
+
+
+def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:
+    """``step(state, file, name, *args)`` over a form file: a file name that is not valid Unicode fails that
+    file alone."""
+    def run(state: ServerState, item: UploadFile, *args: str | None) -> UploadedFile:
+        try:
+            name = display_name(item.filename, state.config.max_filename_chars)
+        except InvalidUnicodeError as error:
+            metrics.record_failed_file()
+            return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
+        source: BinaryIO = item.file
+        return step(state, source, name, *args)
+    return run
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
@@ -109,11 +150,12 @@ def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int 
 @router.post("/reindex", response_model=IngestReport, responses={403: {"model": ErrorResponse}},
              summary="Reindex every document")
 def reindex(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> IngestReport:
-    """Re-chunk and re-embed every document (every user's) under the current settings; admins only."""
+    """Re-chunk and re-embed every document (every user's) under the current settings; admins only. In
+    bounded batches: reads, uploads and deletes go on meanwhile; a document changed meanwhile keeps its
+    newer version."""
     if not caller.admin:
         raise PermissionDeniedError("only an admin key may reindex")
-    with state.write_lock:
-        return state.rs.reindex()
+    return state.rs.reindex()
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses=ERRORS, summary="Get a document")
@@ -139,7 +181,7 @@ def delete_document(document_id: str, state: ServerState = Depends(get_state),
                     caller: Caller = Depends(get_caller)) -> DeleteResponse:
     """Delete one of the caller's documents (a shared one: admins only, else 403), its chunks and its
     stored upload file; another user's document is 404."""
-    with state.write_lock:
+    with state.documents.hold(document_id):
         record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin)
     stored = stored_upload(record)
     removed = stored is not None and state.uploads.remove(stored)

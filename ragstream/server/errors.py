@@ -41,6 +41,12 @@ class ModelNotFoundError(rse.RagstreamError):
     code = "model_not_found"
 
 
+class JobNotFoundError(rse.RagstreamError):
+    """No background job with that id."""
+
+    code = "job_not_found"
+
+
 class AuthenticationError(rse.RagstreamError):
     """The API key is missing or wrong."""
 
@@ -64,7 +70,11 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (PipelineNotFoundError, HTTPStatus.NOT_FOUND),
     (ModelNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.DocumentNotFoundError, HTTPStatus.NOT_FOUND),
+    (JobNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.FileTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (rse.DocumentTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (rse.InsufficientStorageError, HTTPStatus.INSUFFICIENT_STORAGE),
+    (rse.InvalidUnicodeError, HTTPStatus.BAD_REQUEST),
     (rse.UnsupportedFileTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     (rse.DocumentError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (rse.InvalidQueryError, HTTPStatus.UNPROCESSABLE_ENTITY),

@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from ragstream import metrics
 from ragstream.documents.loaders import default_document_id, load_bytes
-from ragstream.errors import DocumentError, RagstreamError
+from ragstream.errors import DocumentError, InsufficientStorageError, RagstreamError
 from ragstream.models import PRIVATE_METADATA_PREFIX, DocumentRecord, IngestReport, LoadedDocument, public_metadata
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
@@ -29,16 +29,30 @@ LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str, owner: str | None) -> UploadedFile:
     """Store, load and ingest one file ``user`` uploaded for ``owner`` (``user``, or None: shared);
     its outcome, never an exception for bad input."""
-    folder = user_folder(owner)
+    pending = store_upload(state, source, filename, owner)
+    return ingest_stored(state, pending, user, owner) if pending.status == "pending" else pending
+
+
+def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None) -> UploadedFile:
+    """Store one file uploaded for ``owner``: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
     try:
-        stored = state.uploads.save(source, folder, filename)
-    except DocumentError as error:
+        stored = state.uploads.save(source, user_folder(owner), filename)
+    except (DocumentError, InsufficientStorageError) as error:
         metrics.record_failed_file()
         return _failed(filename, error)
-    result = UploadedFile(filename=filename, status="failed", sha256=stored.sha256, size_bytes=stored.size_bytes,
-                          stored_as=stored.relative)
+    return UploadedFile(filename=filename, status="pending", sha256=stored.sha256, size_bytes=stored.size_bytes,
+                        stored_as=stored.relative)
+
+
+def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile:
+    """Load and ingest a stored upload (``pending``) of ``user``'s for ``owner``; its outcome, never an
+    exception for bad input."""
+    assert pending.stored_as is not None and pending.sha256 is not None and pending.size_bytes is not None
+    stored = StoredUpload(path=state.uploads.root / pending.stored_as, relative=pending.stored_as,
+                          size_bytes=pending.size_bytes, sha256=pending.sha256)
+    result = pending.model_copy(update={"status": "failed"})
     try:
-        doc = _load(state, stored, filename, folder, owner)
+        doc = _load(state, stored, pending.filename, user_folder(owner), owner)
         return _ingest(state, doc, stored, result, user)
     except RagstreamError as error:  # raised before an ingest job could count it
         metrics.record_failed_file()
@@ -47,7 +61,10 @@ def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str
 
 
 def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None) -> LoadedDocument:
-    data = stored.path.read_bytes()
+    try:
+        data = stored.path.read_bytes()
+    except OSError as error:
+        raise DocumentError(f"{filename}: the stored upload cannot be read: {error.strerror or error}") from None
     metadata = {"filename": filename, UPLOAD_PATH_KEY: stored.relative}
     doc = load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{filename}",
                      document_id=default_document_id(f"{UPLOAD_SOURCE_SCHEME}{folder}/{filename}"), metadata=metadata)
@@ -56,7 +73,7 @@ def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, 
 
 def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile,
             user: str) -> UploadedFile:
-    with state.write_lock:
+    with state.documents.hold(doc.document_id):
         same = [r.document_id for r in state.rs.duplicates(stored.sha256, user=user)]
         result = result.model_copy(update={"document_id": doc.document_id, "duplicate_of": same})
         if same and state.config.dedupe_uploads:
@@ -64,7 +81,7 @@ def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, resul
             return result.model_copy(update={"status": "duplicate", "document_id": same[0], "stored_as": None})
         previous = _previous_upload(state, doc.document_id)
         report = state.rs.ingest_documents([doc])
-    return _outcome(state, report, stored, previous, result)
+        return _outcome(state, report, stored, previous, result)
 
 
 def _outcome(state: ServerState, report: IngestReport, stored: StoredUpload, previous: str | None,

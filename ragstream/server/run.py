@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
 from ragstream.observability import configure_logging
 from ragstream.server.app import UI_PATH, create_app
+
+logger = logging.getLogger("ragstream.server")
 
 
 def serve(rs: Ragstream, config: ServerConfig) -> None:
@@ -41,7 +44,10 @@ class _AnnouncingServer(uvicorn.Server):
         await super().startup(sockets)
         if self.started and self.servers and self.servers[0].sockets:
             port = self.servers[0].sockets[0].getsockname()[1]
-            serve_link.announce(self._data_dir, serve_link.client_url(self._host, port))
+            try:
+                serve_link.announce(self._data_dir, serve_link.client_url(self._host, port))
+            except OSError as error:  # e.g. a full disk: serve anyway, CLI commands just cannot find us
+                logger.warning("could not announce the server in %s: %s", self._data_dir, error)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         serve_link.withdraw(self._data_dir)  # before uvicorn re-raises the stopping signal

@@ -38,10 +38,11 @@ class SearchRequest(BaseModel):
     mode: Literal["hybrid", "dense", "bm25"] | None = Field(None, description="Default: retrieval.mode.")
     top_k: int | None = Field(None, ge=1, description="Default: retrieval.top_k; at most server.max_top_k.")
     filters: dict[FilterKey, FilterValue] | None = Field(None, description="Exact-match metadata filters.")
-    score_threshold: float | None = Field(None, description="Drop hits scoring below this.")
+    score_threshold: float | None = Field(None, allow_inf_nan=False, description="Drop hits scoring below this.")
 
 
-FileStatus = Literal["ingested", "duplicate", "unchanged", "failed"]
+FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]
+"""``pending``: stored, waiting for its background job to ingest it."""
 
 
 class UploadedFile(BaseModel):
@@ -66,6 +67,22 @@ class UploadResponse(BaseModel):
     duplicates: int
     failed: int
     request_id: str | None = None
+
+
+class JobStatus(BaseModel):
+    """``GET /api/jobs/{id}``: a background ingest job and its progress."""
+
+    id: str
+    kind: Literal["upload"] = "upload"
+    user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
+    state: Literal["queued", "running", "succeeded", "failed"]
+    files_total: int = Field(description="Files in the upload.")
+    files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")
+    chunks: int = Field(0, description="Chunks written so far.")
+    files: list[UploadedFile] = Field(description="One result per file; ``pending`` until the job reaches it.")
+    error: ErrorDetail | None = Field(None, description="Why the job failed (e.g. ``job_interrupted`` by a restart).")
+    created_at: str
+    updated_at: str
 
 
 class DocumentDetail(BaseModel):

@@ -1,10 +1,12 @@
-"""What every route shares: the index, the write lock, upload storage and held SuperPrompts."""
+"""What every route shares: the index, document locks, upload storage, background jobs and held SuperPrompts."""
 
 from __future__ import annotations
 
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -13,17 +15,28 @@ from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.server.errors import PipelineNotFoundError
+from ragstream.server.jobs import JobRunner
 from ragstream.server.uploads import UploadStore
 
 
 class PromptSessions:
-    """SuperPrompts by id and owner, the ``capacity`` most recently used; thread-safe. Another user's
-    SuperPrompt is as unknown to a caller as one never created."""
+    """SuperPrompts by id and owner, the most recently used within ``capacity`` items and ``max_bytes`` (their
+    size as JSON); the least recently used are dropped first. Thread-safe. Another user's SuperPrompt is as
+    unknown to a caller as one never created."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
         self._items: OrderedDict[str, tuple[str, SuperPrompt]] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """(SuperPrompts held, their bytes)."""
+        with self._lock:
+            return len(self._items), self._bytes
 
     def add(self, sp: SuperPrompt, owner: str) -> str:
         """Hold ``owner``'s ``sp`` under a new id (dropping the least recently used past capacity)."""
@@ -41,23 +54,56 @@ class PromptSessions:
             return item[1]
 
     def put(self, prompt_id: str, sp: SuperPrompt, owner: str) -> None:
-        """Store (or replace) ``owner``'s ``prompt_id``."""
+        """Store (or replace) ``owner``'s ``prompt_id``; the newest one is kept even when it alone passes
+        ``max_bytes``."""
+        size = len(sp.model_dump_json().encode("utf-8"))
         with self._lock:
+            self._bytes += size - self._sizes.get(prompt_id, 0)
             self._items[prompt_id] = (owner, sp)
+            self._sizes[prompt_id] = size
             self._items.move_to_end(prompt_id)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            while len(self._items) > 1 and (len(self._items) > self._capacity or self._bytes > self._max_bytes):
+                dropped, _ = self._items.popitem(last=False)
+                self._bytes -= self._sizes.pop(dropped)
+
+
+class DocumentLocks:
+    """One lock per document id, held while a request replaces or deletes that document (so its stored
+    upload file is swapped exactly once); writes to different documents never wait for each other."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @contextmanager
+    def hold(self, document_id: str) -> Iterator[None]:
+        """Hold ``document_id``'s lock for the block."""
+        with self._guard:
+            lock, users = self._locks.get(document_id, (threading.Lock(), 0))
+            self._locks[document_id] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[document_id]
+                if users == 1:
+                    del self._locks[document_id]
+                else:
+                    self._locks[document_id] = (lock, users - 1)
 
 
 @dataclass
 class ServerState:
-    """Shared by all requests. Writes to the index (ingest, delete, reindex) hold ``write_lock``."""
+    """Shared by all requests. An upload or delete holds its document's lock in ``documents``; the index's
+    own commit lock serialises only the short switch of each written batch (work per request stays bounded)."""
 
     rs: Ragstream
     config: ServerConfig
     uploads: UploadStore
     prompts: PromptSessions
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
+    jobs: JobRunner
+    documents: DocumentLocks = field(default_factory=DocumentLocks)
 
 
 def get_state(request: Request) -> ServerState:

@@ -8,6 +8,7 @@ bounded reads while their sha256 is computed and their size checked.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import re
 import uuid
@@ -18,8 +19,9 @@ from typing import BinaryIO
 
 from starlette.types import Message, Receive
 
-from ragstream.errors import FileTooLargeError
+from ragstream.errors import FileTooLargeError, InsufficientStorageError, check_unicode
 from ragstream.server.errors import RequestTooLargeError
+from ragstream.store.disk import ensure_free_space
 
 _UNSAFE_USER_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -43,28 +45,37 @@ class StoredUpload:
 class UploadStore:
     """Writes uploads under one root directory and removes them again; nothing escapes the root."""
 
-    def __init__(self, root: Path, *, max_file_bytes: int, read_bytes: int) -> None:
+    def __init__(self, root: Path, *, max_file_bytes: int, read_bytes: int, min_free_bytes: int = 0) -> None:
         self.root = root.resolve()
         self._max_file_bytes = max_file_bytes
         self._read_bytes = read_bytes
+        self._min_free_bytes = min_free_bytes
 
     def save(self, source: BinaryIO, folder: str, display_name: str) -> StoredUpload:
-        """Copy ``source`` to a fresh path in ``folder`` (a :func:`user_folder`); raises
-        FileTooLargeError (nothing left behind) past the limit."""
+        """Copy ``source`` to a fresh path in ``folder`` (a :func:`user_folder`); raises FileTooLargeError past
+        the size limit and InsufficientStorageError when a block would leave less than ``min_free_bytes`` free
+        (nothing left behind)."""
         day = datetime.now(UTC).strftime("%Y-%m-%d")
         relative = PurePosixPath(folder, day, uuid.uuid4().hex)
         path = self.root.joinpath(*relative.parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_free_space([self.root], 0, self._min_free_bytes)
         digest = hashlib.sha256()
         size = 0
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("xb") as out:
                 while block := source.read(self._read_bytes):
                     size += len(block)
                     if size > self._max_file_bytes:
                         raise FileTooLargeError(f"{display_name}: larger than the limit of {self._max_file_bytes} bytes")
+                    ensure_free_space([self.root], len(block), self._min_free_bytes)
                     digest.update(block)
                     out.write(block)
+        except OSError as error:
+            path.unlink(missing_ok=True)
+            if error.errno == errno.ENOSPC:
+                raise InsufficientStorageError(f"{display_name}: the disk is full") from None
+            raise
         except BaseException:
             path.unlink(missing_ok=True)
             raise
@@ -89,8 +100,13 @@ def user_folder(owner: str | None) -> str:
 
 
 def display_name(raw: str | None, max_chars: int) -> str:
-    """The last path part of a client file name, without control characters (for display only)."""
-    name = PurePosixPath(_CONTROL_CHARS.sub("", raw or "").replace("\\", "/")).name
+    """The last path part of a client file name, without control characters (for display only).
+
+    Raises InvalidUnicodeError for a name holding a lone surrogate (the multipart parser reads names as
+    UTF-8, or Latin-1 when they are not, so only a name given from Python can).
+    """
+    name = check_unicode(raw or "", "the file name")
+    name = PurePosixPath(_CONTROL_CHARS.sub("", name).replace("\\", "/")).name
     return name[:max_chars] or "upload"
 
 

@@ -62,6 +62,9 @@ class VectorStore(Protocol):
     versions committed at its snapshot: never a half-written, superseded or later one.
     """
 
+    read_only: bool
+    """Opened for reading only (the embedded store on a full disk): searches work, writes are refused."""
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
         """Write chunks with their dense vectors (BM25 vectors are computed by the store)."""
         ...

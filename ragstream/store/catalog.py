@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,11 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from ragstream.errors import InsufficientStorageError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
 from ragstream.store.catalog_base import (
     COMMIT_SEQUENCE,
     GENERATION_COUNTER,
+    JOB_COLUMNS,
+    UNFINISHED_JOB_STATES,
     DocumentPage,
     DocumentVersion,
     TurnRow,
@@ -80,6 +84,15 @@ CREATE TABLE IF NOT EXISTS conversation_turns (
     owner TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 """
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
@@ -88,12 +101,17 @@ CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(own
 """Indexes on columns that :func:`_migrate` may have to add first."""
 NO_OWNER = ""
 """``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
+SQLITE_FULL = 13
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+PRIMARY_CODE_MASK = 0xFF  # extended result codes keep the primary code in the low byte
 
 _UNCOMMITTED = """
 SELECT g FROM (SELECT new_generation AS g FROM write_intents UNION SELECT old_generation FROM write_intents)
 WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.generation = g)
 """
 
+logger = logging.getLogger("ragstream.store")
 _RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
                    "metadata, owner, first_ingested_at")
 _INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
@@ -112,12 +130,17 @@ class Catalog:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        _migrate(self._db)
-        self._db.executescript(_INDEXES)
+        self.read_only = False
+        """True when the catalog could only be opened read-only (e.g. a full disk): reads work, writes raise
+        InsufficientStorageError."""
+        try:
+            self._db = _open_writable(path)
+        except sqlite3.OperationalError as error:
+            if not path.is_file():
+                raise InsufficientStorageError(f"cannot create the catalog (is the disk full?): {error}") from error
+            self._db = _open_read_only(path, error)
+            self.read_only = True
+            logger.warning("catalog opened read-only (%s): searches work, writes fail until there is room", error)
         self._lock = threading.RLock()
         self._read_depth = 0
 
@@ -129,12 +152,13 @@ class Catalog:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic, durable transaction."""
-        with self._lock:
+        with self._lock, _disk_full_as_error():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
@@ -421,6 +445,75 @@ class Catalog:
                 "INSERT OR REPLACE INTO conversation_turns (conversation_id, seq, message_id, user_text, assistant_text, "
                 "created_at, incomplete, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*row[:6], int(row.incomplete), row.owner) for row in rows])
+
+    # -- background jobs ---------------------------------------------------------------------
+
+    def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
+        """Create or update a background job (``payload``: its progress and results as JSON text)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(job_id) DO UPDATE SET state = excluded.state, payload = excluded.payload, "
+                "updated_at = excluded.updated_at",
+                (job_id, kind, state, payload, now, now),
+            )
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """A job's row (``JOB_COLUMNS``), or None."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return dict(zip(JOB_COLUMNS, row, strict=True)) if row else None
+
+    def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
+        """Jobs still queued or running (after a restart: the ones it interrupted)."""
+        marks = ", ".join("?" * len(UNFINISHED_JOB_STATES))
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE state IN ({marks})",
+                                    UNFINISHED_JOB_STATES).fetchall()
+        return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
+
+
+def _open_writable(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        _migrate(db)
+        db.executescript(_INDEXES)
+    except sqlite3.OperationalError:
+        db.close()
+        raise
+    return db
+
+
+def _open_read_only(path: Path, cause: sqlite3.OperationalError) -> sqlite3.Connection:
+    """The catalog for reading only: through SQLite's read-only mode, or, when even that needs room (the
+    WAL index), as an immutable file, which is exact once no write-ahead log is left beside it."""
+    wal = path.with_name(path.name + "-wal")
+    modes = ["ro"] + (["ro&immutable=1"] if not wal.exists() or wal.stat().st_size == 0 else [])
+    for mode in modes:
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, check_same_thread=False,
+                                 isolation_level=None)
+            db.execute("SELECT COUNT(*) FROM documents").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            continue
+    raise InsufficientStorageError(f"cannot open the catalog, not even read-only: {cause}") from cause
+
+
+@contextmanager
+def _disk_full_as_error() -> Iterator[None]:
+    """SQLite's "database or disk is full" (or a catalog opened read-only) as InsufficientStorageError;
+    the transaction rolled back."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        if (getattr(error, "sqlite_errorcode", 0) or 0) & PRIMARY_CODE_MASK in (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR):
+            raise InsufficientStorageError(f"the catalog could not write (disk full or opened read-only); nothing "
+                                           f"was changed: {error}") from error
+        raise
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -20,6 +20,9 @@ import numpy as np
 from ragstream.models import DocumentRecord, LoadedDocument
 from ragstream.store.base import Snapshot
 
+JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
+"""The stored form of a background job (its progress and results are the JSON ``payload``)."""
+UNFINISHED_JOB_STATES = ("queued", "running")
 GENERATION_COUNTER = "generation"
 COMMIT_SEQUENCE = "commit_sequence"
 
@@ -66,6 +69,9 @@ class DocumentPage:
 
 class CatalogBackend(Protocol):
     """The document registry and everything stored beside it (thread-safe)."""
+
+    read_only: bool
+    """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
 
     def close(self) -> None:
         """Release the database."""
@@ -184,4 +190,18 @@ class CatalogBackend(Protocol):
 
     def import_turns(self, rows: Sequence[TurnRow]) -> None:
         """Store conversation turns exactly as given (an existing message id is replaced)."""
+        ...
+
+    # -- background jobs ---------------------------------------------------------------------
+
+    def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
+        """Create or update a background job (``payload``: its progress and results as JSON text)."""
+        ...
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """A job's row (:data:`JOB_COLUMNS`), or None."""
+        ...
+
+    def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
+        """Jobs still queued or running (after a restart: the ones it interrupted)."""
         ...

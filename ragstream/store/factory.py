@@ -40,9 +40,14 @@ def _sqlite_catalog(config: RagstreamConfig) -> CatalogBackend:
 
 
 def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+    """The embedded store; read-only when its catalog is, or when the disk has less than
+    ``limits.min_free_disk_bytes`` free (a full disk: searches still work, writes are refused)."""
+    from ragstream.store.disk import free_bytes
     from ragstream.store.qdrant_edge import QdrantEdgeStore
 
-    return QdrantEdgeStore(Path(config.data_dir) / QDRANT_EDGE_DIR, dimensions, config.store)
+    data_dir = Path(config.data_dir)
+    read_only = catalog.read_only or free_bytes(data_dir) < config.limits.min_free_disk_bytes
+    return QdrantEdgeStore(data_dir / QDRANT_EDGE_DIR, dimensions, config.store, read_only=read_only)
 
 
 def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:

@@ -9,6 +9,9 @@ once the shard holds ``store.optimize_min_points`` points (exact search is fast 
 
 from __future__ import annotations
 
+import io
+import logging
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,7 +21,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from ragstream.config import StoreConfig
-from ragstream.errors import VectorDBUnavailableError, VectorDBWriteError
+from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
 from ragstream.store.base import Filters, Snapshot
 from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, payload_key, to_payload
@@ -28,14 +31,27 @@ SPARSE = "bm25"
 KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime", OWNER_FIELD)
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
 _UPSERT_BATCH = 256
+_COPY_BLOCK_BYTES = 1024 * 1024
+logger = logging.getLogger("ragstream.store")
 
 
 class QdrantEdgeStore:
     """:class:`~ragstream.store.base.VectorStore` over a Qdrant Edge shard at ``path``."""
 
-    def __init__(self, path: Path, dimensions: int, config: StoreConfig) -> None:
+    def __init__(self, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool = False) -> None:
+        """Open (or create) the shard at ``path``. ``read_only``: Qdrant Edge writes to its files while it
+        loads (a full disk makes that a SIGBUS), so the shard is loaded from a sparse scratch copy in
+        ``store.read_only_copy_dir`` instead, and every write raises InsufficientStorageError."""
         self._config = config
+        self.read_only = read_only
         self._lock = threading.RLock()
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if read_only and not (path / "edge_config.json").exists():
+            raise InsufficientStorageError("cannot create a new index: the disk is full (limits.min_free_disk_bytes)")
+        if read_only:
+            self._scratch = tempfile.TemporaryDirectory(prefix="ragstream-read-only-", dir=config.read_only_copy_dir)
+            path = _sparse_copy(path, Path(self._scratch.name) / path.name)
+            logger.warning("disk full: the vector store is searched from a read-only copy; writes fail until restart")
         self._bm25 = qe.Bm25(
             qe.Bm25Config(k=config.bm25_k1, b=config.bm25_b, avg_len=config.bm25_avg_len, language=config.bm25_language)
         )
@@ -84,7 +100,13 @@ class QdrantEdgeStore:
 
     # -- writes ------------------------------------------------------------------------------
 
+    def _check_writable(self) -> None:
+        if self._scratch is not None:
+            raise InsufficientStorageError("the index was opened read-only (the disk was full): restart it once "
+                                           "there is room to write")
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
+        self._check_writable()
         points = [
             qe.Point(
                 id=chunk.chunk_id,
@@ -102,6 +124,7 @@ class QdrantEdgeStore:
             raise VectorDBWriteError(f"Qdrant Edge upsert failed: {error}") from error
 
     def delete_generation(self, document_id: str, generation: int) -> None:
+        self._check_writable()
         condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
         try:
             with self._lock:
@@ -184,6 +207,27 @@ class QdrantEdgeStore:
     def close(self) -> None:
         with self._lock:
             self._shard.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
+
+
+def _sparse_copy(source: Path, target: Path) -> Path:
+    """Copy the directory tree ``source`` to ``target``, skipping runs of zeros (Qdrant's preallocated,
+    mostly empty files stay sparse, so the copy takes about what the shard really uses)."""
+    for item in sorted(source.rglob("*")):
+        destination = target / item.relative_to(source)
+        if item.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with item.open("rb") as reader, destination.open("wb") as writer:
+            while block := reader.read(_COPY_BLOCK_BYTES):
+                if block.count(0) == len(block):
+                    writer.seek(len(block), io.SEEK_CUR)
+                else:
+                    writer.write(block)
+            writer.truncate()
+    return target
 
 
 def _dense_of(vector: Any) -> np.ndarray:

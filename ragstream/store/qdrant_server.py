@@ -55,6 +55,9 @@ def is_local(url: str) -> bool:
 class QdrantServerStore:
     """:class:`~ragstream.store.base.VectorStore` over a collection of a Qdrant server (or local mode)."""
 
+    read_only = False
+    """A database server's disk is not this machine's: never opened read-only here."""
+
     def __init__(self, url: str, dimensions: int, config: StoreConfig) -> None:
         settings = config.qdrant
         self._config = config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -11,8 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragstream.errors import InsufficientStorageError
 from ragstream.providers.embedders.base import Embedder
 from ragstream.store.catalog_base import CatalogBackend
+
+logger = logging.getLogger("ragstream.embedding")
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,10 @@ class CachedEmbedder:
             fresh = self.inner.embed_documents([by_hash[h] for h in missing])
             seconds = time.perf_counter() - started
             new_items = dict(zip(missing, fresh, strict=True))
-            self._catalog.cache_vectors(self.model_id, new_items.items())
+            try:
+                self._catalog.cache_vectors(self.model_id, new_items.items())
+            except InsufficientStorageError as error:  # a full disk only costs the cache, never the vectors
+                logger.warning("embedding cache not written: %s", error.message)
             cached.update(new_items)
         hits = sum(1 for h in hashes if h not in missing)
         return np.vstack([cached[h] for h in hashes]), CacheStats(hits, len(missing), seconds)

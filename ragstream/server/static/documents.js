@@ -1,10 +1,13 @@
-// Documents page: upload with progress; the list paged, filtered and sorted by the server; delete, reindex.
+// Documents page: upload with progress (large uploads: the background job's progress); the list paged,
+// filtered and sorted by the server; delete, reindex.
 import { api, describe, documentHref, el, shortTime, uploadFiles } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const PERCENT = 100;
 const FILTER_DELAY_MS = 250;
 const DEFAULT_PAGE_SIZE = 25;
+const JOB_POLL_MS = 1000;
+const JOB_ENDED = new Set(["succeeded", "failed"]);
 const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
 let filterTimer = null;
 
@@ -28,6 +31,30 @@ function showProgress(fraction) {
   setStatus($("upload-status"), fraction < 1 ? `Uploading… ${percent}%` : "Uploaded; indexing…");
 }
 
+function showResults(files) {
+  const table = $("upload-results");
+  table.tBodies[0].replaceChildren(...files.map(resultRow));
+  table.hidden = false;
+}
+
+/** Poll a background ingest job (202 answer), showing files done of total and chunks, until it ends. */
+async function followJob(job) {
+  setStatus($("upload-status"), `Indexing in the background (job ${job.id})…`);
+  for (;;) {
+    const fraction = job.files_total ? job.files_done / job.files_total : 1;
+    $("upload-progress").value = fraction;
+    $("upload-percent").textContent = `${job.files_done}/${job.files_total}`;
+    $("upload-progress").setAttribute("aria-label", "Indexing progress");
+    showResults(job.files);
+    if (JOB_ENDED.has(job.state)) return job;
+    setStatus($("upload-status"), `Indexing in the background: ${job.files_done} of ${job.files_total} file(s), ` +
+      `${job.chunks} chunks (${job.state})`);
+    await new Promise((resolve) => setTimeout(resolve, JOB_POLL_MS));
+    job = await api(`/api/jobs/${encodeURIComponent(job.id)}`);
+    if (job.files_done) await refresh();
+  }
+}
+
 async function upload(event) {
   event.preventDefault();
   const files = [...$("files").files];
@@ -37,13 +64,13 @@ async function upload(event) {
   $("upload-button").disabled = true;
   setStatus($("upload-status"), `Uploading ${files.length} file(s)…`);
   try {
-    const { body } = await uploadFiles(files, showProgress);
-    const table = $("upload-results");
-    table.tBodies[0].replaceChildren(...body.files.map(resultRow));
-    table.hidden = false;
+    const { status, body: answer } = await uploadFiles(files, showProgress);
+    const body = status === 202 ? await followJob(answer) : answer;
+    showResults(body.files);
     const failed = body.files.filter((item) => item.status === "failed").length;
+    const jobFailed = body.state === "failed" ? ` (job failed: ${body.error.message})` : "";
     setStatus($("upload-status"), `${body.files.length - failed} of ${body.files.length} file(s) landed` +
-      (failed ? `, ${failed} failed` : ""), failed === body.files.length);
+      (failed ? `, ${failed} failed` : "") + jobFailed, failed === body.files.length || Boolean(jobFailed));
     $("upload-form").reset();
     await refresh();
   } catch (error) {
@@ -51,6 +78,7 @@ async function upload(event) {
   } finally {
     $("upload-button").disabled = false;
     $("upload-progress-row").hidden = true;
+    $("upload-progress").setAttribute("aria-label", "Upload progress");
   }
 }
 

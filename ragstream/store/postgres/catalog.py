@@ -23,7 +23,15 @@ from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
-from ragstream.store.catalog_base import COMMIT_SEQUENCE, GENERATION_COUNTER, DocumentPage, DocumentVersion, TurnRow
+from ragstream.store.catalog_base import (
+    COMMIT_SEQUENCE,
+    GENERATION_COUNTER,
+    JOB_COLUMNS,
+    UNFINISHED_JOB_STATES,
+    DocumentPage,
+    DocumentVersion,
+    TurnRow,
+)
 from ragstream.store.postgres.connection import Database
 
 SCHEMA = """
@@ -80,6 +88,15 @@ CREATE INDEX IF NOT EXISTS documents_by_ingest ON documents(first_ingested_at);
 CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
 ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 """
 
 _UNCOMMITTED = """
@@ -117,6 +134,9 @@ _BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s) "
 
 class PostgresCatalog:
     """:class:`~ragstream.store.catalog_base.CatalogBackend` in the PostgreSQL database at ``store.url``."""
+
+    read_only = False
+    """A database server's disk is not this machine's: never opened read-only here."""
 
     def __init__(self, config: StoreConfig) -> None:
         self.db = Database(config, SCHEMA)
@@ -350,6 +370,26 @@ class PostgresCatalog:
                 "assistant_text = EXCLUDED.assistant_text, created_at = EXCLUDED.created_at, "
                 "incomplete = EXCLUDED.incomplete, owner = EXCLUDED.owner", [tuple(row) for row in rows])
 
+
+    # -- background jobs ---------------------------------------------------------------------
+
+    def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (job_id) DO UPDATE SET state = EXCLUDED.state, payload = EXCLUDED.payload, "
+                "updated_at = EXCLUDED.updated_at", (job_id, kind, state, payload, now, now))
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = %s", (job_id,)).fetchone()
+        return dict(zip(JOB_COLUMNS, row, strict=True)) if row else None
+
+    def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE state = ANY(%s) ORDER BY created_at",
+                                (builtins.list(UNFINISHED_JOB_STATES),)).fetchall()
+        return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
 
 def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...]) -> int:
     row = conn.execute(query, params).fetchone()

@@ -70,6 +70,9 @@ _BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s), (%s, %s) "
 class PostgresStore:
     """:class:`~ragstream.store.base.VectorStore` over the ``chunks`` table of ``db``."""
 
+    read_only = False
+    """A database server's disk is not this machine's: never opened read-only here."""
+
     def __init__(self, db: Database, dimensions: int, config: StoreConfig, *, owns_db: bool = False) -> None:
         self._db = db
         self._config = config

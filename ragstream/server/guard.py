@@ -1,0 +1,116 @@
+"""Checks every request body passes before a route sees it: size, UTF-8, finite numbers, no lone surrogates.
+
+Bodies are read whole up to ``limits.max_json_body_bytes`` (413 ``request_too_large`` past it,
+before the rest is read); only multipart bodies sent to the upload route pass, under its own limits.
+A body that is not valid UTF-8, or JSON holding a lone surrogate escape (``"\\ud800"``, which no UTF-8 text can
+carry), is 400 ``invalid_unicode``; ``NaN`` / ``Infinity`` (not JSON, though Python reads them) is 422
+``invalid_number``. The user id header must be UTF-8 too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragstream.errors import InvalidNumberError, InvalidUnicodeError, RagstreamError
+from ragstream.server.errors import RequestTooLargeError, error_response
+
+MULTIPART = "multipart/"
+
+
+class RequestGuardMiddleware:
+    """Bounds and validates request bodies and the user id header (see the module doc)."""
+
+    def __init__(self, app: ASGIApp, *, max_json_bytes: int, user_id_header: str, upload_paths: frozenset[str]) -> None:
+        self.app = app
+        self._max = max_json_bytes
+        self._upload_paths = upload_paths
+        self._user_header = user_id_header.lower().encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        multipart = headers.get("content-type", "").lower().startswith(MULTIPART)
+        passes = (multipart and scope["path"] in self._upload_paths) or scope["method"] in ("GET", "HEAD")
+        body: bytes | None = None
+        try:
+            self._check_headers(scope)
+            if not passes:
+                body = await self._read(headers, receive)
+                _check_body(body, headers.get("content-type", ""))
+        except RagstreamError as error:
+            await error_response(error)(scope, receive, send)
+            return
+        await self.app(scope, receive if body is None else _replay(body, receive), send)
+
+    def _check_headers(self, scope: Scope) -> None:
+        for name, value in scope["headers"]:
+            if name.lower() == self._user_header:
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidUnicodeError(f"the {name.decode('latin-1')} header is not UTF-8") from None
+
+    async def _read(self, headers: Headers, receive: Receive) -> bytes:
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max:
+            raise RequestTooLargeError(f"request body of {declared} bytes exceeds the limit of {self._max} bytes "
+                                       "(limits.max_json_body_bytes)")
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max:
+                raise RequestTooLargeError(f"request body exceeds the limit of {self._max} bytes "
+                                           "(limits.max_json_body_bytes)")
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(parts)
+
+
+def _check_body(body: bytes, content_type: str) -> None:
+    if not body:
+        return
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidUnicodeError(f"the request body is not UTF-8 (byte {error.start})") from None
+    if "json" not in content_type.lower():
+        return
+    try:
+        parsed = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError:
+        return  # the route's validation answers 422 with where the JSON breaks
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidUnicodeError("the JSON body holds a lone surrogate escape (e.g. \"\\ud800\"): "
+                                  "not valid Unicode") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidNumberError(f"{name} is not a valid JSON number: numbers must be finite")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that yields ``body`` once, then whatever the client sends next (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
