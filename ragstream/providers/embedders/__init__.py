@@ -10,6 +10,10 @@ def make_embedder(config: EmbeddingConfig) -> Embedder:
         from ragstream.providers.embedders.openai_compatible import OpenAICompatibleEmbedder
 
         return OpenAICompatibleEmbedder(config)
+    if config.provider == "onnx":
+        from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder
+
+        return OnnxEmbedder(config)
     from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(config)
