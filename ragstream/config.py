@@ -151,6 +151,14 @@ class StoreConfig(ConfigSection):
         description="Build the HNSW index (optimize) once the store holds this many chunks; "
         "below it exact search is fast enough and always exact.",
     )
+    optimize_min_new_points: int = Field(
+        20_000, ge=1,
+        description="Rebuild only once this many chunks were added since the last build (a build copies the "
+        "shard and indexes it in a child process; unindexed new points are searched exactly meanwhile).",
+    )
+    optimize_timeout_seconds: float = Field(
+        3600.0, gt=0, description="A build taking longer is abandoned (searches stay exact) and retried at the next ingest."
+    )
     bm25_k1: float = Field(1.2, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(0.75, description="BM25 length normalisation.")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")
