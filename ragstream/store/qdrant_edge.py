@@ -33,7 +33,11 @@ SPARSE = "bm25"
 FLAG_FIELDS = ("has_code", "has_equations")
 KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime")
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
-CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
+METADATA_FIELDS = frozenset(ChunkMetadata.model_fields)
+"""Read once: ``ChunkMetadata.model_fields`` is a property that costs microseconds per access (it was
+~40% of a hybrid search when tested per payload key)."""
+REQUIRED_FIELDS = frozenset(name for name, field in ChunkMetadata.model_fields.items() if field.is_required())
+CORE_FIELDS = METADATA_FIELDS | {"chapter", "generation"}
 _UPSERT_BATCH = 256
 logger = logging.getLogger("ragstream.store")
 
@@ -203,9 +207,12 @@ def _to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
 
 
 def _from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
-    fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
+    fields = {key: value for key, value in payload.items() if key in METADATA_FIELDS}
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
+    if REQUIRED_FIELDS <= fields.keys():  # written by _to_payload: trusted, so not validated again (~12% of a search)
+        return Chunk.model_construct(chunk_id=point_id, text=payload.get("text", ""),
+                                     metadata=ChunkMetadata.model_construct(**fields))
     return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
 
 
