@@ -94,10 +94,11 @@ PACKAGED_ONNX_EXPORTS: dict[str, str] = {
 class EmbeddingConfig(ConfigSection):
     """The dense embedder."""
 
-    provider: Literal["sentence_transformers", "onnx", "openai"] = Field(
-        "sentence_transformers",
+    provider: Literal["auto", "sentence_transformers", "onnx", "openai"] = Field(
+        "auto",
         description="sentence_transformers: torch on the CPU. onnx: ONNX Runtime, no torch (onnx_model; tokenizer "
-        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint.",
+        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint. auto: "
+        "sentence_transformers when torch and sentence-transformers are installed (ragstream[torch]), else onnx.",
     )
     model: str = Field(
         "sentence-transformers/all-MiniLM-L6-v2",
@@ -136,6 +137,13 @@ class EmbeddingConfig(ConfigSection):
         30.0, ge=0,
         description="Remote embedder: how long an open breaker fails fast before one trial call is let through.",
     )
+
+    def backend(self) -> Literal["sentence_transformers", "onnx", "openai"]:
+        """The provider that runs: ``provider``, with ``auto`` resolved by what is installed."""
+        if self.provider != "auto":
+            return self.provider
+        installed = all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
+        return "sentence_transformers" if installed else "onnx"
 
     def onnx_export(self) -> str | None:
         """The ONNX export of ``model``: ``onnx_model``, else the packaged one of a known model, else None."""
@@ -544,7 +552,7 @@ class RagstreamConfig(BaseSettings):
             "embedding": self.embedding.model,
             "text_pipeline": TEXT_PIPELINE_VERSION,
         }
-        if self.embedding.provider == "onnx":  # other weights of the same model: other vectors, so a reindex
+        if self.embedding.backend() == "onnx":  # other weights of the same model: other vectors, so a reindex
             shaping["embedding_weights"] = f"onnx:{self.embedding.onnx_export()}"
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -11,13 +11,14 @@ logger = logging.getLogger("ragstream.embedders")
 
 def make_embedder(config: EmbeddingConfig) -> Embedder:
     """Build the embedder named by ``config.provider`` (with ``query_provider=onnx``, queries through ONNX Runtime)."""
-    if config.provider == "openai":
+    backend = config.backend()
+    if backend == "openai":
         from ragstream.providers.embedders.openai_compatible import OpenAICompatibleEmbedder
 
         return OpenAICompatibleEmbedder(config)
     from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder
 
-    if config.provider == "onnx":
+    if backend == "onnx":
         return OnnxEmbedder(config)
     from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
 
