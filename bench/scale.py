@@ -131,8 +131,8 @@ def _measure(store: QdrantEdgeStore, queries: np.ndarray, texts: list[str], exac
             "dense_recall@10": round(float(np.mean(recalls)), 4)}
 
 
-def run_size(size: int, query_count: int, depth: int, workdir: Path) -> dict:
-    """Fill, measure exact, build under a reading thread, measure HNSW; one size."""
+def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: Callable[[dict], None]) -> dict:
+    """Fill, measure exact, build under a reading thread, measure HNSW; one size (``progress`` gets each phase's result)."""
     rng = np.random.default_rng(SEED)
     centres = rng.standard_normal((CENTRES, DIMENSIONS)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
@@ -154,7 +154,11 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path) -> dict:
     query_texts = [" ".join(_stored(int(i), size, _texts).split()[:5]) for i in source]
     exact = _exact_top10(size, queries, centres)
     memory_filled = _rss_mb()
-    before = _measure(store, queries, query_texts, exact, depth)
+    result: dict = {"chunks": size, "fill": {"seconds": round(fill_seconds, 1), "disk_mb": round(disk_mb, 1)},
+                    "memory_mb": {"after_fill": memory_filled}}
+    progress(result)
+    result["exact"] = _measure(store, queries, query_texts, exact, depth)
+    progress(result)
 
     during: list[float] = []
     stop = threading.Event()
@@ -182,15 +186,11 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path) -> dict:
     store.close()
     shutil.rmtree(path, ignore_errors=True)
     hnsw_build.state_path(path).unlink(missing_ok=True)
-    return {
-        "chunks": size, "info_after": info,
-        "fill": {"seconds": round(fill_seconds, 1), "disk_mb": round(disk_mb, 1)},
-        "exact": before,
-        "build": {"built": built, "seconds": round(build_seconds, 1), "child_peak_rss_mb": child_peak_mb,
-                  "reader_during_build": {"searches": len(during), **_percentiles(during)}},
-        "hnsw": after,
-        "memory_mb": {"after_fill": memory_filled, "after_build": _rss_mb()},
-    }
+    result.update({"info_after": info, "hnsw": after,
+                   "build": {"built": built, "seconds": round(build_seconds, 1), "child_peak_rss_mb": child_peak_mb,
+                             "reader_during_build": {"searches": len(during), **_percentiles(during)}}})
+    result["memory_mb"]["after_build"] = _rss_mb()
+    return result
 
 
 def main() -> None:
@@ -206,10 +206,13 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ragstream-scale-", dir=args.workdir) as scratch:
         for size in (int(value) for value in args.sizes.split(",")):
-            report["sizes"].append(run_size(size, args.queries, args.depth, Path(scratch)))
-            report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-            args.output.write_text(json.dumps(report, indent=2))  # each size as soon as it is measured
-            print(json.dumps(report["sizes"][-1]), flush=True)
+            def progress(partial: dict, done: int = len(report["sizes"])) -> None:  # each phase as soon as it is measured
+                report["sizes"][done:] = [partial]
+                report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+                args.output.write_text(json.dumps(report, indent=2))
+                print(json.dumps(partial), flush=True)
+
+            progress(run_size(size, args.queries, args.depth, Path(scratch), progress))
     print(json.dumps(report, indent=2))
 
 
