@@ -132,3 +132,17 @@ def test_default_factory_embeds_queries_with_onnx_and_loads_torch_only_for_passa
     assert embedder.embed_documents(PASSAGES[:1]).shape == (1, 384)
     assert isinstance(embedder._passages, SentenceTransformerEmbedder)
     assert isinstance(make_embedder(EmbeddingConfig(query_provider="same")), SentenceTransformerEmbedder)
+
+
+def test_auto_provider_uses_torch_when_installed_else_onnx(monkeypatch: pytest.MonkeyPatch):
+    import importlib.util
+
+    config = EmbeddingConfig()
+    assert config.provider == "auto" and config.backend() == "sentence_transformers"
+    assert EmbeddingConfig(provider="onnx").backend() == "onnx"
+    default_fingerprint = RagstreamConfig().index_fingerprint()
+    real_find_spec = importlib.util.find_spec
+    # Mocked: this test environment has torch installed; a torch-free one is what the mock stands for.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    assert config.backend() == "onnx"
+    assert RagstreamConfig().index_fingerprint() != default_fingerprint, "ONNX passage vectors need their own index"
