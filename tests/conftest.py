@@ -60,18 +60,18 @@ def _fast_tests_never_load_the_model(request: pytest.FixtureRequest, monkeypatch
     """
     if request.node.get_closest_marker("slow") is not None:
         return
+    from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder
     from ragstream.providers.embedders.sentence_transformers import (
         SentenceTransformerEmbedder,
     )
 
-    original = SentenceTransformerEmbedder.__init__
+    for model_class in (SentenceTransformerEmbedder, OnnxEmbedder):
+        def guarded(self: object, *args: object, _original=model_class.__init__, **kwargs: object) -> None:
+            _original(self, *args, **kwargs)
+            pytest.fail(f"{request.node.nodeid} loaded the real embedding model but is not marked slow: "
+                        "use make_fast_index / hash_embedder, or mark it @pytest.mark.slow", pytrace=False)
 
-    def guarded(self: SentenceTransformerEmbedder, *args: object, **kwargs: object) -> None:
-        original(self, *args, **kwargs)
-        pytest.fail(f"{request.node.nodeid} loaded the real embedding model but is not marked slow: "
-                    "use make_fast_index / hash_embedder, or mark it @pytest.mark.slow", pytrace=False)
-
-    monkeypatch.setattr(SentenceTransformerEmbedder, "__init__", guarded)
+        monkeypatch.setattr(model_class, "__init__", guarded)
 
 
 @pytest.fixture(autouse=True)

@@ -138,7 +138,7 @@ def test_hnsw_index_is_built_once_the_store_is_big_enough(make_fast_index, tmp_p
     folder = _copy_samples(tmp_path)
     exact = make_fast_index(data_dir=tmp_path / "exact")
     exact.ingest([folder])
-    optimized = make_fast_index(data_dir=tmp_path / "optimized", store={"optimize_min_points": 10})
+    optimized = make_fast_index(data_dir=tmp_path / "optimized", store={"optimize_min_points": 10, "optimize_min_new_points": 10})
     optimized.ingest([folder])
     assert optimized.store.info()["points"] >= 10
     assert optimized.store.maybe_optimize() is False, "already optimized after ingest"

@@ -15,7 +15,11 @@ from typing import Any
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
 
 FLAG_FIELDS = ("has_code", "has_equations")
-CORE_FIELDS = set(ChunkMetadata.model_fields) | {"chapter", "generation"}
+METADATA_FIELDS = frozenset(ChunkMetadata.model_fields)
+"""Read once: ``ChunkMetadata.model_fields`` costs microseconds per access (it was ~40% of a hybrid
+search when read per payload key)."""
+REQUIRED_FIELDS = frozenset(name for name, field in ChunkMetadata.model_fields.items() if field.is_required())
+CORE_FIELDS = METADATA_FIELDS | {"chapter", "generation"}
 
 
 def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
@@ -32,10 +36,13 @@ def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
 
 def from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
     """The chunk a stored payload describes."""
-    fields = {key: value for key, value in payload.items() if key in ChunkMetadata.model_fields}
+    fields = {key: value for key, value in payload.items() if key in METADATA_FIELDS}
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
     fields[OWNER_FIELD] = fields.get(OWNER_FIELD) or None
+    if REQUIRED_FIELDS <= fields.keys():  # written by to_payload: trusted, not validated again (~12% of a search)
+        return Chunk.model_construct(chunk_id=point_id, text=payload.get("text", ""),
+                                     metadata=ChunkMetadata.model_construct(**fields))
     return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
 
 

@@ -4,13 +4,17 @@ One shard holds a named dense vector (cosine) and a BM25 sparse vector whose IDF
 applies at query time. Payload indexes cover the metadata filters. Two traps of qdrant-edge 0.9:
 booleans never match ``MatchValue(True)``, so flags are stored as 0/1 integers; and the HNSW index
 is built only by an explicit ``optimize()``, which :meth:`QdrantEdgeStore.maybe_optimize` runs
-once the shard holds ``store.optimize_min_points`` points (exact search is fast below that).
+once the shard holds ``store.optimize_min_points`` points (exact search is fast below that) and
+``store.optimize_min_new_points`` were added since the last build. ``optimize()`` holds the GIL for
+the whole build, so it runs in a child process on a copy of the shard (``hnsw_build.py``): readers
+keep searching the live shard, writers wait, and the built copy is swapped in under a short pause.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -23,6 +27,7 @@ import qdrant_edge as qe
 from ragstream.config import StoreConfig
 from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
+from ragstream.store import hnsw_build
 from ragstream.store.base import Filters, Snapshot
 from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, payload_key, to_payload
 
@@ -45,6 +50,9 @@ class QdrantEdgeStore:
         self._config = config
         self.read_only = read_only
         self._lock = threading.RLock()
+        """Guards the shard handle: every read and write holds it for one call."""
+        self._write_lock = threading.RLock()
+        """Serialises writers; an index build holds it (not ``_lock``) for its duration, so reads go on."""
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         if read_only and not (path / "edge_config.json").exists():
             raise InsufficientStorageError("cannot create a new index: the disk is full (limits.min_free_disk_bytes)")
@@ -52,10 +60,12 @@ class QdrantEdgeStore:
             self._scratch = tempfile.TemporaryDirectory(prefix="ragstream-read-only-", dir=config.read_only_copy_dir)
             path = _sparse_copy(path, Path(self._scratch.name) / path.name)
             logger.warning("disk full: the vector store is searched from a read-only copy; writes fail until restart")
+        self._path = path
         self._bm25 = qe.Bm25(
             qe.Bm25Config(k=config.bm25_k1, b=config.bm25_b, avg_len=config.bm25_avg_len, language=config.bm25_language)
         )
-        edge_config = qe.EdgeConfig(
+        hnsw_build.recover(path)
+        self._edge_config = edge_config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
@@ -116,7 +126,7 @@ class QdrantEdgeStore:
             for chunk, vector in zip(chunks, vectors, strict=True)
         ]
         try:
-            with self._lock:
+            with self._write_lock, self._lock:
                 self._newest_generation = max(self._newest_generation, generation)
                 for start in range(0, len(points), _UPSERT_BATCH):
                     self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + _UPSERT_BATCH]))
@@ -127,20 +137,40 @@ class QdrantEdgeStore:
         self._check_writable()
         condition = qe.Filter(must=[_match("document_id", document_id), _match("generation", generation)])
         try:
-            with self._lock:
+            with self._write_lock, self._lock:
                 self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
         except Exception as error:
             raise VectorDBWriteError(f"Qdrant Edge delete failed: {error}") from error
 
     def flush(self) -> None:
-        with self._lock:
+        with self._write_lock, self._lock:
             self._shard.flush()
 
     def maybe_optimize(self) -> bool:
-        with self._lock:
-            if self._shard.info().points_count < self._config.optimize_min_points:
+        """Build the HNSW index (in a child process, readers unblocked) when the policy says so."""
+        if self.read_only:
+            return False
+        with self._write_lock:
+            with self._lock:
+                points = int(self._shard.info().points_count)
+                if points < self._config.optimize_min_points or \
+                        points - hnsw_build.last_build_points(self._path) < self._config.optimize_min_new_points:
+                    return False
+                self._shard.flush()
+            try:
+                built, _ = hnsw_build.build_copy(self._path, self._config.optimize_timeout_seconds)
+            except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
+                logger.warning("HNSW build skipped; searches stay exact: %s", error)
+                hnsw_build.recover(self._path)
                 return False
-            return bool(self._shard.optimize())
+            with self._lock:  # the only pause readers see: close, two renames, reopen
+                self._shard.close()
+                try:
+                    hnsw_build.swap_in(self._path, built, points)
+                finally:
+                    hnsw_build.recover(self._path)
+                    self._shard = qe.EdgeShard.load(str(self._path), self._edge_config)
+            return True
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -100,5 +100,10 @@ class CachedEmbedder:
             return self.inner.embed_queries([])
         return np.vstack([known[text] for text in texts])
 
+    def forget_queries(self) -> None:
+        """Drop the query vectors kept in memory (a benchmark's next pass then pays each embedding again)."""
+        with self._lock:
+            self._queries.clear()
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -29,9 +29,15 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, config: EmbeddingConfig) -> None:
-        import torch
-        import transformers
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            import transformers
+            from sentence_transformers import SentenceTransformer
+        except ImportError as error:
+            raise EmbedderUnavailableError(
+                f"embedding.provider=sentence_transformers needs torch and sentence-transformers ({error}): "
+                "pip install torch==2.13.0 'ragstream[torch]', or set embedding.provider=onnx"
+            ) from error
 
         transformers.logging.disable_progress_bar()
 
@@ -44,7 +50,7 @@ class SentenceTransformerEmbedder:
                 f"cannot load embedding model {config.model!r} from {location!r} (offline): {error}"
             ) from error
         self._batch_size = config.batch_size
-        self.model_id = f"st:{config.model}"
+        self.model_id = self.model_id_for(config)
         dimension_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         dimensions = dimension_of()
         if dimensions is None:
@@ -53,6 +59,11 @@ class SentenceTransformerEmbedder:
         self._model_lock = threading.Lock()
         self._counter = copy.deepcopy(self._model.tokenizer)
         self._counter_lock = threading.Lock()
+
+    @staticmethod
+    def model_id_for(config: EmbeddingConfig) -> str:
+        """The ``model_id`` an embedder built from ``config`` has (the passage-vector cache key)."""
+        return f"st:{config.model}"
 
     @property
     def dimensions(self) -> int:

