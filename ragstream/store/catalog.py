@@ -26,6 +26,7 @@ from ragstream.store.catalog_base import (
     COMMIT_SEQUENCE,
     GENERATION_COUNTER,
     JOB_COLUMNS,
+    SORT_COLUMNS,
     UNFINISHED_JOB_STATES,
     DocumentPage,
     DocumentVersion,
@@ -119,9 +120,6 @@ _INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chun
 # A new version keeps the time its document was first ingested.
 _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                     "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
-SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
-                "ingested": "first_ingested_at", "updated": "ingested_at"}
-"""What a page of documents may be sorted by (:data:`SORT_KEYS` -> SQL expression)."""
 
 
 class Catalog:

@@ -55,8 +55,11 @@ class TurnRow(NamedTuple):
     """The user the conversation belongs to ("" for none: the Python API and CLI)."""
 
 
-SORT_KEYS = ("title", "source", "mime", "chunks", "ingested", "updated")
-"""What a page of documents may be sorted by: title, source, type, chunk count, first ingest, last update."""
+SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
+                "ingested": "first_ingested_at", "updated": "ingested_at"}
+"""What a page of documents may be sorted by (title, source, type, chunk count, first ingest, last
+update) and the SQL expression each catalog sorts by (the same in SQLite and PostgreSQL)."""
+SORT_KEYS = tuple(SORT_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ragstream.store.catalog_base import (
     COMMIT_SEQUENCE,
     GENERATION_COUNTER,
     JOB_COLUMNS,
+    SORT_COLUMNS,
     UNFINISHED_JOB_STATES,
     DocumentPage,
     DocumentVersion,
@@ -122,9 +123,6 @@ _UPSERT_DOCUMENT = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in _INSERT_COLUMNS.split(", ")[1:-1])
     + ", first_ingested_at = COALESCE(%s, documents.first_ingested_at, EXCLUDED.first_ingested_at)"
 )
-SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mime", "chunks": "chunk_count",
-                "ingested": "first_ingested_at", "updated": "ingested_at"}
-"""What a page of documents may be sorted by (:data:`SORT_KEYS` -> SQL expression)."""
 NO_OWNER = ""
 """``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
 _OWNER_KEYS = 2**62  # random advisory-lock keys; a collision needs two live writers drawing the same one
