@@ -137,8 +137,9 @@ async def reader(client: httpx.AsyncClient, number: int, deadline: float, tally:
     step = number
     while time.monotonic() < deadline:
         route = READER_ROUTES[step % len(READER_ROUTES)]
-        questions = VERSIONED_QUESTIONS if step % 2 else CORPUS_QUESTIONS
-        question = questions[(step // 2) % len(questions)]
+        # every route asks both kinds of question: the set flips once per round of routes
+        questions = VERSIONED_QUESTIONS if (step // len(READER_ROUTES)) % 2 else CORPUS_QUESTIONS
+        question = questions[(step // (2 * len(READER_ROUTES))) % len(questions)]
         step += 1
         started = time.perf_counter()
         try:
@@ -224,10 +225,18 @@ async def phase(url: str, clients: int, seconds: float, with_writer: bool, first
     return {**tally.summary(elapsed), "load_average_after": [round(x, 2) for x in os.getloadavg()]}
 
 
-async def warm_up(url: str) -> list[int]:
-    """One request per reader route, so the baseline does not pay for loading the models."""
+async def warm_up(url: str) -> dict[str, Any]:
+    """Every question once on the answer route, then once per reader route, one at a time, so the
+    baseline measures the steady state (models loaded, passage and sentence vectors cached) rather
+    than 50 clients paying for the same cold caches at once. Returns the statuses and the seconds."""
+    started = time.perf_counter()
+    statuses: Counter[str] = Counter()
     async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT) as client:
-        return [(await _call(client, route, CORPUS_QUESTIONS[0]))[0] for route in READER_ROUTES]
+        for question in (*CORPUS_QUESTIONS, *VERSIONED_QUESTIONS):
+            statuses[str((await _call(client, "query", question))[0])] += 1
+        for route in READER_ROUTES:
+            statuses[str((await _call(client, route, CORPUS_QUESTIONS[0]))[0])] += 1
+    return {"statuses": dict(statuses), "seconds": round(time.perf_counter() - started, 1)}
 
 
 def start_server(data_dir: Path, hash_embedder: bool, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -294,7 +303,7 @@ def main() -> None:
             "cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
             "seed": seed(url, corpus),
         }
-        result["warm_up_statuses"] = asyncio.run(warm_up(url))
+        result["warm_up"] = asyncio.run(warm_up(url))
         if args.baseline_seconds > 0:
             result["baseline_readers_only"] = asyncio.run(phase(url, args.clients, args.baseline_seconds, False, 0))
         result["readers_and_writer"] = asyncio.run(phase(url, args.clients, args.seconds, True, 0))
