@@ -38,10 +38,23 @@ def _imports(path: Path, name: str, known: set[str]) -> set[str]:
     return {module for module in found if module in known and module != "ragstream"}
 
 
+def _with_packages(name: str, imports: set[str], known: set[str]) -> set[str]:
+    """``imports`` plus the packages whose ``__init__`` importing them runs first: importing
+    ``a.b.c`` runs ``a.b`` unless the importer already sits inside ``a.b``."""
+    inside = {".".join(name.split(".")[:end]) for end in range(1, name.count(".") + 2)}
+    found = set(imports)
+    for module in imports:
+        parts = module.split(".")
+        found.update(package for package in (".".join(parts[:end]) for end in range(2, len(parts)))
+                     if package in known and package not in inside)
+    return found
+
+
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
-    return {name: _imports(path, name, known) - {name} for name, path in modules.items()}
+    return {name: _with_packages(name, _imports(path, name, known), known) - {name}
+            for name, path in modules.items()}
 
 
 def test_nothing_below_the_facade_imports_it():

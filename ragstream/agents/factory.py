@@ -5,14 +5,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ragstream.agents.agent_prompt import AgentPrompt
 from ragstream.config import AgentSettings, RagstreamConfig
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.llm_client import LLMClient
+
+if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured (half a second of start-up)
+    from ragstream.providers.llm_client import LLMClient
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class AgentFactory:
         self._config = config
         self._client = client
         if self._client is None and config.llm.enabled:
+            from ragstream.providers.llm_client import LLMClient
+
             self._client = LLMClient(config.llm)
         self._window = config.llm.context_window
         self._lock = threading.Lock()

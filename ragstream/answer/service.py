@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -56,9 +56,11 @@ from ragstream.errors import (
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
+
+if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
+    from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
 
 Mode = Literal["llm", "extractive", "no_results"]
 MS = 1000.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from ragstream.documents.chunkers.markdown_structure import scan_lines
+from ragstream.documents.markdown_structure import scan_lines
 
 _DROPPED_TAGS = ("script", "style", "nav", "noscript", "template", "head")
 _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragstream.documents.chunkers.markdown_structure import ATTRIBUTE_LIST, Line, scan_lines
+from ragstream.documents.markdown_structure import ATTRIBUTE_LIST, Line, scan_lines
 
 INCLUDE_LABEL = "Included file:"
 """How a reference line made from an include directive starts."""

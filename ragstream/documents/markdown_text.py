@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from ragstream.documents.chunkers.markdown_structure import scan_lines, strip_attribute_list
 from ragstream.documents.markdown_dialects import clean_markdown
+from ragstream.documents.markdown_structure import scan_lines, strip_attribute_list
 from ragstream.models import LoadedDocument
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)

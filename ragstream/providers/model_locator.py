@@ -26,6 +26,19 @@ def resolve_model_path(name: str) -> str:
     return str(packaged) if packaged else name
 
 
+def is_available_locally(name: str) -> bool:
+    """Whether ``name`` resolves to weights on this disk (a path, a weights package, or the offline HF
+    cache), checked without importing torch, so a missing optional model costs nothing at start-up."""
+    location = resolve_model_path(name)
+    if Path(location).exists():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    return isinstance(try_to_load_from_cache(location, "config.json"), str)
+
+
 def _packaged_model_dir(module_name: str) -> Path | None:
     if not module_name.isidentifier():
         return None

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from ragstream.config import ChunkingConfig
 from ragstream.documents.chunkers.blocks import fit_block, pack
-from ragstream.documents.chunkers.markdown_structure import (
+from ragstream.documents.chunkers.tokens import TokenCounter
+from ragstream.documents.markdown_structure import (
     Section,
     join_lines,
     scan_lines,
     split_blocks,
     split_sections,
 )
-from ragstream.documents.chunkers.tokens import TokenCounter
 from ragstream.models import TextPiece
 
 _DEEPEST_HEADING = 6

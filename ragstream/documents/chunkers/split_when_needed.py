@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ragstream.config import ChunkingConfig
 from ragstream.documents.chunkers.blocks import fit_block, pack
-from ragstream.documents.chunkers.markdown_structure import (
+from ragstream.documents.chunkers.tokens import TokenCounter
+from ragstream.documents.markdown_structure import (
     Line,
     Section,
     join_lines,
@@ -19,7 +20,6 @@ from ragstream.documents.chunkers.markdown_structure import (
     split_blocks,
     split_sections,
 )
-from ragstream.documents.chunkers.tokens import TokenCounter
 from ragstream.models import TextPiece
 
 _BLOCK_SEPARATOR = "\n\n"

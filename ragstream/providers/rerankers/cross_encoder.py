@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from ragstream.config import RerankerConfig
-from ragstream.providers.model_locator import resolve_model_path
+from ragstream.providers.model_locator import is_available_locally, resolve_model_path
 
 
 class CrossEncoderUnavailableError(Exception):
@@ -23,6 +23,9 @@ class CrossEncoderReranker:
     degraded_reason: str | None = None
 
     def __init__(self, config: RerankerConfig) -> None:
+        if not is_available_locally(config.model):  # before importing torch: seconds saved when absent
+            raise CrossEncoderUnavailableError(
+                f"cross-encoder {config.model!r} has no local copy (path, weights package or offline HF cache)")
         try:
             import transformers
             from sentence_transformers import CrossEncoder
