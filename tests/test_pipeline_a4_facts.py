@@ -41,3 +41,32 @@ def test_facts_start_with_the_sentence_closest_to_the_question(make_fast_index, 
 def test_leading_focus_keeps_each_chunks_first_sentences(make_fast_index, tmp_path):
     facts = _facts(make_fast_index, tmp_path, "leading")
     assert any(lead in facts[0] for lead in ("Alps span eight countries", "Rhone and the Rhine"))
+
+
+def test_sentence_scores_use_the_fast_encoder_and_never_load_the_passage_encoder(tmp_path, hash_embedder):
+    """A new question's S_CTX facts are scored on the query encoder: a process that only answers never
+    loads the passage encoder (torch by default), which cost a new CLI question about 5 s."""
+    from ragstream import Ragstream, load_config
+    from ragstream.providers.embedders.query_encoder import QueryEncoderEmbedder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "glaciers.md").write_text(GLACIERS)
+    (folder / "rivers.md").write_text(RIVERS)
+    config = load_config(data_dir=tmp_path / "index", reranker={"backend": "none"})
+    with Ragstream(config, embedder=hash_embedder) as writer:
+        assert writer.ingest([folder]).documents_failed == 0
+
+    loads: list[int] = []
+
+    def passages() -> object:
+
+        loads.append(1)
+        return hash_embedder
+
+    split = QueryEncoderEmbedder(hash_embedder, passages, hash_embedder.model_id)  # type: ignore[arg-type]
+    with Ragstream(config, embedder=split) as reader:
+        sp = reader.run_pipeline(QUESTION)
+        assert "lost half their ice volume" in sp.S_CTX_MD.split(FACTS_HEADING, 1)[1].splitlines()[1]
+        assert reader.ask("TASK: Which rivers rise in Switzerland?").citations
+    assert loads == []

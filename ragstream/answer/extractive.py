@@ -20,7 +20,7 @@ from ragstream.answer.markers import MarkerScanner
 from ragstream.answer.models import DocumentChunk
 from ragstream.documents.markdown_dialects import INCLUDE_LABEL, LABEL_SEPARATOR
 from ragstream.documents.prose import CODE_BLOCK, readable_sentences
-from ragstream.providers.embedders.base import Embedder
+from ragstream.providers.embedders.base import Embedder, scoring_vectors
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
 # Any bracket the citation scanner would read as a marker; the longest it reads (no limit here).
@@ -74,7 +74,7 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
         candidates = [(number, Quote(_without_markers(chunk.text))) for number, chunk in enumerate(chunks, start=1)]
     if query_vectors is not None and embedder is not None:
         vectors = np.atleast_2d(query_vectors)
-        scores = (embedder.embed_documents([quote.sentence for _, quote in candidates]) @ vectors.T).max(axis=1)
+        scores = (scoring_vectors(embedder, [quote.sentence for _, quote in candidates]) @ vectors.T).max(axis=1)
     else:
         scores = -np.arange(len(candidates), dtype=np.float64)
     best = np.argsort(-scores, kind="stable")[:max_sentences]

@@ -31,6 +31,7 @@ from ragstream.pipeline.conversation import CONVERSATION_SOURCE
 from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
 from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.providers.embedders.base import scoring_vectors
 
 S_CTX_HEADING = "## S_CTX"
 FACTS_HEADING = "### Facts"
@@ -105,7 +106,7 @@ def _sentence_scorer(sp: SuperPrompt, ctx: StageContext) -> SentenceScorer | Non
         return None
 
     def score(sentences: list[str]) -> np.ndarray:
-        return (embedder.embed_documents(sentences) @ queries.T).max(axis=1)
+        return (scoring_vectors(embedder, sentences) @ queries.T).max(axis=1)
     return score
 
 

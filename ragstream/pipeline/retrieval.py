@@ -25,6 +25,7 @@ from ragstream.pipeline.conversation import conversation_chunks
 from ragstream.pipeline.query_pieces import normalized_query, query_pieces, search_body
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.providers.embedders.base import scoring_vectors
 
 HYBRID: SearchMode = "hybrid"
 BM25: SearchMode = "bm25"
@@ -99,7 +100,7 @@ def _conversation_scores(ctx: StageContext, conversation: list[Chunk], vectors: 
     if vectors is None:
         return np.zeros((len(conversation), pieces))
     try:
-        passages = ctx.embedder().embed_documents([chunk.text for chunk in conversation])
+        passages = scoring_vectors(ctx.embedder(), [chunk.text for chunk in conversation])
     except EmbeddingFailureError:
         return np.zeros((len(conversation), pieces))
     return np.clip(passages @ vectors.T, 0.0, 1.0).astype(np.float64)

@@ -38,3 +38,12 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return vectors / norms
+
+
+def scoring_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of ``texts`` to compare with query vectors at question time, never stored (sentence
+    scores, conversation pairs): the embedder's fast encoder when it offers ``embed_for_scoring``
+    (the ONNX query encoder beside a torch passage encoder), else its passage vectors."""
+    fast = getattr(embedder, "embed_for_scoring", None)
+    vectors: np.ndarray = fast(texts) if fast is not None else embedder.embed_documents(texts)
+    return vectors

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragstream.errors import InsufficientStorageError
-from ragstream.providers.embedders.base import Embedder
+from ragstream.providers.embedders.base import Embedder, scoring_vectors
 from ragstream.store.catalog_base import CatalogBackend
 
 logger = logging.getLogger("ragstream.embedding")
@@ -99,6 +99,14 @@ class CachedEmbedder:
         if not texts:
             return self.inner.embed_queries([])
         return np.vstack([known[text] for text in texts])
+
+    def embed_for_scoring(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors compared with query vectors at question time and never stored (A4's sentence
+        scores): the inner embedder's fast encoder when it has one (not counted as a question
+        embedding, not kept in the query memory), else the cached passage vectors."""
+        if getattr(self.inner, "embed_for_scoring", None) is None:
+            return self.embed_documents(texts)
+        return scoring_vectors(self.inner, texts)
 
     def forget_queries(self) -> None:
         """Drop the query vectors kept in memory (a benchmark's next pass then pays each embedding again)."""

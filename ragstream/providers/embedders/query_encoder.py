@@ -45,6 +45,11 @@ class QueryEncoderEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.queries.embed_queries(texts)
 
+    def embed_for_scoring(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors compared with query vectors at question time (sentence scores), never stored: the
+        fast encoder, so answering a new question never loads the passage encoder."""
+        return self.queries.embed_queries(texts)
+
     def count_tokens(self, text: str) -> int:
         """The model's tokenizer, held by the query encoder too (same tokenizer.json)."""
         return self.queries.count_tokens(text)
