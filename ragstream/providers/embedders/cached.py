@@ -7,13 +7,13 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ragstream.errors import InsufficientStorageError
-from ragstream.providers.embedders.base import Embedder, scoring_vectors
+from ragstream.providers.embedders.base import Embedder
 from ragstream.store.catalog_base import CatalogBackend
 
 logger = logging.getLogger("ragstream.embedding")
@@ -60,22 +60,28 @@ class CachedEmbedder:
 
     def embed_documents_with_stats(self, texts: Sequence[str]) -> tuple[np.ndarray, CacheStats]:
         """Vectors for ``texts`` plus what the call cost."""
+        return self._through_cache(texts, self.model_id, self.inner.embed_documents)
+
+    def _through_cache(self, texts: Sequence[str], model_id: str,
+                       encode: Callable[[Sequence[str]], np.ndarray]) -> tuple[np.ndarray, CacheStats]:
+        """Vectors of ``texts`` from the catalog's cache under ``model_id``; the rest from ``encode``, then cached."""
         if not texts:
             return self.inner.embed_documents([]), CacheStats(0, 0, 0.0)
         hashes = [content_hash(text) for text in texts]
-        cached = self._catalog.cached_vectors(self.model_id, hashes)
+        cached = self._catalog.cached_vectors(model_id, hashes)
         missing = list(dict.fromkeys(h for h in hashes if h not in cached))
         seconds = 0.0
         if missing:
             by_hash = dict(zip(hashes, texts, strict=True))
             started = time.perf_counter()
-            fresh = self.inner.embed_documents([by_hash[h] for h in missing])
+            fresh = encode([by_hash[h] for h in missing])
             seconds = time.perf_counter() - started
             new_items = dict(zip(missing, fresh, strict=True))
-            try:
-                self._catalog.cache_vectors(self.model_id, new_items.items())
-            except InsufficientStorageError as error:  # a full disk only costs the cache, never the vectors
-                logger.warning("embedding cache not written: %s", error.message)
+            if not self._catalog.read_only:
+                try:
+                    self._catalog.cache_vectors(model_id, new_items.items())
+                except InsufficientStorageError as error:  # a full disk only costs the cache, never the vectors
+                    logger.warning("embedding cache not written: %s", error.message)
             cached.update(new_items)
         hits = sum(1 for h in hashes if h not in missing)
         return np.vstack([cached[h] for h in hashes]), CacheStats(hits, len(missing), seconds)
@@ -103,10 +109,13 @@ class CachedEmbedder:
     def embed_for_scoring(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors compared with query vectors at question time and never stored (A4's sentence
         scores): the inner embedder's fast encoder when it has one (not counted as a question
-        embedding, not kept in the query memory), else the cached passage vectors."""
-        if getattr(self.inner, "embed_for_scoring", None) is None:
+        embedding, not kept in the query memory), cached in the catalog under that encoder's model
+        id; else the cached passage vectors."""
+        fast = getattr(self.inner, "embed_for_scoring", None)
+        model_id = getattr(self.inner, "scoring_model_id", None)
+        if fast is None or model_id is None:
             return self.embed_documents(texts)
-        return scoring_vectors(self.inner, texts)
+        return self._through_cache(texts, model_id, fast)[0]
 
     def forget_queries(self) -> None:
         """Drop the query vectors kept in memory (a benchmark's next pass then pays each embedding again)."""

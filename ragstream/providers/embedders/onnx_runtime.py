@@ -71,7 +71,7 @@ class OnnxEmbedder:
         self._inputs = {item.name for item in self._session.get_inputs()}
         output = self._session.get_outputs()[0]
         self._output = output.name
-        self._batch_size = config.batch_size
+        self._batch_size = config.onnx_batch_size
         self._dimensions = int(output.shape[-1]) if isinstance(output.shape[-1], int) else 0
         if not self._dimensions:
             self._dimensions = int(self._run(["dimension probe"]).shape[1])

@@ -45,6 +45,11 @@ class QueryEncoderEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.queries.embed_queries(texts)
 
+    @property
+    def scoring_model_id(self) -> str:
+        """The model id of :meth:`embed_for_scoring`'s vectors (their embedding-cache key)."""
+        return self.queries.model_id
+
     def embed_for_scoring(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors compared with query vectors at question time (sentence scores), never stored: the
         fast encoder, so answering a new question never loads the passage encoder."""
