@@ -117,9 +117,12 @@ class JobRunner:
 
     def shutdown(self) -> None:
         """Stop: no new job is taken, and a running one stops after its current file and goes back to the queue
-        (another worker, or this server's next start, takes it)."""
+        (another worker, or this server's next start, takes it). Waits for that up to ``heartbeat_seconds``; a file
+        still being ingested then is left to the lease (another worker takes the job over when it runs out)."""
         self._stopping.set()
         self._wake.set()
+        if self._thread is not None:
+            self._thread.join(self._config.heartbeat_seconds)
 
     # -- the worker thread ---------------------------------------------------------------------
 
