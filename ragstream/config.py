@@ -205,6 +205,10 @@ class StoreConfig(ConfigSection):
         "(required for postgres and qdrant; `ragstream db start` runs a local PostgreSQL and prints one).",
     )
     pool_size: int = Field(8, ge=1, description="Connections the postgres backend keeps open per process.")
+    reader_lease_seconds: float = Field(
+        600.0, gt=0, description="postgres: how long a reader registered in the database (one per request) keeps "
+        "every process from deleting a replaced version it may still read; a request reading longer may find "
+        "its version gone (never a mix of two).")
     connect_timeout_seconds: float = Field(
         10.0, gt=0, description="How long the postgres backend waits for a connection before a 503.")
     hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")

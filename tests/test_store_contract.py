@@ -289,6 +289,23 @@ def test_catalog_keeps_background_jobs(opened):
     assert [row["job_id"] for row in catalog.unfinished_jobs()] == ["j1"]
 
 
+def test_readers_registered_for_other_processes(opened):
+    catalog, _ = opened
+    reader = catalog.open_reader()
+    if reader is None:  # a catalog one process holds: the process's own snapshots are enough
+        assert catalog.oldest_reader() == float("inf")
+        return
+    sequence = catalog.snapshot().sequence
+    assert catalog.oldest_reader() == sequence
+    catalog.commit_documents([_version("r", catalog.begin_versions([("r", None)])[0][0])])
+    later = catalog.open_reader()
+    assert later is not None and catalog.oldest_reader() == sequence  # the oldest reader holds the horizon
+    catalog.close_reader(reader)
+    assert catalog.oldest_reader() == sequence + 1
+    catalog.close_reader(later)
+    assert catalog.oldest_reader() == float("inf")
+
+
 EXPIRED = -1.0
 """A lease that has run out already (what a worker that died leaves behind), without waiting for one."""
 LEASE = 60.0

@@ -182,6 +182,17 @@ class Catalog:
                 if outermost:
                     self._db.execute("COMMIT")
 
+    def open_reader(self) -> int | None:
+        """None: one process holds a SQLite catalog, and :class:`~ragstream.store.snapshots.Snapshots` tracks its readers."""
+        return None
+
+    def close_reader(self, reader_id: int) -> None:
+        """Nothing to do (no reader is registered here)."""
+
+    def oldest_reader(self) -> float:
+        """Infinity: no reader of another process."""
+        return float("inf")
+
     def snapshot(self) -> Snapshot:
         """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
         with self.read_transaction():

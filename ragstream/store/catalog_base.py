@@ -91,6 +91,20 @@ class CatalogBackend(Protocol):
         """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
         ...
 
+    def open_reader(self) -> int | None:
+        """Register a reader that is about to read a snapshot, at the commit sequence committed now, so that no
+        process deletes a version it may read; its id (for :meth:`close_reader`), or None where no other process
+        reads this catalog (the process's own snapshot bookkeeping is enough)."""
+        ...
+
+    def close_reader(self, reader_id: int) -> None:
+        """The reader ``reader_id`` is done."""
+        ...
+
+    def oldest_reader(self) -> float:
+        """The oldest commit sequence a registered reader (of any process) may read; infinity when none is."""
+        ...
+
     # -- settings, generations and intents ---------------------------------------------------
 
     def setting(self, name: str) -> int | None:

@@ -105,6 +105,11 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker TEXT;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(created_at) WHERE state IN ('queued', 'running');
+CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
+    reader_id BIGSERIAL PRIMARY KEY,
+    sequence BIGINT NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL
+);
 """
 _CLOCK = "extract(epoch FROM clock_timestamp())"
 # The oldest job that is queued or whose worker's lease ran out, locked for this transaction; a job another
@@ -158,6 +163,7 @@ class PostgresCatalog:
 
     def __init__(self, config: StoreConfig) -> None:
         self.db = Database(config, SCHEMA)
+        self._reader_lease_seconds = config.reader_lease_seconds
         # Several processes share the database: each writer marks its intents with an owner key whose
         # advisory lock it holds on a connection of its own while it lives, so recovery on another
         # process replays only the intents of writers that died (their lock is free), never a write in flight.
@@ -180,6 +186,24 @@ class PostgresCatalog:
     def read_transaction(self) -> Iterator[None]:
         with self.db.read():
             yield
+
+    def open_reader(self) -> int | None:
+        """Every process deletes replaced versions only once no registered reader may read them (a reader of
+        another process included); the row is unlogged: a crash loses it, with the readers it protected."""
+        with self.db.write() as conn:
+            return _one(conn, "INSERT INTO reader_leases (sequence, expires_at) VALUES (COALESCE((SELECT value FROM "
+                        f"counters WHERE name = %s), 0), {_CLOCK} + %s) RETURNING reader_id",
+                        (COMMIT_SEQUENCE, self._reader_lease_seconds))
+
+    def close_reader(self, reader_id: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM reader_leases WHERE reader_id = %s", (reader_id,))
+
+    def oldest_reader(self) -> float:
+        with self.db.write() as conn:
+            conn.execute(f"DELETE FROM reader_leases WHERE expires_at < {_CLOCK}")  # readers that died or ran over
+            row = conn.execute("SELECT MIN(sequence) FROM reader_leases").fetchone()
+        return float("inf") if row is None or row[0] is None else float(row[0])
 
     def snapshot(self) -> Snapshot:
         with self.db.read() as conn:
