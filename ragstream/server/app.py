@@ -83,15 +83,12 @@ def _job_work(state: ServerState) -> FileWork:
     return work
 
 
-def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[UploadedFile], None]:
-    """Removes a stored upload an interrupted job never ingested (kept when a live document names it)."""
-    live: set[str] | None = None
-
-    def discard(item: UploadedFile) -> None:
-        nonlocal live
-        if live is None:
-            live = {str(stored_upload(record)) for record in rs.documents()}
-        if item.stored_as and item.stored_as not in live:
-            uploads.remove(item.stored_as)
+def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[list[UploadedFile]], None]:
+    """Removes the stored uploads a failed job never ingested (each kept when a live document names it)."""
+    def discard(items: list[UploadedFile]) -> None:
+        live = {str(stored_upload(record)) for record in rs.documents()}
+        for item in items:
+            if item.stored_as and item.stored_as not in live:
+                uploads.remove(item.stored_as)
 
     return discard

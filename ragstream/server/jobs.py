@@ -43,8 +43,8 @@ INTERRUPTED = ErrorDetail(code="job_interrupted", type="JobInterrupted",
 FileWork = Callable[[JobStatus, UploadedFile, bool], UploadedFile]
 """Ingests one stored file (status ``pending``) of a job and returns its outcome; the flag says the job was
 taken over from a worker that died, so the file may already have been ingested."""
-Discard = Callable[[UploadedFile], None]
-"""Removes the stored file of an upload that will not be ingested."""
+Discard = Callable[[list[UploadedFile]], None]
+"""Removes the stored files of uploads that will not be ingested."""
 
 
 def _now() -> str:
@@ -194,9 +194,7 @@ class JobRunner:
 
     def _failed(self, job: JobStatus, error: ErrorDetail) -> JobStatus:
         """``job`` failed with ``error``: its files not ingested are removed and marked failed."""
-        for item in job.files:
-            if item.status == "pending":
-                self._discard(item)
+        self._discard([item for item in job.files if item.status == "pending"])
         files = [f.model_copy(update={"status": "failed", "error": error, "stored_as": None})
                  if f.status == "pending" else f for f in job.files]
         return job.model_copy(update={"state": FAILED, "error": error, "files": files, "files_done": len(files),
