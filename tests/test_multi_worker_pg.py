@@ -232,7 +232,6 @@ def test_killed_workers_job_is_taken_over(two_servers: tuple[RunningServer, Runn
         for reader in readers:
             reader.join()
 
-    print(f"killed at {killed_at} of {len(files)} files; reader checks {log.checks}; latest {log.latest}")
     assert killed_at < len(files), "the job ended before its worker was killed: make it larger"
     assert job["state"] == "succeeded", job
     taken = job_row(postgres_url, job_id)
