@@ -162,10 +162,17 @@ class Ragstream:
         return _found(document_id, self.catalog.get(document_id, user))
 
     def document_with_chunks(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, list[Chunk]]:
-        """One document's record and the chunks of that very version, from one snapshot."""
-        with self.snapshots.open_with(lambda: self.catalog.get(document_id, user)) as (_, record):
-            found = _found(document_id, record)
+        """One document's record and the chunks of that very version, from one snapshot.
+
+        Both are read inside the catalog's read transaction: on a store in the catalog's database (postgres) that
+        is one database snapshot, so another process deleting the version meanwhile cannot take its chunks away.
+        """
+        def read() -> tuple[DocumentRecord, list[Chunk]]:
+            found = _found(document_id, self.catalog.get(document_id, user))
             return found, self.store.chunks_of(document_id, found.generation)
+
+        with self.snapshots.open_with(read) as (_, record_and_chunks):
+            return record_and_chunks
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from ragstream.errors import RagstreamError
+from ragstream.errors import ConfigError, RagstreamError
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
-    from ragstream.config import RagstreamConfig
+    from ragstream.config import RagstreamConfig, ServerConfig
     from ragstream.models import IngestReport, SearchResult
     from ragstream.remote import RemoteIndex
 
@@ -367,18 +367,48 @@ def prompt(
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to bind (default server.port).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Server processes on the port (default server.workers, 1); more than 1 needs a shared store "
+        "(store.backend postgres, or qdrant with a PostgreSQL catalog).")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
     """Serve the HTTP API and the web UI; any address but loopback needs server.api_key."""
     from ragstream.server import serve as run_server
 
-    with _open(config, data_dir) as rs:
-        overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
+    settings = _load(config, data_dir)
+    overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
+    server_config = settings.server.model_copy(update=overrides)
+    count = workers or server_config.workers
+    if count > 1:
+        _serve_workers(settings, server_config, count, config, data_dir)
+        return
+    with _open_index(settings, must_exist=False) as rs:
         try:
-            run_server(rs, rs.config.server.model_copy(update=overrides))
+            run_server(rs, server_config)
         except RagstreamError as error:
             _fail(error)
+
+
+def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count: int, config: Path | None,
+                   data_dir: Path | None) -> None:
+    """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
+    (its schema made, its settings checked) and then by each worker."""
+    from ragstream.server.run import WorkerArgs, serve_workers
+    from ragstream.server.security import check_binding
+    from ragstream.store.factory import single_process_reason
+
+    try:
+        reason = single_process_reason(settings)
+        if reason is not None:
+            raise ConfigError(f"--workers {count} is not possible here: {reason}")
+        check_binding(server_config)
+    except RagstreamError as error:
+        _fail(error)
+    _open_index(settings, must_exist=False).close()
+    args = WorkerArgs(config_file=str(config) if config else None, data_dir=str(data_dir) if data_dir else None,
+                      host=server_config.host, port=server_config.port)
+    serve_workers(args, server_config, count, Path(settings.data_dir))
 
 
 QuestionArgument = Annotated[str, typer.Argument(help="The question.")]

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     JsonConfigSettingsSource,
@@ -208,6 +208,10 @@ class StoreConfig(ConfigSection):
         "(required for postgres and qdrant; `ragstream db start` runs a local PostgreSQL and prints one).",
     )
     pool_size: int = Field(8, ge=1, description="Connections the postgres backend keeps open per process.")
+    reader_lease_seconds: float = Field(
+        600.0, gt=0, description="postgres: how long a reader registered in the database (one per request) keeps "
+        "every process from deleting a replaced version it may still read; a request reading longer may find "
+        "its version gone (never a mix of two).")
     connect_timeout_seconds: float = Field(
         10.0, gt=0, description="How long the postgres backend waits for a connection before a 503.")
     hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
@@ -456,11 +460,37 @@ class ApiKeyEntry(ConfigSection):
         "shared documents and reindex.")
 
 
+class JobsConfig(ConfigSection):
+    """Background ingest jobs: a queue in the catalog that every server worker takes jobs from."""
+
+    lease_seconds: float = Field(
+        30.0, gt=0, description="A running job's lease: its worker renews it while it runs; a job whose lease ran out "
+        "(its worker died or hung) is taken over by another worker.")
+    heartbeat_seconds: float = Field(
+        5.0, gt=0, description="How often a worker renews the lease of the job it runs (well under lease_seconds).")
+    poll_seconds: float = Field(
+        2.0, gt=0, description="How often an idle worker looks for queued jobs and expired leases (a job submitted "
+        "to the same worker starts at once).")
+    max_attempts: int = Field(
+        3, ge=1, description="Workers a job may be given to; a job whose worker died this many times is failed "
+        "(its files not ingested are removed) rather than taken over again.")
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> JobsConfig:
+        if self.heartbeat_seconds >= self.lease_seconds:
+            raise ValueError("server.jobs.heartbeat_seconds must be less than lease_seconds, or leases run out "
+                             "while their jobs run")
+        return self
+
+
 class ServerConfig(ConfigSection):
     """The HTTP API and web UI (``ragstream serve``)."""
 
     host: str = Field("127.0.0.1", description="Address to bind; any non-loopback address requires api_key.")
     port: int = Field(8000, ge=0, le=65535, description="TCP port to bind (0 picks a free one).")
+    workers: int = Field(
+        1, ge=1, description="Server processes on the one port (`ragstream serve --workers N`); more than 1 needs a "
+        "store every process can share: store.backend postgres, or qdrant on a server with store.qdrant.catalog_url.")
     api_key: SecretStr | None = Field(
         None, description="Key every route but /healthz and the UI's static files requires "
         "(Authorization: Bearer KEY or X-API-Key: KEY); env RAGSTREAM_SERVER__API_KEY."
@@ -497,6 +527,7 @@ class ServerConfig(ConfigSection):
     background_ingest_bytes: int = Field(
         1024 * 1024, ge=0, description="An upload request whose files together are larger is ingested by a background "
         "job: 202 with the job id, progress at GET /api/jobs/{id}.")
+    jobs: JobsConfig = JobsConfig()
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
     client_timeout_seconds: float = Field(
         120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")

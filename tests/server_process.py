@@ -28,6 +28,9 @@ SERVE_WITH_HASH_EMBEDDER = (
     f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); import hash_embedder; hash_embedder.install_as_default(); "
     + SERVE
 )
+HASH_SITE = TESTS_DIR / "hash_site"
+"""A ``sitecustomize`` that installs the hash embedder in every process: how the worker processes of
+``serve --workers N`` (which run none of the command line's code) get it."""
 FAST_SETTINGS = {"RERANKER__BACKEND": "none"}
 """``RAGSTREAM_*`` settings of a hash-embedder server (index_fixtures.FAST_DEFAULTS as environment)."""
 
@@ -51,9 +54,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_command(host: str, port: int, *, hash_embedder: bool = False) -> list[str]:
+def serve_command(host: str, port: int, *, hash_embedder: bool = False, workers: int | None = None) -> list[str]:
     code = SERVE_WITH_HASH_EMBEDDER if hash_embedder else SERVE
-    return [sys.executable, "-c", code, "serve", "--host", host, "--port", str(port)]
+    more = ["--workers", str(workers)] if workers else []
+    return [sys.executable, "-c", code, "serve", "--host", host, "--port", str(port), *more]
 
 
 def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
@@ -66,20 +70,23 @@ def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
 
 @contextmanager
 def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False, data_dir: Path | None = None,
-                   **settings: str) -> Iterator[RunningServer]:
+                   workers: int | None = None, **settings: str) -> Iterator[RunningServer]:
     """``ragstream serve --host host`` on a free port with its own data dir (``tmp/data`` unless given);
     stopped afterwards (unless the test killed it already).
 
     ``hash_embedder=True``: the server embeds with the hash embedder (fast tier), not the real model.
+    ``workers``: ``serve --workers N`` (the worker processes get the hash embedder through :data:`HASH_SITE`).
     """
     port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     data_dir, log = data_dir or tmp / "data", tmp / "server.log"
-    if hash_embedder:
-        settings = {**FAST_SETTINGS, **settings}
+    env = server_env(data_dir, **({**FAST_SETTINGS, **settings} if hash_embedder else settings))
+    if hash_embedder and workers:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HASH_SITE), env.get("PYTHONPATH")]))
+        env["RAGSTREAM_TEST_HASH_EMBEDDER"] = "1"
     with log.open("wb") as out:
-        process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder),
-                                   env=server_env(data_dir, **settings),
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder, workers=workers),
+                                   env=env, stdout=out, stderr=subprocess.STDOUT)
     server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log, process=process)
     try:
         _wait_ready(server, process)

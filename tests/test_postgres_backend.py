@@ -165,10 +165,14 @@ def test_two_indexes_on_one_database_share_documents_and_versions(make_fast_inde
     with reader.snapshot() as before:
         (docs / "a.md").write_text("# Pools\n\nVersion two: the connection pool keeps twenty connections.")
         writer.ingest([docs])
-        # the writer cannot see the reader's snapshot (leases are per process): the old version may be
-        # gone already, but a search never mixes versions
-        assert _versions(reader.search("connection pool", mode="bm25", snapshot=before).hits) <= {"one"}
+        # the reader registered its snapshot in the database: the writer keeps the old version for it
+        assert writer.snapshots.waiting() == 1 and reader.catalog.oldest_reader() == before.sequence
+        assert _versions(reader.search("connection pool", mode="bm25", snapshot=before).hits) == {"one"}
+        assert len(reader.store.chunks_of(record.document_id, record.generation)) == record.chunk_count
+        assert writer.snapshots.collect() == 0  # still open
     assert _versions(reader.search("connection pool", mode="bm25").hits) == {"two"}
+    assert reader.catalog.oldest_reader() == float("inf")
+    assert writer.snapshots.collect() == 1 and reader.store.chunks_of(record.document_id, record.generation) == []
     assert reader.document(record.document_id).generation > record.generation
 
     writer.delete(record.document_id)

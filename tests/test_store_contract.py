@@ -6,6 +6,7 @@ derives the snapshot from committed state, and an interrupted write recovers on 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -286,3 +287,72 @@ def test_catalog_keeps_background_jobs(opened):
     assert job["created_at"] == "2026-01-01T00:00:00+00:00" and job["updated_at"] == "2026-01-01T00:00:02+00:00"
     assert catalog.job("nope") is None
     assert [row["job_id"] for row in catalog.unfinished_jobs()] == ["j1"]
+
+
+def test_readers_registered_for_other_processes(opened):
+    catalog, _ = opened
+    reader = catalog.open_reader()
+    if reader is None:  # a catalog one process holds: the process's own snapshots are enough
+        assert catalog.oldest_reader() == float("inf")
+        return
+    sequence = catalog.snapshot().sequence
+    assert catalog.oldest_reader() == sequence
+    catalog.commit_documents([_version("r", catalog.begin_versions([("r", None)])[0][0])])
+    later = catalog.open_reader()
+    assert later is not None and catalog.oldest_reader() == sequence  # the oldest reader holds the horizon
+    catalog.close_reader(reader)
+    assert catalog.oldest_reader() == sequence + 1
+    catalog.close_reader(later)
+    assert catalog.oldest_reader() == float("inf")
+
+
+EXPIRED = -1.0
+"""A lease that has run out already (what a worker that died leaves behind), without waiting for one."""
+LEASE = 60.0
+
+
+def test_job_queue_leases_and_takeover(opened):
+    catalog, _ = opened
+    for number in range(2):
+        catalog.save_job(f"j{number}", "upload", "queued", f'{{"n": {number}}}', f"2026-01-01T00:00:0{number}+00:00")
+    first = catalog.claim_job("worker-a", EXPIRED, "2026-01-01T00:01:00+00:00")
+    assert first is not None and first["job_id"] == "j0" and first["state"] == "running" and first["attempts"] == 1
+    assert first["payload"] == '{"n": 0}'
+    taken_over = catalog.claim_job("worker-c", LEASE, "2026-01-01T00:01:01+00:00")  # worker-a's lease ran out
+    assert taken_over is not None and taken_over["job_id"] == "j0" and taken_over["attempts"] == 2
+    assert taken_over["payload"] == '{"n": 0}'  # with the progress worker-a recorded
+    second = catalog.claim_job("worker-b", LEASE, "2026-01-01T00:01:02+00:00")
+    assert second is not None and second["job_id"] == "j1" and second["attempts"] == 1
+    assert catalog.claim_job("worker-d", LEASE, "2026-01-01T00:01:03+00:00") is None  # both held by live leases
+    assert not catalog.renew_job("j0", "worker-a", LEASE)  # the dead worker lost it ...
+    assert not catalog.update_job("j0", "worker-a", "running", '{"n": "stale"}', "2026-01-01T00:01:04+00:00", LEASE)
+    assert catalog.job("j0")["payload"] == '{"n": 0}'  # type: ignore[index]  # ... and writes nothing
+    assert catalog.renew_job("j0", "worker-c", LEASE)
+    assert catalog.update_job("j0", "worker-c", "running", '{"n": 1}', "2026-01-01T00:01:05+00:00", LEASE)
+    assert catalog.update_job("j0", "worker-c", "succeeded", '{"n": 2}', "2026-01-01T00:01:06+00:00", LEASE)
+    assert catalog.job("j0")["state"] == "succeeded" and catalog.job("j0")["payload"] == '{"n": 2}'  # type: ignore[index]
+    assert not catalog.update_job("j0", "worker-c", "failed", "{}", "2026-01-01T00:01:07+00:00", LEASE)  # finished
+    assert catalog.update_job("j1", "worker-b", "queued", '{"n": 3}', "2026-01-01T00:01:08+00:00", LEASE)  # handed back
+    again = catalog.claim_job("worker-e", LEASE, "2026-01-01T00:01:09+00:00")
+    assert again is not None and again["job_id"] == "j1" and again["attempts"] == 1  # a hand-back is no attempt
+    assert [row["job_id"] for row in catalog.unfinished_jobs()] == ["j1"]
+
+
+def test_job_queue_gives_each_job_to_one_worker(opened):
+    catalog, _ = opened
+    jobs = [f"job{number:02d}" for number in range(24)]
+    for job_id in jobs:
+        catalog.save_job(job_id, "upload", "queued", "{}", "2026-01-01T00:00:00+00:00")
+    taken: list[list[str]] = [[] for _ in range(4)]
+
+    def take(worker: int) -> None:
+        while (row := catalog.claim_job(f"worker-{worker}", LEASE, "2026-01-01T00:01:00+00:00")) is not None:
+            taken[worker].append(row["job_id"])
+
+    threads = [threading.Thread(target=take, args=(worker,)) for worker in range(len(taken))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    everything = [job_id for ids in taken for job_id in ids]
+    assert sorted(everything) == jobs  # every job taken, none twice

@@ -9,7 +9,7 @@ import pytest
 from ragstream.config import RagstreamConfig
 from ragstream.errors import ConfigError
 from ragstream.store.catalog import Catalog
-from ragstream.store.factory import BACKENDS, open_backend, open_catalog
+from ragstream.store.factory import BACKENDS, open_backend, open_catalog, single_process_reason
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 
 
@@ -44,3 +44,17 @@ def test_qdrant_backend_opens_a_sqlite_catalog_and_a_qdrant_collection(tmp_path:
     assert store.info()["backend"] == "qdrant" and (tmp_path / "catalog.sqlite3").is_file()
     store.close()
     catalog.close()
+
+
+@pytest.mark.parametrize(("store", "shared"), [
+    ({"backend": "qdrant_edge"}, False),
+    ({"backend": "postgres", "url": "postgresql://u:p@db:5432/r"}, True),
+    ({"backend": "qdrant", "url": "http://qdrant:6333"}, False),  # its catalog: SQLite in data_dir
+    ({"backend": "qdrant", "url": ":memory:"}, False),  # qdrant-client's local mode
+    ({"backend": "qdrant", "url": "http://qdrant:6333", "qdrant": {"catalog_url": "postgresql://u:p@db/r"}}, True),
+])
+def test_which_stores_several_processes_may_serve(tmp_path: Path, store: dict, shared: bool):
+    reason = single_process_reason(RagstreamConfig(data_dir=tmp_path, store=store))
+    assert (reason is None) == shared
+    if reason is not None:  # says why, and what would do
+        assert store["backend"] in reason and ("postgres" in reason or "catalog_url" in reason or "server" in reason)

@@ -16,12 +16,13 @@ from ragstream.config import ServerConfig
 from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, search, ui
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import RequestGuardMiddleware
-from ragstream.server.intake import stored_upload
-from ragstream.server.jobs import JobRunner
-from ragstream.server.schemas import UploadedFile
+from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
+from ragstream.server.jobs import FileWork, JobRunner
+from ragstream.server.schemas import JobStatus, UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
 from ragstream.server.uploads import UPLOADS_DIRNAME, UploadStore
+from ragstream.store.factory import single_process_reason
 
 STATIC_DIR = Path(__file__).parent / "static"
 UI_PATH = "/ui"
@@ -36,12 +37,15 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     keys = check_binding(config)
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
     uploads = _upload_store(rs, config)
-    jobs = JobRunner(rs.catalog)
-    if not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
-        jobs.fail_interrupted(_discard_unindexed(rs, uploads))
-    app.state.ragstream = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
-                                      prompts=PromptSessions(config.max_pipeline_sessions,
-                                                             config.max_pipeline_session_bytes))
+    shared = single_process_reason(rs.config) is None
+    jobs = JobRunner(rs.catalog, config.jobs, shared=shared, discard=_discard_unindexed(rs, uploads))
+    if not shared and not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
+        jobs.fail_interrupted()
+    state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
+                        prompts=PromptSessions(config.max_pipeline_sessions, config.max_pipeline_session_bytes))
+    app.state.ragstream = state
+    if not rs.read_only:
+        jobs.start(_job_work(state))
     install_error_handlers(app)
     app.router.on_shutdown.append(jobs.shutdown)
     for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics, ui):
@@ -69,15 +73,22 @@ def _upload_store(rs: Ragstream, config: ServerConfig) -> UploadStore:
                        min_free_bytes=rs.config.limits.min_free_disk_bytes)
 
 
-def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[UploadedFile], None]:
-    """Removes a stored upload an interrupted job never ingested (kept when a live document names it)."""
-    live: set[str] | None = None
+def _job_work(state: ServerState) -> FileWork:
+    """How a background job ingests one of its stored files (checking first, in a job taken over from a worker
+    that died, whether that worker got the file in already)."""
+    def work(job: JobStatus, item: UploadedFile, resumed: bool) -> UploadedFile:
+        owner = None if job.shared else job.user
+        done = already_ingested(state, item, job.user, owner) if resumed else None
+        return done or ingest_stored(state, item, job.user, owner)
+    return work
 
-    def discard(item: UploadedFile) -> None:
-        nonlocal live
-        if live is None:
-            live = {str(stored_upload(record)) for record in rs.documents()}
-        if item.stored_as and item.stored_as not in live:
-            uploads.remove(item.stored_as)
+
+def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[list[UploadedFile]], None]:
+    """Removes the stored uploads a failed job never ingested (each kept when a live document names it)."""
+    def discard(items: list[UploadedFile]) -> None:
+        live = {str(stored_upload(record)) for record in rs.documents()}
+        for item in items:
+            if item.stored_as and item.stored_as not in live:
+                uploads.remove(item.stored_as)
 
     return discard

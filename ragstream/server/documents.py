@@ -17,7 +17,7 @@ from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionD
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import ingest_stored, ingest_upload, public_record, store_upload, stored_upload
+from ragstream.server.intake import ingest_upload, public_record, store_upload, stored_upload
 from ragstream.server.schemas import (
     DeleteResponse,
     DocumentDetail,
@@ -94,8 +94,7 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
             results = [await run_in_threadpool(_named(ingest_upload), state, item, caller.user, owner)
                        for item in files]
     if background:
-        job = await run_in_threadpool(state.jobs.submit_upload, results, caller.user,
-                                      lambda pending: ingest_stored(state, pending, caller.user, owner))
+        job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user, shared=owner is None))
         return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
                             headers={"Location": f"/api/jobs/{job.id}"})
     return _upload_response(results)

@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from ragstream import metrics
 from ragstream.documents.loaders import default_document_id, load_bytes
-from ragstream.errors import DocumentError, InsufficientStorageError, RagstreamError
+from ragstream.errors import DocumentError, DocumentNotFoundError, InsufficientStorageError, RagstreamError
 from ragstream.models import PRIVATE_METADATA_PREFIX, DocumentRecord, IngestReport, LoadedDocument, public_metadata
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
@@ -58,6 +58,28 @@ def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: s
         metrics.record_failed_file()
         state.uploads.remove(stored.relative)
         return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
+
+
+def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile | None:
+    """The outcome of a stored upload that a worker which then died had ingested already (a job taken over):
+    ``ingested`` when the live document of its name holds this very stored file, ``duplicate`` when the file is
+    gone and a document ``user`` may see has its content; None when it still has to be ingested."""
+    assert pending.stored_as is not None and pending.sha256 is not None
+    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{user_folder(owner)}/{pending.filename}")
+    try:
+        record: DocumentRecord | None = state.rs.document(document_id)
+    except DocumentNotFoundError:
+        record = None
+    if record is not None and stored_upload(record) == pending.stored_as:
+        return pending.model_copy(update={"status": "ingested", "document_id": document_id,
+                                          "chunks": record.chunk_count})
+    if (state.uploads.root / pending.stored_as).exists():
+        return None
+    same = [r.document_id for r in state.rs.duplicates(pending.sha256, user=user)]
+    if not same:
+        return None
+    return pending.model_copy(update={"status": "duplicate", "document_id": same[0], "duplicate_of": same,
+                                      "stored_as": None})
 
 
 def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None) -> LoadedDocument:

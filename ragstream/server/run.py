@@ -1,20 +1,44 @@
-"""Run the server with uvicorn (what ``ragstream serve`` calls)."""
+"""Run the server with uvicorn (what ``ragstream serve`` calls): one process, or ``--workers N``
+processes on one port over a store they all share (docs/backends.md)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import socket
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import uvicorn
+from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
 
 from ragstream import serve_link
 from ragstream.api import Ragstream
-from ragstream.config import ServerConfig
+from ragstream.config import ServerConfig, load_config
+from ragstream.errors import ConfigError
 from ragstream.observability import configure_logging
 from ragstream.server.app import UI_PATH, create_app
+from ragstream.store.factory import single_process_reason
 
 logger = logging.getLogger("ragstream.server")
+
+WORKER_ARGS_ENV = "_RAGSTREAM_SERVE_ARGS"
+"""Environment variable by which ``serve_workers`` tells each worker process where its settings come from
+(outside the ``RAGSTREAM_`` prefix, so it is never read as a setting)."""
+WORKER_APP = "ragstream.server.run:worker_app"
+
+
+@dataclass(frozen=True)
+class WorkerArgs:
+    """Where a worker process loads its settings from: the same config file, data dir and environment as
+    ``ragstream serve``, and the command line's host and port."""
+
+    config_file: str | None
+    data_dir: str | None
+    host: str
+    port: int
 
 
 def serve(rs: Ragstream, config: ServerConfig) -> None:
@@ -25,11 +49,59 @@ def serve(rs: Ragstream, config: ServerConfig) -> None:
     """
     app = create_app(rs, config)
     configure_logging(config.log_level)
-    host = f"[{config.host}]" if ":" in config.host else config.host
-    print(f"ragstream UI: http://{host}:{config.port}{UI_PATH}/   API docs: http://{host}:{config.port}/docs", flush=True)
+    _print_urls(config.host, config.port)
     uvicorn_config = uvicorn.Config(app, host=config.host, port=config.port, log_config=None, access_log=False,
                                     log_level=config.log_level)
     _AnnouncingServer(uvicorn_config, Path(rs.config.data_dir), config.host).run()
+
+
+def serve_workers(args: WorkerArgs, config: ServerConfig, workers: int, data_dir: Path) -> None:
+    """Serve with ``workers`` processes on one port until interrupted: this process binds the socket, announces
+    it in ``data_dir`` and supervises the workers (uvicorn's, which replaces one that dies); each worker opens
+    its own :class:`Ragstream` over the shared store (:func:`worker_app`)."""
+    configure_logging(config.log_level)
+    uvicorn_config = uvicorn.Config(WORKER_APP, factory=True, host=config.host, port=config.port, workers=workers,
+                                    log_config=None, access_log=False, log_level=config.log_level)
+    sock = uvicorn_config.bind_socket()
+    port = sock.getsockname()[1]
+    os.environ[WORKER_ARGS_ENV] = json.dumps(asdict(args) | {"port": port})  # inherited by the workers
+    _print_urls(config.host, port)
+    try:
+        serve_link.announce(data_dir, serve_link.client_url(config.host, port))
+    except OSError as error:
+        logger.warning("could not announce the server in %s: %s", data_dir, error)
+    try:
+        Multiprocess(uvicorn_config, sockets=[sock]).run()
+    finally:
+        serve_link.withdraw(data_dir)
+        sock.close()
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker process of ``serve_workers``: its own index handle over the shared store."""
+    raw = os.environ.get(WORKER_ARGS_ENV)
+    if raw is None:
+        raise ConfigError(f"{WORKER_APP} runs in the worker processes of `ragstream serve --workers N`")
+    args = WorkerArgs(**json.loads(raw))
+    settings = load_config(args.config_file, **({"data_dir": args.data_dir} if args.data_dir else {}))
+    reason = single_process_reason(settings)
+    if reason is not None:
+        raise ConfigError(reason)
+    config = settings.server.model_copy(update={"host": args.host, "port": args.port})
+    configure_logging(config.log_level)
+    rs = Ragstream(settings)
+    try:
+        app = create_app(rs, config)
+    except BaseException:
+        rs.close()
+        raise
+    app.router.on_shutdown.append(rs.close)
+    return app
+
+
+def _print_urls(host: str, port: int) -> None:
+    shown = f"[{host}]" if ":" in host else host
+    print(f"ragstream UI: http://{shown}:{port}{UI_PATH}/   API docs: http://{shown}:{port}/docs", flush=True)
 
 
 class _AnnouncingServer(uvicorn.Server):

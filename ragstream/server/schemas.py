@@ -75,6 +75,7 @@ class JobStatus(BaseModel):
     id: str
     kind: Literal["upload"] = "upload"
     user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
+    shared: bool = Field(False, description="The files become shared documents (an admin's ``shared=true`` upload).")
     state: Literal["queued", "running", "succeeded", "failed"]
     files_total: int = Field(description="Files in the upload.")
     files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")

@@ -12,6 +12,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,9 +24,12 @@ from ragstream.errors import InsufficientStorageError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
 from ragstream.store.catalog_base import (
+    CLAIMED_JOB_COLUMNS,
     COMMIT_SEQUENCE,
     GENERATION_COUNTER,
     JOB_COLUMNS,
+    JOB_QUEUED,
+    JOB_RUNNING,
     SORT_COLUMNS,
     UNFINISHED_JOB_STATES,
     DocumentPage,
@@ -91,7 +95,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     state TEXT NOT NULL,
     payload TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    worker TEXT,
+    lease_until REAL,
+    attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 """
@@ -174,6 +181,17 @@ class Catalog:
                 self._read_depth -= 1
                 if outermost:
                     self._db.execute("COMMIT")
+
+    def open_reader(self) -> int | None:
+        """None: one process holds a SQLite catalog, and :class:`~ragstream.store.snapshots.Snapshots` tracks its readers."""
+        return None
+
+    def close_reader(self, reader_id: int) -> None:
+        """Nothing to do (no reader is registered here)."""
+
+    def oldest_reader(self) -> float:
+        """Infinity: no reader of another process."""
+        return float("inf")
 
     def snapshot(self) -> Snapshot:
         """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
@@ -470,6 +488,39 @@ class Catalog:
                                     UNFINISHED_JOB_STATES).fetchall()
         return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
 
+    def claim_job(self, worker: str, lease_seconds: float, now: str) -> dict[str, Any] | None:
+        """Take the oldest queued job, or a running one whose lease ran out, for ``worker``; its row or None."""
+        with self.transaction() as db:  # BEGIN IMMEDIATE: one claimer at a time
+            row = db.execute(
+                f"SELECT {', '.join(CLAIMED_JOB_COLUMNS)} FROM jobs WHERE state = ? OR (state = ? AND "
+                "(lease_until IS NULL OR lease_until < ?)) ORDER BY created_at, job_id LIMIT 1",
+                (JOB_QUEUED, JOB_RUNNING, time.time())).fetchone()
+            if row is None:
+                return None
+            claimed = dict(zip(CLAIMED_JOB_COLUMNS, row, strict=True))
+            db.execute("UPDATE jobs SET state = ?, worker = ?, lease_until = ?, attempts = attempts + 1, updated_at = ? "
+                       "WHERE job_id = ?", (JOB_RUNNING, worker, time.time() + lease_seconds, now, claimed["job_id"]))
+        return claimed | {"state": JOB_RUNNING, "updated_at": now, "attempts": claimed["attempts"] + 1}
+
+    def renew_job(self, job_id: str, worker: str, lease_seconds: float) -> bool:
+        """Extend ``worker``'s lease on its running job; False when it is no longer ``worker``'s."""
+        with self.transaction() as db:
+            cursor = db.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ? AND worker = ? AND state = ?",
+                                (time.time() + lease_seconds, job_id, worker, JOB_RUNNING))
+            return cursor.rowcount == 1
+
+    def update_job(self, job_id: str, worker: str, state: str, payload: str, now: str, lease_seconds: float) -> bool:
+        """Record progress or the end of ``worker``'s job; False (nothing written) when it is no longer ``worker``'s."""
+        queued = state == JOB_QUEUED
+        lease = time.time() + lease_seconds if state == JOB_RUNNING else None
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE jobs SET state = ?, payload = ?, updated_at = ?, lease_until = ?, "
+                "worker = CASE WHEN ? THEN NULL ELSE worker END, attempts = attempts - ? "
+                "WHERE job_id = ? AND worker = ? AND state = ?",
+                (state, payload, now, lease, queued, int(queued), job_id, worker, JOB_RUNNING))
+            return cursor.rowcount == 1
+
 
 def _open_writable(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -522,6 +573,10 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
     if "owner" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    job_columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+    for column, kind in (("worker", "TEXT"), ("lease_until", "REAL"), ("attempts", "INTEGER NOT NULL DEFAULT 0")):
+        if column not in job_columns:  # catalogs before the job queue (docs/backends.md)
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
     document_columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
     if "owner" not in document_columns:
         db.execute("ALTER TABLE documents ADD COLUMN owner TEXT")

@@ -23,6 +23,9 @@ from ragstream.store.base import Snapshot
 JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
 """The stored form of a background job (its progress and results are the JSON ``payload``)."""
 UNFINISHED_JOB_STATES = ("queued", "running")
+JOB_QUEUED, JOB_RUNNING = UNFINISHED_JOB_STATES
+CLAIMED_JOB_COLUMNS = (*JOB_COLUMNS, "attempts")
+"""A job taken from the queue: its row and how many workers have taken it (this one included)."""
 GENERATION_COUNTER = "generation"
 COMMIT_SEQUENCE = "commit_sequence"
 
@@ -86,6 +89,20 @@ class CatalogBackend(Protocol):
 
     def snapshot(self) -> Snapshot:
         """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
+        ...
+
+    def open_reader(self) -> int | None:
+        """Register a reader that is about to read a snapshot, at the commit sequence committed now, so that no
+        process deletes a version it may read; its id (for :meth:`close_reader`), or None where no other process
+        reads this catalog (the process's own snapshot bookkeeping is enough)."""
+        ...
+
+    def close_reader(self, reader_id: int) -> None:
+        """The reader ``reader_id`` is done."""
+        ...
+
+    def oldest_reader(self) -> float:
+        """The oldest commit sequence a registered reader (of any process) may read; infinity when none is."""
         ...
 
     # -- settings, generations and intents ---------------------------------------------------
@@ -207,4 +224,20 @@ class CatalogBackend(Protocol):
 
     def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
         """Jobs still queued or running (after a restart: the ones it interrupted)."""
+        ...
+
+    def claim_job(self, worker: str, lease_seconds: float, now: str) -> dict[str, Any] | None:
+        """Take the oldest job that is queued, or running with its lease run out (its worker died or hung):
+        it becomes ``running`` for ``worker`` with a lease of ``lease_seconds`` (by the database's clock) and one
+        more attempt. Its row (:data:`CLAIMED_JOB_COLUMNS`), or None. Concurrent callers never take one job twice."""
+        ...
+
+    def renew_job(self, job_id: str, worker: str, lease_seconds: float) -> bool:
+        """Extend ``worker``'s lease on its running job; False when the job is no longer ``worker``'s."""
+        ...
+
+    def update_job(self, job_id: str, worker: str, state: str, payload: str, now: str, lease_seconds: float) -> bool:
+        """Record ``worker``'s progress on its job (renewing the lease) or its end (a final ``state`` drops the
+        lease; ``queued`` hands it back to the queue, not counted as an attempt). False, and nothing written,
+        when the job is no longer ``worker``'s (another worker took it over)."""
         ...

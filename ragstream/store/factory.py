@@ -29,6 +29,8 @@ class Backend:
     open_store: Callable[[RagstreamConfig, CatalogBackend, int], VectorStore]
     needs_url: bool = False
     url_example: str = "postgresql://user:password@host:5432/ragstream; `ragstream db start` runs a local one"
+    single_process: Callable[[RagstreamConfig], str | None] = lambda config: None
+    """Why several processes may not open this backend's index at once (None: they may)."""
 
 
 def _sqlite_catalog(config: RagstreamConfig) -> CatalogBackend:
@@ -70,6 +72,23 @@ def _qdrant_catalog(config: RagstreamConfig) -> CatalogBackend:
     return _postgres_catalog(config.model_copy(update={"store": config.store.model_copy(update={"url": url})}))
 
 
+def _embedded_only(config: RagstreamConfig) -> str | None:
+    return (f"store.backend 'qdrant_edge' keeps the index in {config.data_dir} (SQLite + an embedded shard), which "
+            "one process opens at a time; several workers need a server backend: store.backend 'postgres', or "
+            "'qdrant' on a server with store.qdrant.catalog_url")
+
+
+def _qdrant_single_process(config: RagstreamConfig) -> str | None:
+    url = str(config.store.url or "")
+    if not url.startswith(("http://", "https://")):
+        return (f"store.backend 'qdrant' with store.url {url!r} runs qdrant-client's local mode, which one process "
+                "opens at a time; several workers need a Qdrant server (http://...)")
+    if not config.store.qdrant.catalog_url:
+        return ("store.backend 'qdrant' keeps its catalog in SQLite in data_dir, which one process opens at a time; "
+                "several workers need the catalog in PostgreSQL: set store.qdrant.catalog_url")
+    return None
+
+
 def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
     from ragstream.store.qdrant_server import QdrantServerStore
 
@@ -77,11 +96,11 @@ def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: 
 
 
 BACKENDS: dict[str, Backend] = {
-    "qdrant_edge": Backend(_sqlite_catalog, _qdrant_edge_store),
+    "qdrant_edge": Backend(_sqlite_catalog, _qdrant_edge_store, single_process=_embedded_only),
     "postgres": Backend(_postgres_catalog, _postgres_store, needs_url=True),
     "qdrant": Backend(_qdrant_catalog, _qdrant_store, needs_url=True,
                       url_example="http://127.0.0.1:6333 (a Qdrant server), or :memory: or a folder for qdrant-client's "
-                      "local mode"),
+                      "local mode", single_process=_qdrant_single_process),
 }
 """Registered backends by ``store.backend`` name; a backend module adds its entry here."""
 
@@ -96,6 +115,11 @@ def backend(config: RagstreamConfig) -> Backend:
     if found.needs_url and not config.store.url:
         raise ConfigError(f"store.backend {name!r} needs store.url (RAGSTREAM_STORE__URL), e.g. {found.url_example}")
     return found
+
+
+def single_process_reason(config: RagstreamConfig) -> str | None:
+    """Why the configured index cannot be served by several processes at once (None: it can)."""
+    return backend(config).single_process(config)
 
 
 def open_catalog(config: RagstreamConfig) -> CatalogBackend:

@@ -2,7 +2,8 @@
 
 A reader takes one :class:`~ragstream.store.base.Snapshot` at the start of its request and does
 every read of that request through it. Deleting a replaced (or deleted) version's points waits
-until no snapshot of this process taken before the switch is still open, so a multi-part read
+until no snapshot taken before the switch is still open, in this process or (on a catalog other
+processes share: postgres) in any process, as each reader registers in the catalog first, so a multi-part read
 (a document and its chunks, the searches of one answer) never loses half of what it started
 reading. Until then the version's write intent stays open: newer snapshots exclude it, and a crash
 leaves it to recovery. docs/consistency.md tells the whole protocol.
@@ -64,7 +65,9 @@ class Snapshots:
         token = next(self._ids)
         with self._lock:
             self._open[token] = None  # registered before reading: no deletion can slip in between
+        reader: int | None = None
         try:
+            reader = self._catalog.open_reader()  # the same, for other processes (on a shared catalog)
             with self._catalog.read_transaction():
                 snapshot = self._catalog.snapshot()
                 value = read()
@@ -75,6 +78,8 @@ class Snapshots:
             with self._lock:
                 del self._open[token]
                 due = self._has_due()
+            if reader is not None:
+                self._close_quietly(reader)
             if due:
                 self._collect_quietly()
 
@@ -88,7 +93,11 @@ class Snapshots:
     def collect(self) -> int:
         """Delete the versions no open snapshot can read any more; returns how many intents finished."""
         with self._lock:
-            horizon = self._horizon()
+            if not self._has_due():
+                return 0
+        shared = self._catalog.oldest_reader()  # readers of every process, this one's included
+        with self._lock:
+            horizon = min(self._horizon(), shared)
             due = [item for item in self._pending if item.sequence <= horizon]
             self._pending = [item for item in self._pending if item.sequence > horizon]
         if not due:
@@ -124,6 +133,13 @@ class Snapshots:
     def _has_due(self) -> bool:
         horizon = self._horizon()
         return any(item.sequence <= horizon for item in self._pending)
+
+    def _close_quietly(self, reader: int) -> None:
+        """Unregister a reader; a failure leaves its registration to expire (``store.reader_lease_seconds``)."""
+        try:
+            self._catalog.close_reader(reader)
+        except Exception as error:
+            logger.warning("could not unregister a reader (it expires on its own): %s", error)
 
     def _collect_quietly(self) -> None:
         """Collect on a reader's way out; a failure leaves the work for the next collect or recovery."""

@@ -24,9 +24,12 @@ from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import DocumentRecord, LoadedDocument, Page
 from ragstream.store.base import Snapshot
 from ragstream.store.catalog_base import (
+    CLAIMED_JOB_COLUMNS,
     COMMIT_SEQUENCE,
     GENERATION_COUNTER,
     JOB_COLUMNS,
+    JOB_QUEUED,
+    JOB_RUNNING,
     SORT_COLUMNS,
     UNFINISHED_JOB_STATES,
     DocumentPage,
@@ -98,6 +101,28 @@ CREATE TABLE IF NOT EXISTS jobs (
     updated_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker TEXT;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(created_at) WHERE state IN ('queued', 'running');
+CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
+    reader_id BIGSERIAL PRIMARY KEY,
+    sequence BIGINT NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL
+);
+"""
+_CLOCK = "extract(epoch FROM clock_timestamp())"
+# The oldest job that is queued or whose worker's lease ran out, locked for this transaction; a job another
+# worker is taking at the same moment is skipped (SKIP LOCKED), so no job is taken twice.
+_CLAIM = f"""
+WITH next AS (
+    SELECT job_id FROM jobs
+    WHERE state = %(queued)s OR (state = %(running)s AND (lease_until IS NULL OR lease_until < {_CLOCK}))
+    ORDER BY created_at, job_id LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE jobs SET state = %(running)s, worker = %(worker)s, lease_until = {_CLOCK} + %(lease)s,
+    attempts = jobs.attempts + 1, updated_at = %(now)s
+FROM next WHERE jobs.job_id = next.job_id
+RETURNING {", ".join(f"jobs.{column}" for column in CLAIMED_JOB_COLUMNS)}
 """
 
 _UNCOMMITTED = """
@@ -138,6 +163,7 @@ class PostgresCatalog:
 
     def __init__(self, config: StoreConfig) -> None:
         self.db = Database(config, SCHEMA)
+        self._reader_lease_seconds = config.reader_lease_seconds
         # Several processes share the database: each writer marks its intents with an owner key whose
         # advisory lock it holds on a connection of its own while it lives, so recovery on another
         # process replays only the intents of writers that died (their lock is free), never a write in flight.
@@ -160,6 +186,24 @@ class PostgresCatalog:
     def read_transaction(self) -> Iterator[None]:
         with self.db.read():
             yield
+
+    def open_reader(self) -> int | None:
+        """Every process deletes replaced versions only once no registered reader may read them (a reader of
+        another process included); the row is unlogged: a crash loses it, with the readers it protected."""
+        with self.db.write() as conn:
+            return _one(conn, "INSERT INTO reader_leases (sequence, expires_at) VALUES (COALESCE((SELECT value FROM "
+                        f"counters WHERE name = %s), 0), {_CLOCK} + %s) RETURNING reader_id",
+                        (COMMIT_SEQUENCE, self._reader_lease_seconds))
+
+    def close_reader(self, reader_id: int) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM reader_leases WHERE reader_id = %s", (reader_id,))
+
+    def oldest_reader(self) -> float:
+        with self.db.write() as conn:
+            conn.execute(f"DELETE FROM reader_leases WHERE expires_at < {_CLOCK}")  # readers that died or ran over
+            row = conn.execute("SELECT MIN(sequence) FROM reader_leases").fetchone()
+        return float("inf") if row is None or row[0] is None else float(row[0])
 
     def snapshot(self) -> Snapshot:
         with self.db.read() as conn:
@@ -388,6 +432,31 @@ class PostgresCatalog:
             rows = conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE state = ANY(%s) ORDER BY created_at",
                                 (builtins.list(UNFINISHED_JOB_STATES),)).fetchall()
         return [dict(zip(JOB_COLUMNS, row, strict=True)) for row in rows]
+
+    def claim_job(self, worker: str, lease_seconds: float, now: str) -> dict[str, Any] | None:
+        with self.db.write() as conn:
+            row = conn.execute(_CLAIM, {"queued": JOB_QUEUED, "running": JOB_RUNNING, "worker": worker,
+                                        "lease": lease_seconds, "now": now}).fetchone()
+        return dict(zip(CLAIMED_JOB_COLUMNS, row, strict=True)) if row else None
+
+    def renew_job(self, job_id: str, worker: str, lease_seconds: float) -> bool:
+        with self.db.write() as conn:
+            cursor = conn.execute(f"UPDATE jobs SET lease_until = {_CLOCK} + %s WHERE job_id = %s AND worker = %s "
+                                  "AND state = %s", (lease_seconds, job_id, worker, JOB_RUNNING))
+            return cursor.rowcount == 1
+
+    def update_job(self, job_id: str, worker: str, state: str, payload: str, now: str, lease_seconds: float) -> bool:
+        held = state == JOB_RUNNING
+        with self.db.write() as conn:
+            cursor = conn.execute(
+                f"UPDATE jobs SET state = %s, payload = %s, updated_at = %s, "
+                f"lease_until = CASE WHEN %s THEN {_CLOCK} + %s END, worker = CASE WHEN %s THEN NULL ELSE worker END, "
+                "attempts = attempts - CASE WHEN %s THEN 1 ELSE 0 END "
+                "WHERE job_id = %s AND worker = %s AND state = %s",
+                (state, payload, now, held, lease_seconds, state == JOB_QUEUED, state == JOB_QUEUED, job_id, worker,
+                 JOB_RUNNING))
+            return cursor.rowcount == 1
+
 
 def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...]) -> int:
     row = conn.execute(query, params).fetchone()
