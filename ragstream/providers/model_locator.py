@@ -30,13 +30,19 @@ def is_available_locally(name: str) -> bool:
     """Whether ``name`` resolves to weights on this disk (a path, a weights package, or the offline HF
     cache), checked without importing torch, so a missing optional model costs nothing at start-up."""
     location = resolve_model_path(name)
-    if Path(location).exists():
+    path = Path(location).expanduser()
+    if path.exists():
         return True
+    if path.is_absolute() or location.startswith((".", "~")) or location.count("/") > 1:
+        return False  # a filesystem path that is not there, never a hub id
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    return isinstance(try_to_load_from_cache(location, "config.json"), str)
+    try:
+        return isinstance(try_to_load_from_cache(location, "config.json"), str)
+    except ValueError:  # not a valid hub id (HFValidationError), so not in the cache either
+        return False
 
 
 def _packaged_model_dir(module_name: str) -> Path | None:
