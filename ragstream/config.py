@@ -663,6 +663,9 @@ class AnswerConfig(ConfigSection):
         DEFAULT_CLOSING_INSTRUCTION, description="Last block of the user turn ({task}: the task). Small local "
         "models read the question last: with it they answer instead of copying the attachments (empty: off).")
     no_results_message: str = Field(DEFAULT_NO_RESULTS_MESSAGE, description="Answer when nothing passes the threshold.")
+    stop_at_copied_headers: bool = Field(
+        True, description="End generation where the model starts copying an attachment's SOURCE/SPAN header "
+        "lines: small models then reproduce the attachments until max_tokens cuts them off.")
     extractive_label: str = Field(
         "Extractive answer (no LLM configured): the passages that best match the question.",
         description="First line of an answer built without an LLM.",

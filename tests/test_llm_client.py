@@ -252,3 +252,16 @@ def test_llama_complete_json_validates_schema(qwen_server: str) -> None:
     messages = [{"role": "user", "content": "What is the capital of France? Answer in the field 'answer'."}]
     answer = client.complete_json(messages, Answer)
     assert isinstance(answer, Answer) and answer.answer.strip()
+
+
+def test_llama_stops_where_the_model_writes_a_stop_string(qwen_server: str) -> None:
+    client = LLMClient(LLMConfig(base_url=qwen_server, max_tokens=96, timeout_seconds=120.0, temperature=0.0))
+    text = "Timeouts default to five seconds.\n[2] SOURCE: notes.md\nSPAN: notes chunk 0"
+    messages = [{"role": "user", "content": f"Repeat this text exactly, nothing else:\n\n{text}"}]
+    free = client.chat(messages)
+    assert "SOURCE:" in free.text, "without a stop string the model copies the header line"
+    stopped = client.chat(messages, stop=["] SOURCE: "])
+    assert "SOURCE" not in stopped.text and "five seconds" in stopped.text and stopped.finish_reason == "stop"
+    stream = client.stream_chat(messages, stop=["] SOURCE: "])
+    streamed = "".join(stream)
+    assert "SOURCE" not in streamed and stream.result.finish_reason == "stop"

@@ -54,6 +54,7 @@ from ragstream.errors import (
     check_unicode,
 )
 from ragstream.pipeline.context import EmbedderSource
+from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.retrieval.searcher import validate_query
@@ -115,6 +116,7 @@ class AnswerService:
                  conversations: ConversationStore, llm: LLMClient | None, retriever: Retriever,
                  cache: RetrievalCache) -> None:
         self._config = config.answer
+        self._stop = COPIED_HEADER_MARKERS if config.answer.stop_at_copied_headers else ()
         self._pipeline = pipeline
         self._embedder = embedder
         self.conversations = conversations
@@ -146,7 +148,7 @@ class AnswerService:
         started = time.perf_counter()
         if self.llm is not None:
             try:
-                result = self.llm.chat(turn.messages, deadline=turn.deadline)
+                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop)
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
@@ -216,7 +218,7 @@ class AnswerService:
             return "no_results", [self._config.no_results_message]
         if self.llm is not None:
             try:
-                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline)
+                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop)
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
         return "extractive", [self._extractive(turn)]

@@ -19,6 +19,9 @@ QUERY_FIELDS = ("task", "purpose", "context", "format")
 """The fields of the reranker's query string (docs/pipeline.md)."""
 
 SYSTEM_FIELDS = ("audience", "tone", "depth")
+
+COPIED_HEADER_MARKERS = ("] SOURCE: ", "\nSPAN: ")
+"""Text an answer only holds when the model copies an attachment's header lines (see ``attachment_md``)."""
 _BACKTICKS = re.compile(r"`+")
 _MIN_FENCE = 3
 
@@ -74,7 +77,8 @@ def fenced(text: str) -> str:
 
 def attachment_md(number: int, chunk: Chunk) -> str:
     """Attachment ``[number]``: a fence holding ``SOURCE:`` and ``SPAN:`` lines, then the raw text."""
-    return fenced(f"[{number}] SOURCE: {provenance(chunk)}\nSPAN: {span(chunk)}\n---\n{chunk.text}")
+    header = f"[{number}{COPIED_HEADER_MARKERS[0]}{provenance(chunk)}{COPIED_HEADER_MARKERS[1]}{span(chunk)}"
+    return fenced(f"{header}\n---\n{chunk.text}")
 
 
 def attachments_md(chunks: Sequence[Chunk]) -> str:

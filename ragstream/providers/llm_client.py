@@ -279,9 +279,12 @@ class LLMClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         deadline: Deadline | None = None,
+        stop: Sequence[str] = (),
     ) -> ChatCompletionResult:
-        """One chat completion, ending by ``deadline`` when one is given."""
-        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline)
+        """One chat completion, ending by ``deadline`` when one is given, or where the model writes
+        one of the ``stop`` strings (not included)."""
+        extra: dict[str, Any] = {"stop": list(stop)} if stop else {}
+        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, **extra)
 
     def stream_chat(
         self,
@@ -290,14 +293,18 @@ class LLMClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         deadline: Deadline | None = None,
+        stop: Sequence[str] = (),
     ) -> ChatStream:
         """A streamed chat completion: iterate for token deltas, then read ``.result``.
 
         Only opening the stream is retried; an error mid-stream (or a stream that ends early)
         raises :class:`LLMUnavailableError`, and ``deadline`` bounds both opening and iterating.
         Usage is requested with ``stream_options``; a server refusing that gets the request again without.
+        Generation ends where the model writes one of the ``stop`` strings (not sent).
         """
         kwargs = self._request(messages, max_tokens, temperature)
+        if stop:
+            kwargs["stop"] = list(stop)
         if self._stream_usage is not False:
             try:
                 chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
