@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -328,6 +329,7 @@ def main() -> None:
                         help="Only BM25 on SciFact, one chunk per document, no embedding model (light).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still stop the bundled PostgreSQL
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
     backends = args.backends.split(",")
