@@ -257,7 +257,7 @@ def test_llama_complete_json_validates_schema(qwen_server: str) -> None:
 def test_llama_stops_where_the_model_writes_a_stop_string(qwen_server: str) -> None:
     client = LLMClient(LLMConfig(base_url=qwen_server, max_tokens=96, timeout_seconds=120.0, temperature=0.0))
     text = "Timeouts default to five seconds.\n[2] SOURCE: notes.md\nSPAN: notes chunk 0"
-    messages = [{"role": "user", "content": f"Repeat this text exactly, nothing else:\n\n{text}"}]
+    messages = [{"role": "user", "content": f"Repeat this text exactly, nothing else:\n\n```text\n{text}\n```"}]
     free = client.chat(messages)
     assert "SOURCE:" in free.text, "without a stop string the model copies the header line"
     stopped = client.chat(messages, stop=["] SOURCE: "])
