@@ -666,6 +666,9 @@ class AnswerConfig(ConfigSection):
     stop_at_copied_headers: bool = Field(
         True, description="End generation where the model starts copying an attachment's SOURCE/SPAN header "
         "lines: small models then reproduce the attachments until max_tokens cuts them off.")
+    min_llm_answer_chars: int = Field(
+        20, ge=0, description="An LLM answer shorter than this (stripped) is a fragment, e.g. a model that began by "
+        "copying an attachment's header: the extractive answer replaces it, marked degraded (0: keep every answer).")
     extractive_label: str = Field(
         "Extractive answer (no LLM configured): the passages that best match the question.",
         description="First line of an answer built without an LLM.",

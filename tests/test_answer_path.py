@@ -197,3 +197,29 @@ def test_generation_stops_where_the_model_copies_an_attachment_header(make_fast_
     assert sent == ([list(COPIED_HEADER_MARKERS)] * 2 if enabled else [None, None])
     user = server.requests[0]["messages"][1]["content"]
     assert all(marker in user for marker in COPIED_HEADER_MARKERS), "the markers are the attachments' own header"
+
+
+def test_an_llm_fragment_is_replaced_by_the_extractive_answer_and_says_so(make_fast_index):
+    # Qwen2.5-Coder-0.5B on SciFact claim 1011 wrote "[1" and then began copying "] SOURCE: ...": the stop
+    # string ended it there. The recorder replays that fragment.
+    with RecordingLLM(reply="[1") as server:
+        rs = make_fast_index(llm=llm(server.base_url))
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(QUESTION)
+        events = list(rs.stream_answer(QUESTION))
+    assert answer.metadata["mode"] == "extractive" and "fragment of 2 characters" in answer.metadata["degraded_reason"]
+    assert answer.citations and not answer.metadata["incomplete"]
+    tokens = "".join(e.token for e in events if e.type == "token")
+    done = events[-1]
+    assert done.type == "done" and done.mode == "extractive" and "fragment" in (done.degraded_reason or "")
+    assert "[1" not in tokens.split("\n")[0] and tokens == done.response.answer
+
+
+def test_a_short_real_answer_is_kept_when_fragments_are_allowed(make_fast_index):
+    with RecordingLLM(reply="Yes [1].") as server:
+        rs = make_fast_index(llm=llm(server.base_url), answer={"min_llm_answer_chars": 0})
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(QUESTION)
+        done = list(rs.stream_answer(QUESTION))[-1]
+    assert answer.metadata["mode"] == "llm" and answer.answer == "Yes [1]."
+    assert done.mode == "llm" and done.response.answer == "Yes [1]."

@@ -152,6 +152,11 @@ class AnswerService:
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
+                if self._too_short(result.text):
+                    turn.degraded.append(_fragment_reason(result.text))
+                    text = self._extractive(turn)
+                    turn.lap("generation", started)
+                    return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
                 turn.lap("generation", started)
                 turn.truncated = result.finish_reason == LENGTH
                 turn.incomplete = turn.truncated
@@ -173,13 +178,26 @@ class AnswerService:
         received = [0]
 
         def counted() -> Iterator[str]:
+            nonlocal mode
+            held: list[str] | None = [] if mode == "llm" and self._config.min_llm_answer_chars else None  # until an answer
             try:
                 for delta in deltas:
                     received[0] += 1
-                    yield delta
+                    if held is None:
+                        yield delta
+                        continue
+                    held.append(delta)
+                    if not self._too_short("".join(held)):
+                        yield from held
+                        held = None
             except LLMError as error:  # the LLM failed midway: keep what was said, marked incomplete
                 turn.degraded.append(_llm_reason(error))
                 turn.incomplete = True
+            if held is not None:  # the LLM ended (or failed) before writing an answer: answer extractively
+                if not turn.incomplete:
+                    turn.degraded.append(_fragment_reason("".join(held)))
+                turn.incomplete, mode = False, "extractive"
+                yield self._extractive(turn)
 
         completed = False
         try:
@@ -211,6 +229,10 @@ class AnswerService:
         turn.lap("generation", started)
         answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker)
         yield _done_event(answer)
+
+    def _too_short(self, text: str) -> bool:
+        """Whether an LLM answer is a fragment (e.g. it began by copying an attachment's header) rather than one."""
+        return len(text.strip()) < self._config.min_llm_answer_chars
 
     def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
@@ -368,6 +390,10 @@ def _llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
 
 def _llm_reason(error: LLMError) -> str:
     return f"LLM unavailable ({error.code}): {error.message}"
+
+
+def _fragment_reason(text: str) -> str:
+    return f"the LLM's answer was a fragment of {len(text.strip())} characters"
 
 
 def _tokens(result: ChatCompletionResult) -> dict[str, Any]:
