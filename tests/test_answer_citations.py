@@ -122,14 +122,16 @@ def test_stream_emits_citation_right_after_its_marker():
 
 def test_confidence_levels():
     config = ConfidenceConfig()
-    assert calculate_confidence([0.7, 0.6, 0.55], 2, config).level == "High"
-    assert calculate_confidence([0.7, 0.6, 0.55], 0, config).level == "Medium"
-    medium = calculate_confidence([0.4, 0.35], 1, config)
+    assert calculate_confidence([0.7, 0.6, 0.55], [0.7, 0.6], config).level == "High"
+    assert calculate_confidence([0.7, 0.6, 0.55], [], config).level == "Medium"
+    weak = calculate_confidence([0.7, 0.6, 0.55], [0.55, 0.6], config)  # cites only its weaker sources
+    assert weak.level == "Medium" and "best source the answer cites has relevance 60%" in weak.reason
+    medium = calculate_confidence([0.4, 0.35], [0.4], config)
     assert medium.level == "Medium" and "average relevance 38%" in medium.reason
-    assert calculate_confidence([0.9], 1, config).reason == "Only 1 source found"
-    low = calculate_confidence([0.2, 0.1, 0.1], 1, config)
+    assert calculate_confidence([0.9], [0.9], config).reason == "Only 1 source found"
+    low = calculate_confidence([0.2, 0.1, 0.1], [0.2], config)
     assert low.level == "Low" and "avg 13%" in low.reason
-    assert calculate_confidence([], 0, config).level == "Low"
+    assert calculate_confidence([], [], config).level == "Low"
 
 
 def test_a_bracket_quoted_from_an_attachment_is_text_not_a_citation():

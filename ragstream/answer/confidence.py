@@ -10,20 +10,27 @@ from ragstream.config import ConfidenceConfig
 NO_SOURCES_REASON = "No relevant sources found"
 
 
-def calculate_confidence(scores: Sequence[float], matched_citations: int, config: ConfidenceConfig) -> Confidence:
-    """Level from the number of context chunks, their average relevance and the resolved citations.
+def calculate_confidence(scores: Sequence[float], cited_scores: Sequence[float], config: ConfidenceConfig) -> Confidence:
+    """Level from the context chunks' relevance and the relevance of the chunks the answer cites.
 
-    High: >= ``high_min_chunks`` chunks, average >= ``high_min_relevance`` and >= ``high_min_citations``
-    citations. Medium: >= ``medium_min_chunks`` chunks and average >= ``medium_min_relevance``. Else Low.
+    High: >= ``high_min_chunks`` chunks, average >= ``high_min_relevance``, >= ``high_min_citations``
+    resolved citations, and the best cited chunk at least ``high_min_cited_relevance`` relevant (an
+    answer resting on a weakly related passage is not one to trust). Medium: >= ``medium_min_chunks``
+    chunks and average >= ``medium_min_relevance``. Else Low. Relevance: cosine to the question, 0..1.
     """
     count = len(scores)
     if not count:
         return Confidence(level="Low", reason=NO_SOURCES_REASON)
     avg = sum(scores) / count
+    cited = len(cited_scores)
     if count >= config.high_min_chunks and avg >= config.high_min_relevance:
-        if matched_citations >= config.high_min_citations:
-            return Confidence(level="High", reason=f"{count} relevant sources with {matched_citations} citations")
-        return Confidence(level="Medium", reason=f"{count} relevant sources, but the answer cites {matched_citations}")
+        if cited < config.high_min_citations:
+            return Confidence(level="Medium", reason=f"{count} relevant sources, but the answer cites {cited}")
+        best = max(cited_scores, default=0.0)
+        if best < config.high_min_cited_relevance:
+            return Confidence(level="Medium", reason=f"{count} relevant sources, but the best source the answer "
+                              f"cites has relevance {best:.0%}")
+        return Confidence(level="High", reason=f"{count} relevant sources with {cited} citations")
     if count >= config.medium_min_chunks and avg >= config.medium_min_relevance:
         return Confidence(level="Medium", reason=f"{count} sources found, average relevance {avg:.0%}")
     if count < config.medium_min_chunks:

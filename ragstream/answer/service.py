@@ -342,7 +342,8 @@ class AnswerService:
         if mode == "no_results":
             confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
         else:
-            confidence = calculate_confidence([c.relevance_score for c in turn.chunks], len(tracker.matched),
+            confidence = calculate_confidence([c.relevance_score for c in turn.chunks],
+                                              [c.score or 0.0 for c in tracker.matched],
                                               self._config.confidence)
             if turn.incomplete and confidence.level == "High":
                 confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
