@@ -283,8 +283,7 @@ class LLMClient:
     ) -> ChatCompletionResult:
         """One chat completion, ending by ``deadline`` when one is given, or where the model writes
         one of the ``stop`` strings (not included)."""
-        extra: dict[str, Any] = {"stop": list(stop)} if stop else {}
-        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, **extra)
+        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, stop=stop)
 
     def stream_chat(
         self,
@@ -302,9 +301,7 @@ class LLMClient:
         Usage is requested with ``stream_options``; a server refusing that gets the request again without.
         Generation ends where the model writes one of the ``stop`` strings (not sent).
         """
-        kwargs = self._request(messages, max_tokens, temperature)
-        if stop:
-            kwargs["stop"] = list(stop)
+        kwargs = self._request(messages, max_tokens, temperature, stop)
         if self._stream_usage is not False:
             try:
                 chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
@@ -349,7 +346,7 @@ class LLMClient:
     # -- internals -------------------------------------------------------------------------------
 
     def _request(
-        self, messages: Sequence[Message], max_tokens: int | None, temperature: float | None
+        self, messages: Sequence[Message], max_tokens: int | None, temperature: float | None, stop: Sequence[str] = ()
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.config.model,
@@ -359,6 +356,8 @@ class LLMClient:
         }
         if self.config.seed is not None:
             kwargs["seed"] = self.config.seed
+        if stop:
+            kwargs["stop"] = list(stop)
         return kwargs
 
     def _chat(
@@ -368,9 +367,10 @@ class LLMClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         deadline: Deadline | None = None,
+        stop: Sequence[str] = (),
         **extra: Any,
     ) -> ChatCompletionResult:
-        completion, attempts = self._send(deadline, **self._request(messages, max_tokens, temperature), **extra)
+        completion, attempts = self._send(deadline, **self._request(messages, max_tokens, temperature, stop), **extra)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMOutputError("LLM answer holds no choices", attempts=attempts)
