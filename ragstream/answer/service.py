@@ -152,17 +152,14 @@ class AnswerService:
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
-                if self._too_short(result.text):
-                    turn.degraded.append(_fragment_reason(result.text))
-                    text = self._extractive(turn)
+                if not self._too_short(result.text):
                     turn.lap("generation", started)
-                    return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
-                turn.lap("generation", started)
-                turn.truncated = result.finish_reason == LENGTH
-                turn.incomplete = turn.truncated
-                tracker = self._tracker(turn, result.text)
-                self._infer_citations(turn, result.text, tracker)
-                return self._finish(turn, result.text, "llm", result.model, _tokens(result), tracker)
+                    turn.truncated = result.finish_reason == LENGTH
+                    turn.incomplete = turn.truncated
+                    tracker = self._tracker(turn, result.text)
+                    self._infer_citations(turn, result.text, tracker)
+                    return self._finish(turn, result.text, "llm", result.model, _tokens(result), tracker)
+                turn.degraded.append(_fragment_reason(result.text))  # a fragment: answered extractively below
         text = self._extractive(turn)
         turn.lap("generation", started)
         return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
