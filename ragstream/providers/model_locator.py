@@ -33,7 +33,7 @@ def is_available_locally(name: str) -> bool:
     path = Path(location).expanduser()
     if path.exists():
         return True
-    if path.is_absolute() or location.startswith((".", "~")) or location.count("/") > 1:
+    if path.is_absolute() or location.startswith(".") or location.count("/") > 1:
         return False  # a filesystem path that is not there, never a hub id
     try:
         from huggingface_hub import try_to_load_from_cache
