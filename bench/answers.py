@@ -12,10 +12,14 @@ corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pa
 
 * ``citations_resolve_share``: answers whose citations all name an attachment (goal 1.0);
 * ``cites_relevant_share``: answers citing at least one document judged relevant (of answered claims);
+  ``llm_written_cites_relevant_share``: the same over the answers the LLM wrote itself (not the
+  extractive answer that stands in for a failed or fragmentary one);
 * ``high_confidence_correct_share``: of the answers rated High, the share citing a relevant document;
 * ``truncated_share``, ``degraded_share``, ``no_results_share``, confidence levels;
 * ``llm_calls_per_question`` (mean and max, from ``metadata.llm_calls``) and the answer time p50/p95
-  with the latency percentiles per stage.
+  with the latency percentiles per stage;
+* with an LLM, ``extractive_baseline``: the same report for extractive answers (no LLM) to the same
+  claims over the same index, measured in the same run (``--no-baseline`` skips it).
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="--qwen: the server's context window.")
     parser.add_argument("--n-threads", type=int, default=2, help="--qwen: the server's threads.")
     parser.add_argument("--progress-every", type=int, default=10, help="Print the running report to stderr every N questions.")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="With an LLM: skip the extractive answers to the same claims over the same index.")
     parser.add_argument("--dump", type=Path, default=None,
                         help="Write one JSON line per claim (answer text, attachments, citations, relevant documents).")
     args = parser.parse_args()
@@ -98,6 +104,9 @@ def main() -> None:
             with Ragstream(config) as rs:
                 ingest = rs.ingest_documents(documents)
                 report = _ask_all(rs, dataset.queries, query_ids, relevant, args.progress_every, args.dump)
+            if args.llm_base_url and not args.no_baseline:
+                with Ragstream(load_config(data_dir=config.data_dir)) as rs:
+                    report["extractive_baseline"] = _ask_all(rs, dataset.queries, query_ids, relevant)
     finally:
         if server is not None:
             server[0].terminate()
@@ -144,6 +153,7 @@ def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]
 def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]],
              progress_every: int = 0, dump: Path | None = None) -> dict:
     resolved = cites_relevant = answered = truncated = degraded = high = high_correct = 0
+    written = written_relevant = 0  # answers the LLM wrote itself (not no-results, not the extractive stand-in)
     levels: Counter[str] = Counter()
     latencies: dict[str, list[float]] = {}
     totals: list[float] = []
@@ -151,7 +161,7 @@ def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relev
     for index, qid in enumerate(query_ids, start=1):
         if progress_every and index > 1 and (index - 1) % progress_every == 0:
             partial = _summary(index - 1, answered, resolved, cites_relevant, high, high_correct, truncated, degraded,
-                               levels, calls, totals, latencies)
+                               levels, calls, totals, latencies, (written, written_relevant))
             print(json.dumps(partial), file=sys.stderr, flush=True)
         started = time.perf_counter()
         answer = rs.ask(queries[qid])
@@ -173,11 +183,14 @@ def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relev
         cited_docs = {c.document_id.split(":", 1)[-1] for c in answer.citations if c.matched and c.document_id}
         correct = bool(cited_docs & relevant[qid])
         cites_relevant += correct
+        if meta["mode"] == "llm":
+            written += 1
+            written_relevant += correct
         if answer.confidence.level == "High":
             high += 1
             high_correct += correct
     return _summary(len(query_ids), answered, resolved, cites_relevant, high, high_correct, truncated, degraded,
-                    levels, calls, totals, latencies)
+                    levels, calls, totals, latencies, (written, written_relevant))
 
 
 def _dump(path: Path, qid: str, claim: str, answer: Any, relevant: set[str]) -> None:
@@ -193,13 +206,16 @@ def _dump(path: Path, qid: str, claim: str, answer: Any, relevant: set[str]) -> 
 
 def _summary(total: int, answered: int, resolved: int, cites_relevant: int, high: int, high_correct: int,
              truncated: int, degraded: int, levels: Counter[str], calls: list[int], totals: list[float],
-             latencies: dict[str, list[float]]) -> dict:
+             latencies: dict[str, list[float]], llm_written: tuple[int, int] = (0, 0)) -> dict:
     """The report over the first ``total`` questions."""
+    written, written_relevant = llm_written
     return {
         "queries": total,
         "answered": answered,
         "citations_resolve_share": round(resolved / total, 4) if total else 0.0,
         "cites_relevant_share": round(cites_relevant / answered, 4) if answered else 0.0,
+        "llm_written": written,
+        "llm_written_cites_relevant_share": round(written_relevant / written, 4) if written else None,
         "high_confidence_correct_share": round(high_correct / high, 4) if high else None,
         "truncated_share": round(truncated / total, 4) if total else 0.0,
         "degraded_share": round(degraded / total, 4) if total else 0.0,

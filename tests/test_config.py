@@ -18,7 +18,7 @@ def test_documented_defaults():
     assert config.retrieval.rrf_k == 60 and config.retrieval.mode == "hybrid"
     limits = config.pipeline
     assert (limits.N0_QUERY_PIECES, limits.N1_RETR_MAX_CANDIDATES, limits.N2_RERANK_TOP_K,
-            limits.N3_FINAL_SELECTION_MAX, limits.logavgexp_tau) == (5, 200, 50, 24, 9.0)
+            limits.N3_FINAL_SELECTION_MAX, limits.logavgexp_tau) == (5, 200, 50, 3, 9.0)
     assert config.limits.max_query_chars == 2000
     assert not config.llm.enabled
 
