@@ -93,6 +93,31 @@ def test_filters_mean_the_same_on_every_backend(opened, hash_embedder: HashEmbed
     assert chunk == chunks[0]  # stored and read back whole
 
 
+def test_rankings_are_the_searches_without_their_chunks(opened, hash_embedder: HashEmbedder):
+    """rank_dense/rank_bm25 give the same ids, scores and order as the searches, with each chunk's place in
+    its document, under the same snapshot and filters; fetch reads the chunks back whole."""
+    _, store = opened
+    chunks = [_chunk("a", 1, f"{TEXT} part {i} pool", index=i) for i in range(3)] + [_chunk("b", 2, "pool party")]
+    for generation in (1, 2):
+        _write(store, hash_embedder, [c for c in chunks if int(c.chunk_id.rsplit("-", 1)[1]) == generation], generation)
+    vector = hash_embedder.embed_queries([TEXT])[0]
+    only_first = Snapshot(sequence=1, max_generation=1, uncommitted=frozenset())
+    for snapshot, filters in [(ALL, None), (ALL, {"document_id": "a"}), (only_first, None)]:
+        for ranked, searched in [(store.rank_dense(vector, 10, filters, snapshot),
+                                  store.search_dense(vector, 10, filters, snapshot)),
+                                 (store.rank_bm25("pool party", 10, filters, snapshot),
+                                  store.search_bm25("pool party", 10, filters, snapshot))]:
+            assert [hit.chunk_id for hit in ranked] == [chunk.chunk_id for chunk, _ in searched]
+            assert [hit.score for hit in ranked] == pytest.approx([score for _, score in searched])
+            assert [(hit.document_id, hit.chunk_index) for hit in ranked] == \
+                [(chunk.metadata.document_id, chunk.metadata.chunk_index) for chunk, _ in searched]
+    assert {hit.document_id for hit in store.rank_bm25("pool", 10, None, only_first)} == {"a"}
+    assert store.rank_bm25("the of a", 10, None, ALL) == []
+    fetched = store.fetch([chunks[3].chunk_id, chunks[1].chunk_id, "00000000-0000-0000-0000-000000009999"])
+    assert fetched == {chunks[3].chunk_id: chunks[3], chunks[1].chunk_id: chunks[1]}  # an id no longer stored is left out
+    assert store.fetch([]) == {}
+
+
 def test_bm25_ranks_rare_terms_higher_and_ignores_unknown_words(opened, hash_embedder: HashEmbedder):
     _, store = opened
     texts = ["the pool of connections", "a pool party in summer", "pool pool pool", "zebra crossing near the pool"]

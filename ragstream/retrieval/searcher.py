@@ -13,7 +13,7 @@ from ragstream.errors import EmbeddingFailureError, InvalidQueryError, check_uni
 from ragstream.models import Chunk, SearchHit, SearchMode, SearchResult
 from ragstream.providers.embedders.base import Embedder
 from ragstream.retrieval.fusion import fuse
-from ragstream.store.base import Filters, Snapshot, VectorStore, visible_to
+from ragstream.store.base import Filters, RankedId, Snapshot, VectorStore, visible_to
 from ragstream.store.snapshots import Snapshots
 
 
@@ -77,22 +77,19 @@ class Searcher:
             except EmbeddingFailureError as error:
                 ran, fallback_reason = "bm25", f"embedder unavailable, BM25 only: {error.message}"
 
-        candidates = max(limit, self._config.candidates) if ran == "hybrid" else limit
-        dense = bm25 = []
-        if ran in ("dense", "hybrid") and query_vector is not None:
-            vector = query_vector
-            dense = _timed(latencies, "dense", lambda: self._store.search_dense(vector, candidates, filters, snapshot))
-        if ran in ("bm25", "hybrid"):
-            bm25 = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, candidates, filters, snapshot))
-
-        if ran == "hybrid":
-            hits = _timed(latencies, "fusion", lambda: self._fuse(dense, bm25))
+        if ran == "hybrid" and query_vector is not None:
+            hits = self._hybrid(query, query_vector, limit, threshold, filters, snapshot, latencies)
         else:
-            hits = [_hit(chunk, score, dense=score if ran == "dense" else None, bm25=score if ran == "bm25" else None)
-                    for chunk, score in (dense or bm25)]
-        if threshold is not None:
-            hits = [hit for hit in hits if hit.score >= threshold]
-        hits = hits[:limit]
+            found: list[tuple[Chunk, float]] = []
+            if ran == "dense" and query_vector is not None:
+                vector = query_vector
+                found = _timed(latencies, "dense", lambda: self._store.search_dense(vector, limit, filters, snapshot))
+            elif ran in ("bm25", "hybrid"):
+                found = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, limit, filters, snapshot))
+            hits = [_hit(chunk, score, dense=score if ran == "dense" else None, bm25=score if ran != "dense" else None)
+                    for chunk, score in found]
+            if threshold is not None:
+                hits = [hit for hit in hits if hit.score >= threshold]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         latencies["total"] = (time.perf_counter() - started) * 1000
@@ -101,17 +98,31 @@ class Searcher:
         metrics.record_search(result)
         return result
 
-    def _fuse(self, dense: list[tuple[Chunk, float]], bm25: list[tuple[Chunk, float]]) -> list[SearchHit]:
-        chunks = {chunk.chunk_id: chunk for chunk, _ in dense + bm25}
-        dense_scores = {chunk.chunk_id: score for chunk, score in dense}
-        bm25_scores = {chunk.chunk_id: score for chunk, score in bm25}
+    def _hybrid(self, query: str, vector: np.ndarray, limit: int, threshold: float | None, filters: Filters | None,
+                snapshot: Snapshot, latencies: dict[str, float]) -> list[SearchHit]:
+        """Both rankings at ``retrieval.candidates`` depth as ids and scores, fused, cut to ``limit``; only the
+        chunks kept are read from the store."""
+        candidates = max(limit, self._config.candidates)
+        dense = _timed(latencies, "dense", lambda: self._store.rank_dense(vector, candidates, filters, snapshot))
+        bm25 = _timed(latencies, "bm25", lambda: self._store.rank_bm25(query, candidates, filters, snapshot))
+        fused = _timed(latencies, "fusion", lambda: self._fuse(dense, bm25))
+        if threshold is not None:
+            fused = [(cid, score) for cid, score in fused if score >= threshold]
+        fused = fused[:limit]
+        chunks = _timed(latencies, "fetch", lambda: self._store.fetch([cid for cid, _ in fused]))
+        dense_scores = {hit.chunk_id: hit.score for hit in dense}
+        bm25_scores = {hit.chunk_id: hit.score for hit in bm25}
+        return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid))
+                for cid, score in fused if cid in chunks]
+
+    def _fuse(self, dense: list[RankedId], bm25: list[RankedId]) -> list[tuple[str, float]]:
         config = self._config
-        fused = fuse(dense_scores, bm25_scores, {cid: chunk.metadata.document_id for cid, chunk in chunks.items()},
-                     {cid: chunk.metadata.chunk_index for cid, chunk in chunks.items()}, method=config.fusion,
-                     level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
-                     weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
-                     dbsf_width=config.dbsf_width)
-        return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid)) for cid, score in fused]
+        return fuse({hit.chunk_id: hit.score for hit in dense}, {hit.chunk_id: hit.score for hit in bm25},
+                    {hit.chunk_id: hit.document_id for hit in dense + bm25},
+                    {hit.chunk_id: hit.chunk_index for hit in dense + bm25}, method=config.fusion,
+                    level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
+                    weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
+                    dbsf_width=config.dbsf_width)
 
 
 def validate_query(query: object, max_chars: int) -> str:

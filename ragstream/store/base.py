@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -54,6 +54,20 @@ class ScoredChunk(Protocol):
     score: float
 
 
+class RankedId(NamedTuple):
+    """One hit of a ranking without its chunk: what fusion needs (the chunk's place in its document)
+    and nothing it does not (text and metadata are fetched for the hits that are kept)."""
+
+    chunk_id: str
+    score: float
+    document_id: str
+    chunk_index: int
+
+
+RANKING_FIELDS = ["document_id", "chunk_index"]
+"""Payload fields a ranking reads besides the id and score."""
+
+
 class VectorStore(Protocol):
     """What ragstream needs from a vector database.
 
@@ -85,6 +99,21 @@ class VectorStore(Protocol):
     def search_bm25(self, text: str, limit: int, filters: Filters | None,
                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
         """Best chunks by BM25 among the versions committed at ``snapshot``."""
+        ...
+
+    def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[RankedId]:
+        """:meth:`search_dense`'s ranking without the chunks (a hybrid search fuses hundreds of candidates
+        and keeps ``top_k``: reading every candidate's text and metadata was most of its store time)."""
+        ...
+
+    def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        """:meth:`search_bm25`'s ranking without the chunks."""
+        ...
+
+    def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """The stored chunks of ``chunk_ids`` (ids no longer stored are left out). A chunk id names one
+        document version, so chunks ranked at a snapshot are fetched as they were ranked."""
         ...
 
     def count(self, filters: Filters | None = None) -> int:

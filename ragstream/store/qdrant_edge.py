@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from ragstream.config import StoreConfig
 from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
 from ragstream.store import hnsw_build
-from ragstream.store.base import Filters, Snapshot
+from ragstream.store.base import RANKING_FIELDS, Filters, RankedId, Snapshot
 from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, payload_key, to_payload
 
 DENSE = "dense"
@@ -37,6 +38,7 @@ KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "head
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
 _UPSERT_BATCH = 256
 _COPY_BLOCK_BYTES = 1024 * 1024
+_RANKING_PAYLOAD = qe.PayloadSelector.Include(RANKING_FIELDS)
 logger = logging.getLogger("ragstream.store")
 
 
@@ -85,6 +87,9 @@ class QdrantEdgeStore:
                 ) from error
             raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
         self._newest_generation = self._stored_newest_generation()
+        self._places: dict[str, tuple[str, int]] = {}
+        self._places_lock = threading.Lock()
+        """Chunk id -> (document_id, chunk_index), oldest first: a ranking reads only ids and scores."""
 
     def _stored_newest_generation(self) -> int:
         """The highest generation any stored point carries (0 for an empty shard)."""
@@ -186,15 +191,68 @@ class QdrantEdgeStore:
             return []
         return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot)
 
+    def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[RankedId]:
+        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
+        return self._ranked(self._points(query, limit, filters, snapshot, False))
+
+    def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        sparse = self._bm25.embed_query(text)
+        if not sparse.indices:
+            return []
+        return self._ranked(self._points(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot, False))
+
+    def _ranked(self, points: list[Any]) -> list[RankedId]:
+        """Ids and scores with each chunk's place, from the place cache or read for the ids it lacks."""
+        ids = [str(point.id) for point in points]
+        places = self._places
+        known = {chunk_id: places.get(chunk_id) for chunk_id in ids}  # read once: other threads evict
+        found: dict[str, tuple[str, int]] = {}
+        missing: list[Any] = [chunk_id for chunk_id, place in known.items() if place is None]  # point ids
+        if missing:
+            try:
+                with self._lock:
+                    records = self._shard.retrieve(missing, with_payload=_RANKING_PAYLOAD, with_vector=False)
+            except Exception as error:
+                raise VectorDBUnavailableError(f"Qdrant Edge retrieve failed: {error}") from error
+            found = {str(record.id): (record.payload["document_id"], int(record.payload["chunk_index"]))
+                     for record in records if record.payload}
+        ranked = []
+        for chunk_id, point in zip(ids, points, strict=True):
+            place = known[chunk_id] or found.get(chunk_id)
+            if place is not None:  # None: deleted since the query (no reader of its version is left)
+                ranked.append(RankedId(chunk_id, float(point.score), *place))
+        if found and self._config.place_cache_entries:
+            with self._places_lock:
+                places.update(found)
+                for oldest in list(islice(places, max(0, len(places) - self._config.place_cache_entries))):
+                    del places[oldest]
+        return ranked
+
+    def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        if not chunk_ids:
+            return {}
+        try:
+            with self._lock:
+                records = self._shard.retrieve(list(chunk_ids), with_payload=True, with_vector=False)
+        except Exception as error:
+            raise VectorDBUnavailableError(f"Qdrant Edge retrieve failed: {error}") from error
+        return {str(record.id): from_payload(str(record.id), record.payload or {}) for record in records}
+
     def _query(self, query: Any, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        points = self._points(query, limit, filters, snapshot, True)
+        return [(from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
+
+    def _points(self, query: Any, limit: int, filters: Filters | None, snapshot: Snapshot,
+                with_payload: bool | qe.PayloadSelector) -> list[Any]:
         try:
             with self._lock:  # no upsert between the newest-generation check and the query
                 newer_stored = self._newest_generation > snapshot.max_generation
                 condition = _build_filter(filters, snapshot, newer_stored=newer_stored)
-                points = self._shard.query(qe.QueryRequest(limit=limit, query=query, filter=condition, with_payload=True))
+                return list(self._shard.query(qe.QueryRequest(limit=limit, query=query, filter=condition,
+                                                              with_payload=with_payload)))
         except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant Edge query failed: {error}") from error
-        return [(from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
 
     def count(self, filters: Filters | None = None) -> int:
         with self._lock:

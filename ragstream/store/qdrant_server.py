@@ -34,7 +34,7 @@ import qdrant_edge as qe
 from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError, VectorDBUnavailableError, VectorDBWriteError
 from ragstream.models import Chunk
-from ragstream.store.base import Filters, Snapshot
+from ragstream.store.base import RANKING_FIELDS, Filters, RankedId, Snapshot
 from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
 from ragstream.store.qdrant_edge import DENSE, INTEGER_INDEXES, KEYWORD_INDEXES, SPARSE
 
@@ -176,15 +176,43 @@ class QdrantServerStore:
         query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         return self._query(query, SPARSE, limit, filters, snapshot)
 
+    def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[RankedId]:
+        return _ranked(self._points(np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, filters, snapshot,
+                                    RANKING_FIELDS))
+
+    def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        sparse = self._bm25.embed_query(text)
+        if not sparse.indices:
+            return []
+        query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        return _ranked(self._points(query, SPARSE, limit, filters, snapshot, RANKING_FIELDS))
+
+    def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        if not chunk_ids:
+            return {}
+        try:
+            with self._lock:
+                records = self._client.retrieve(self._collection, ids=list(chunk_ids), with_payload=True)
+        except Exception as error:
+            raise VectorDBUnavailableError(f"Qdrant retrieve failed: {error}") from error
+        return {str(record.id): from_payload(str(record.id), record.payload or {}) for record in records}
+
     def _query(self, query: Any, using: str, limit: int, filters: Filters | None,
                snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        points = self._points(query, using, limit, filters, snapshot, True)
+        return [(from_payload(str(point.id), point.payload or {}), float(point.score)) for point in points]
+
+    def _points(self, query: Any, using: str, limit: int, filters: Filters | None, snapshot: Snapshot,
+                with_payload: bool | list[str]) -> list[Any]:
         try:
             with self._lock:
                 response = self._client.query_points(self._collection, query=query, using=using, limit=limit,
-                                                     query_filter=_build_filter(filters, snapshot), with_payload=True)
+                                                     query_filter=_build_filter(filters, snapshot),
+                                                     with_payload=with_payload)
         except Exception as error:
             raise VectorDBUnavailableError(f"Qdrant query failed: {error}") from error
-        return [(from_payload(str(point.id), point.payload or {}), float(point.score)) for point in response.points]
+        return list(response.points)
 
     def count(self, filters: Filters | None = None) -> int:
         try:
@@ -276,6 +304,11 @@ def _match(key: str, value: Any) -> models.FieldCondition:
     if isinstance(value, list):
         return models.FieldCondition(key=key, match=models.MatchAny(any=value))
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def _ranked(points: list[Any]) -> list[RankedId]:
+    return [RankedId(str(point.id), float(point.score), point.payload["document_id"], int(point.payload["chunk_index"]))
+            for point in points]
 
 
 def _build_filter(filters: Filters | None, snapshot: Snapshot | None) -> models.Filter | None:

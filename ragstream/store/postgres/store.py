@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError
 from ragstream.models import Chunk
-from ragstream.store.base import Filters, Snapshot
+from ragstream.store.base import Filters, RankedId, Snapshot
 from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
 from ragstream.store.postgres.bm25 import TERM_SPACE, Bm25Terms, TermCounts, query_weights
 from ragstream.store.postgres.connection import Database
@@ -176,19 +176,47 @@ class PostgresStore:
 
     def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                      snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        rows = self._nearest("chunk_id, text, payload", vector, limit, filters, snapshot)
+        return [(_chunk(row), float(row[3])) for row in rows]
+
+    def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[RankedId]:
+        rows = self._nearest("chunk_id, document_id, chunk_index", vector, limit, filters, snapshot)
+        return [RankedId(row[0], float(row[3]), row[1], row[2]) for row in rows]
+
+    def _nearest(self, columns: str, vector: np.ndarray, limit: int, filters: Filters | None,
+                 snapshot: Snapshot) -> list[tuple[Any, ...]]:
+        """``columns`` (three of them) and the cosine similarity of the ``limit`` nearest visible chunks."""
         where, params = _where(filters, snapshot)
         query = np.asarray(vector, dtype=np.float32)
         with self._db.read() as conn:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true)",
                          (str(min(max(self._config.hnsw_ef_search, limit), _EF_SEARCH_MAX)),))
             # the distance is computed once per scanned row (the sort key), and again only for the rows returned
-            rows = conn.execute("SELECT chunk_id, text, payload, 1 - (embedding <=> %s) FROM (SELECT chunk_id, text, payload, "
+            return conn.execute(f"SELECT {columns}, 1 - (embedding <=> %s) FROM (SELECT {columns}, "
                                 f"embedding FROM chunks {where} ORDER BY embedding <=> %s LIMIT %s) AS nearest "
                                 "ORDER BY embedding <=> %s", (query, *params, query, limit, query)).fetchall()
-        return [(_chunk(row), float(row[3])) for row in rows]
 
     def search_bm25(self, text: str, limit: int, filters: Filters | None,
                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        return [(_chunk(row), float(row[3])) for row in self._best_bm25("chunk_id, text, payload", text, limit, filters,
+                                                                        snapshot)]
+
+    def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        rows = self._best_bm25("chunk_id, document_id, chunk_index", text, limit, filters, snapshot)
+        return [RankedId(row[0], float(row[3]), row[1], row[2]) for row in rows]
+
+    def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        if not chunk_ids:
+            return {}
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT chunk_id, text, payload FROM chunks WHERE chunk_id = ANY(%s)",
+                                (list(chunk_ids),)).fetchall()
+        return {row[0]: _chunk(row) for row in rows}
+
+    def _best_bm25(self, columns: str, text: str, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[tuple[Any, ...]]:
+        """``columns`` (three of them) and the BM25 score of the ``limit`` best visible chunks."""
         terms = self._terms.query_terms(text)
         if not terms:
             return []
@@ -200,9 +228,8 @@ class PostgresStore:
             if not weights:
                 return []
             query = SparseVector(weights, TERM_SPACE)
-            rows = conn.execute(f"SELECT chunk_id, text, payload, -(bm25 <#> %s) AS score FROM chunks {where} "
+            return conn.execute(f"SELECT {columns}, -(bm25 <#> %s) AS score FROM chunks {where} "
                                 "ORDER BY score DESC LIMIT %s", (query, *params, limit)).fetchall()
-        return [(_chunk(row), float(row[3])) for row in rows]
 
     @staticmethod
     def _totals(conn: psycopg.Connection[Any]) -> tuple[int, int]:
