@@ -10,7 +10,8 @@ object, per size:
 
 - ``fill``: seconds to upsert every chunk, shard size on disk;
 - ``exact`` / ``hnsw``: store query latency p50/p95 (ms) for dense at ``--depth`` (the searcher's
-  candidate depth), BM25 at the same depth, and the hybrid store part (both plus fusion), and the
+  candidate depth), BM25 at the same depth, and the hybrid store part (both rankings as ids and scores,
+  fusion, then the kept ``top_k`` chunks read back, as the searcher runs it), and the
   dense recall@10 against exact numpy search over every vector;
 - ``build``: seconds of ``maybe_optimize()`` (copy, child process build, swap), the child's peak
   memory, and the latency of a reader thread searching all through the build (how many searches
@@ -109,23 +110,26 @@ def _exact_top10(size: int, queries: np.ndarray, centres: np.ndarray) -> np.ndar
 
 
 def _measure(store: QdrantEdgeStore, queries: np.ndarray, texts: list[str], exact: np.ndarray, depth: int) -> dict:
+    """The store part of a search as the searcher runs it: both rankings (ids, scores, places) at ``depth``,
+    fusion, then the kept ``top_k`` chunks read back."""
     config = RetrievalConfig()
     dense_ms, bm25_ms, hybrid_ms, recalls = [], [], [], []
     for vector, text, truth in zip(queries, texts, exact, strict=True):
         started = time.perf_counter()
-        dense = store.search_dense(vector, depth, None, ALL)
+        dense = store.rank_dense(vector, depth, None, ALL)
         dense_ms.append((time.perf_counter() - started) * 1000)
         middle = time.perf_counter()
-        bm25 = store.search_bm25(text, depth, None, ALL)
+        bm25 = store.rank_bm25(text, depth, None, ALL)
         bm25_ms.append((time.perf_counter() - middle) * 1000)
-        chunks = {chunk.chunk_id: chunk for chunk, _ in dense + bm25}
-        fuse({c.chunk_id: s for c, s in dense}, {c.chunk_id: s for c, s in bm25},
-             {cid: chunk.metadata.document_id for cid, chunk in chunks.items()},
-             {cid: chunk.metadata.chunk_index for cid, chunk in chunks.items()}, method=config.fusion,
-             level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
-             weights=(config.dense_weight, config.bm25_weight))
+        fused = fuse({hit.chunk_id: hit.score for hit in dense}, {hit.chunk_id: hit.score for hit in bm25},
+                     {hit.chunk_id: hit.document_id for hit in dense + bm25},
+                     {hit.chunk_id: hit.chunk_index for hit in dense + bm25}, method=config.fusion,
+                     level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
+                     weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
+                     dbsf_width=config.dbsf_width)
+        store.fetch([chunk_id for chunk_id, _ in fused[: config.top_k]])
         hybrid_ms.append((time.perf_counter() - started) * 1000)
-        found = {int(chunk.chunk_id.rsplit("-", 1)[1]) for chunk, _ in dense[:10]}
+        found = {int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]}
         recalls.append(len(found & set(truth.tolist())) / 10)
     return {"dense_ms": _percentiles(dense_ms), "bm25_ms": _percentiles(bm25_ms), "hybrid_store_ms": _percentiles(hybrid_ms),
             "dense_recall@10": round(float(np.mean(recalls)), 4)}
@@ -168,7 +172,7 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: C
         while not stop.is_set():
             vector = queries[index % len(queries)]
             started = time.perf_counter()
-            store.search_dense(vector, depth, None, ALL)
+            store.rank_dense(vector, depth, None, ALL)
             during.append((time.perf_counter() - started) * 1000)
             index += 1
 
