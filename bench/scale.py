@@ -39,7 +39,7 @@ import numpy as np
 
 from ragstream.config import RetrievalConfig, StoreConfig
 from ragstream.models import Chunk, ChunkMetadata
-from ragstream.retrieval.fusion import fuse
+from ragstream.retrieval.searcher import fuse_rankings
 from ragstream.store import hnsw_build
 from ragstream.store.base import Snapshot
 from ragstream.store.qdrant_edge import QdrantEdgeStore
@@ -121,12 +121,8 @@ def _measure(store: QdrantEdgeStore, queries: np.ndarray, texts: list[str], exac
         middle = time.perf_counter()
         bm25 = store.rank_bm25(text, depth, None, ALL)
         bm25_ms.append((time.perf_counter() - middle) * 1000)
-        fused = fuse({hit.chunk_id: hit.score for hit in dense}, {hit.chunk_id: hit.score for hit in bm25},
-                     {hit.chunk_id: hit.document_id for hit in dense + bm25},
-                     {hit.chunk_id: hit.chunk_index for hit in dense + bm25}, method=config.fusion,
-                     level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
-                     weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
-                     dbsf_width=config.dbsf_width)
+        fused = fuse_rankings({hit.chunk_id: hit.score for hit in dense}, {hit.chunk_id: hit.score for hit in bm25},
+                              dense + bm25, config)
         store.fetch([chunk_id for chunk_id, _ in fused[: config.top_k]])
         hybrid_ms.append((time.perf_counter() - started) * 1000)
         found = {int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -105,24 +105,29 @@ class Searcher:
         candidates = max(limit, self._config.candidates)
         dense = _timed(latencies, "dense", lambda: self._store.rank_dense(vector, candidates, filters, snapshot))
         bm25 = _timed(latencies, "bm25", lambda: self._store.rank_bm25(query, candidates, filters, snapshot))
-        fused = _timed(latencies, "fusion", lambda: self._fuse(dense, bm25))
+        dense_scores = {hit.chunk_id: hit.score for hit in dense}
+        bm25_scores = {hit.chunk_id: hit.score for hit in bm25}
+        fused = _timed(latencies, "fusion", lambda: fuse_rankings(dense_scores, bm25_scores, dense + bm25, self._config))
         if threshold is not None:
             fused = [(cid, score) for cid, score in fused if score >= threshold]
         fused = fused[:limit]
         chunks = _timed(latencies, "fetch", lambda: self._store.fetch([cid for cid, _ in fused]))
-        dense_scores = {hit.chunk_id: hit.score for hit in dense}
-        bm25_scores = {hit.chunk_id: hit.score for hit in bm25}
         return [_hit(chunks[cid], score, dense=dense_scores.get(cid), bm25=bm25_scores.get(cid))
                 for cid, score in fused if cid in chunks]
 
-    def _fuse(self, dense: list[RankedId], bm25: list[RankedId]) -> list[tuple[str, float]]:
-        config = self._config
-        return fuse({hit.chunk_id: hit.score for hit in dense}, {hit.chunk_id: hit.score for hit in bm25},
-                    {hit.chunk_id: hit.document_id for hit in dense + bm25},
-                    {hit.chunk_id: hit.chunk_index for hit in dense + bm25}, method=config.fusion,
-                    level=config.fusion_level, window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
-                    weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
-                    dbsf_width=config.dbsf_width)
+
+def fuse_rankings(dense: Mapping[str, float], bm25: Mapping[str, float], places: Iterable[RankedId],
+                  config: RetrievalConfig) -> list[tuple[str, float]]:
+    """Chunk ids with fused scores, best first: ``config``'s fusion of the two retrievers' scores, with each
+    chunk's document and position taken from ``places`` (the rankings' hits)."""
+    document_of: dict[str, str] = {}
+    position_of: dict[str, int] = {}
+    for hit in places:
+        document_of[hit.chunk_id], position_of[hit.chunk_id] = hit.document_id, hit.chunk_index
+    return fuse(dense, bm25, document_of, position_of, method=config.fusion, level=config.fusion_level,
+                window=config.fusion_window, alpha=config.alpha, rrf_k=config.rrf_k,
+                weights=(config.dense_weight, config.bm25_weight), normalisation=config.normalisation,
+                dbsf_width=config.dbsf_width)
 
 
 def validate_query(query: object, max_chars: int) -> str:

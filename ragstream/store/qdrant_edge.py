@@ -88,8 +88,8 @@ class QdrantEdgeStore:
             raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
         self._newest_generation = self._stored_newest_generation()
         self._places: dict[str, tuple[str, int]] = {}
-        self._places_lock = threading.Lock()
         """Chunk id -> (document_id, chunk_index), oldest first: a ranking reads only ids and scores."""
+        self._places_lock = threading.Lock()
 
     def _stored_newest_generation(self) -> int:
         """The highest generation any stored point carries (0 for an empty shard)."""
@@ -181,26 +181,25 @@ class QdrantEdgeStore:
 
     def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                      snapshot: Snapshot) -> list[tuple[Chunk, float]]:
-        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
-        return self._query(query, limit, filters, snapshot)
+        return self._query(_dense_query(vector), limit, filters, snapshot)
 
     def search_bm25(self, text: str, limit: int, filters: Filters | None,
                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
-        sparse = self._bm25.embed_query(text)
-        if not sparse.indices:
-            return []
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot)
+        query = self._bm25_query(text)
+        return self._query(query, limit, filters, snapshot) if query is not None else []
 
     def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                    snapshot: Snapshot) -> list[RankedId]:
-        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
-        return self._ranked(self._points(query, limit, filters, snapshot, False))
+        return self._ranked(self._points(_dense_query(vector), limit, filters, snapshot, False))
 
     def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        query = self._bm25_query(text)
+        return self._ranked(self._points(query, limit, filters, snapshot, False)) if query is not None else []
+
+    def _bm25_query(self, text: str) -> qe.Query | None:
+        """The BM25 query of ``text``; None when no term of it is indexed (stopwords only)."""
         sparse = self._bm25.embed_query(text)
-        if not sparse.indices:
-            return []
-        return self._ranked(self._points(qe.Query.Nearest(sparse, using=SPARSE), limit, filters, snapshot, False))
+        return qe.Query.Nearest(sparse, using=SPARSE) if sparse.indices else None
 
     def _ranked(self, points: list[Any]) -> list[RankedId]:
         """Ids and scores with each chunk's place, from the place cache or read for the ids it lacks."""
@@ -297,6 +296,10 @@ class QdrantEdgeStore:
             self._shard.close()
             if self._scratch is not None:
                 self._scratch.cleanup()
+
+
+def _dense_query(vector: np.ndarray) -> qe.Query:
+    return qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
 
 
 def _sparse_copy(source: Path, target: Path) -> Path:

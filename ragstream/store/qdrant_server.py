@@ -166,27 +166,25 @@ class QdrantServerStore:
 
     def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                      snapshot: Snapshot) -> list[tuple[Chunk, float]]:
-        return self._query(np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, filters, snapshot)
+        return self._query(_dense_query(vector), DENSE, limit, filters, snapshot)
 
     def search_bm25(self, text: str, limit: int, filters: Filters | None,
                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
-        sparse = self._bm25.embed_query(text)
-        if not sparse.indices:
-            return []
-        query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        return self._query(query, SPARSE, limit, filters, snapshot)
+        query = self._bm25_query(text)
+        return self._query(query, SPARSE, limit, filters, snapshot) if query is not None else []
 
     def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                    snapshot: Snapshot) -> list[RankedId]:
-        return _ranked(self._points(np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, filters, snapshot,
-                                    RANKING_FIELDS))
+        return _ranked(self._points(_dense_query(vector), DENSE, limit, filters, snapshot, RANKING_FIELDS))
 
     def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        query = self._bm25_query(text)
+        return _ranked(self._points(query, SPARSE, limit, filters, snapshot, RANKING_FIELDS)) if query is not None else []
+
+    def _bm25_query(self, text: str) -> models.SparseVector | None:
+        """The BM25 query of ``text``; None when no term of it is indexed (stopwords only)."""
         sparse = self._bm25.embed_query(text)
-        if not sparse.indices:
-            return []
-        query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        return _ranked(self._points(query, SPARSE, limit, filters, snapshot, RANKING_FIELDS))
+        return models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)) if sparse.indices else None
 
     def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         if not chunk_ids:
@@ -277,6 +275,10 @@ def _check_version(server: str, url: str) -> None:
     if server_major != client_major or abs(server_minor - client_minor) > 1:
         logger.warning("the Qdrant server at %s runs %s, qdrant-client is %s: use a server within one minor version "
                        "of the client (docs/backends.md)", url, server, client)
+
+
+def _dense_query(vector: np.ndarray) -> list[float]:
+    return np.asarray(vector, dtype=np.float32).tolist()
 
 
 def _dense(vector: Any) -> list[float]:
