@@ -184,8 +184,10 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: C
     after = _measure(store, queries, query_texts, exact, depth)
     info = dict(store.info())
     store.close()
-    shutil.rmtree(path, ignore_errors=True)
-    hnsw_build.state_path(path).unlink(missing_ok=True)
+    for folder in {path, hnsw_build.active_path(path)}:  # after a build the shard sits in path.hnsw-<n>
+        shutil.rmtree(folder, ignore_errors=True)
+    for beside in (hnsw_build.state_path(path), hnsw_build.pointer_path(path)):
+        beside.unlink(missing_ok=True)
     result.update({"info_after": info, "hnsw": after,
                    "build": {"built": built, "seconds": round(build_seconds, 1), "child_peak_rss_mb": child_peak_mb,
                              "reader_during_build": {"searches": len(during), **_percentiles(during)}}})

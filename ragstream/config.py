@@ -373,6 +373,9 @@ class PipelineLimits(ConfigSection):
         "Chosen on SciFact train claims (bench/answers.py, 5,183 documents): with 5 attachments the packaged "
         "Qwen2.5-0.5B cited a relevant document in 0.52 of its answers, with 3 in 0.70-0.79 (25 claims); the "
         "extractive answer is unchanged (0.71 with 5, 0.72 with 3, 100 claims). Larger models may read more.")
+    N3_PER_DOCUMENT_MAX: int = Field(
+        0, ge=0, description="Attachments from one document at most (0: no limit); the next-ranked chunk of "
+        "another document takes the place.")
     N4_RECENT_CONV_MAX_PAIRS: int = 10
     logavgexp_tau: float = Field(9.0, description="Temperature of LogAvgExp score aggregation.")
     split_min_words: int = Field(
@@ -609,6 +612,9 @@ class CitationConfig(ConfigSection):
 
     max_marker_chars: int = Field(120, description="Longest bracketed text still read as a citation marker.")
     dice_threshold: float = Field(0.5, description="Tier 3: a title marker matches a chunk above this Dice similarity.")
+    min_title_marker_chars: int = Field(
+        4, ge=1, description="A bracketed name shorter than this cites a chunk only when it equals its title or section; "
+        "otherwise it is text, such as an abbreviation the answer writes ([OR], [CI]).")
     infer_min_cosine: float | None = Field(
         0.4, description="A sentence of an LLM answer that cites no attachment gets the closest attachment when "
         "their cosine reaches this (small models often forget markers); None: never infer.")

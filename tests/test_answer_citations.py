@@ -141,3 +141,16 @@ def test_a_bracket_quoted_from_an_attachment_is_text_not_a_citation():
     track_text("Mean age 66.5 [SD, 15.5] y [4]; the [ARD] fell; see [Nowhere].", tracker, CONFIG)
     assert [c.chunk_id for c in tracker.matched] == ["c9"]
     assert tracker.unmatched == ["Nowhere"]  # a bracket in no attachment is still reported
+
+
+def test_an_abbreviation_in_brackets_is_text_and_titles_match_whole_words():
+    titled = [*CHUNKS, chunk(4, "Risk factors for death", "Odds ratios")]
+    tracker = CitationTracker(CitationResolver(titled, CONFIG))
+    track_text("Age (odds ratio [OR] 1.07; 95% confidence interval [CI] 1.04 to 1.11) predicts death.", tracker, CONFIG)
+    assert tracker.citations == []  # neither cites "Risk factors for death" (it holds "or" in "for") nor is unmatched
+    (exact,) = CitationResolver([chunk(5, "FAQ", "")], CONFIG).resolve("FAQ")
+    assert exact.matched and exact.match_type == "exact"  # a short name still cites when it is the title
+    (whole,) = CitationResolver(titled, CONFIG).resolve("Risk factors")
+    assert whole.matched and whole.match_type == "contains" and whole.number == 4
+    (inside,) = CitationResolver(titled, CONFIG).resolve("Ratio")  # "ratio" only inside the word "ratios":
+    assert inside.match_type == "dice"  # close in spelling, not contained

@@ -1,12 +1,15 @@
-"""The HNSW build runs in a child process on a copy of the shard: readers keep searching meanwhile,
-the built copy answers like the exact search did, and a crash at any step of the swap is repaired
-when the store opens again (real Qdrant Edge shards on disk, a real child process, real threads)."""
+"""The HNSW build runs in a child process on a copy of the shard: readers keep searching meanwhile
+(while the built copy loads too), the built copy answers like the exact search did, and a crash at
+any step of the swap is repaired when the store opens again (real Qdrant Edge shards on disk, a
+real child process, real threads)."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +18,9 @@ from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store import hnsw_build
 from ragstream.store.base import Snapshot
 from ragstream.store.qdrant_edge import QdrantEdgeStore
+
+WAIT_SECONDS = 60.0
+"""A bound for waiting on another thread: reached only when the code under test is broken."""
 
 DIMENSIONS = 32
 POINTS = 600
@@ -58,12 +64,70 @@ def test_readers_keep_searching_while_the_index_builds(tmp_path: Path):
     during = [t for t in done_at if started < t < finished]
     assert during, "no search completed while the index was being built"
     assert store.maybe_optimize() is False, "nothing new since the build"
-    assert hnsw_build.last_build_points(tmp_path / "qdrant") == POINTS
-    assert not hnsw_build.building_path(tmp_path / "qdrant").exists()
+    live = tmp_path / "qdrant"
+    assert hnsw_build.last_build_points(live) == POINTS
+    assert not hnsw_build.building_path(live).exists()
+    assert hnsw_build.active_path(live) == tmp_path / "qdrant.hnsw-1" and not live.exists()  # the old one is gone
     assert store.count() == POINTS
     assert [[c.chunk_id for c, _ in store.search_dense(vectors[i], 10, None, ALL)] for i in range(5)] == exact
     store.upsert([_chunk(POINTS)], vectors[:1], generation=1)  # the swapped-in shard takes writes
     assert store.count() == POINTS + 1
+    store.close()
+    reopened = QdrantEdgeStore(live, DIMENSIONS, StoreConfig())  # the pointer leads a new process to the built one
+    assert reopened.count() == POINTS + 1 and reopened.info()["indexed_vectors"] > 0
+    reopened.close()
+
+
+class _LoadWatcher(QdrantEdgeStore):
+    """Loads the built shard, then waits for a reader to finish a search before handing it over."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.searched, self.loading = threading.Event(), threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def _load(self, folder: Path) -> object:
+        shard = super()._load(folder)
+        self.loading.set()
+        assert self.searched.wait(WAIT_SECONDS), "no reader got through while the built shard was loading"
+        return shard
+
+
+def test_readers_search_the_old_shard_while_the_built_one_loads(tmp_path: Path):
+    config = StoreConfig(optimize_min_points=100, optimize_min_new_points=100)
+    _filled_store(tmp_path / "qdrant", config)[0].close()
+    store = _LoadWatcher(tmp_path / "qdrant", DIMENSIONS, config)
+    vectors = np.eye(DIMENSIONS, dtype=np.float32)
+
+    def reader() -> None:
+        assert store.loading.wait(WAIT_SECONDS)
+        assert store.search_dense(vectors[0], 10, None, ALL)
+        store.searched.set()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert store.maybe_optimize() is True
+    thread.join()
+    assert store.searched.is_set()
+    assert store.search_dense(vectors[0], 10, None, ALL)
+    store.close()
+
+
+class _FailingLoad(QdrantEdgeStore):
+    """A built shard that cannot be loaded (a fault a real build does not produce on demand)."""
+
+    def _load(self, folder: Path) -> object:
+        raise RuntimeError(f"cannot load the built shard at {folder}: injected")
+
+
+def test_a_built_shard_that_fails_to_load_leaves_the_old_one_in_use(tmp_path: Path):
+    config = StoreConfig(optimize_min_points=100, optimize_min_new_points=100)
+    live = tmp_path / "qdrant"
+    _filled_store(live, config)[0].close()
+    vectors = np.eye(DIMENSIONS, dtype=np.float32)
+    store = _FailingLoad(live, DIMENSIONS, config)
+    assert store.maybe_optimize() is False
+    assert hnsw_build.active_path(live) == live and sorted(p.name for p in tmp_path.iterdir()) == ["qdrant"]
+    assert store.count() == POINTS and store.search_dense(vectors[0], 3, None, ALL)
     store.close()
 
 
@@ -87,5 +151,37 @@ def test_a_crash_in_the_middle_of_a_swap_is_repaired_on_open(tmp_path: Path):
     reopened = QdrantEdgeStore(live, DIMENSIONS, StoreConfig())
     assert reopened.count() == POINTS
     assert not hnsw_build.building_path(live).exists() and not hnsw_build.retired_path(live).exists()
+    assert reopened.search_dense(vectors[3], 1, None, ALL)[0][0].chunk_id == _chunk(3).chunk_id
+    reopened.close()
+
+
+def test_a_crash_between_placing_and_committing_a_build_keeps_the_old_shard(tmp_path: Path):
+    live = tmp_path / "qdrant"
+    store, vectors = _filled_store(live, StoreConfig())
+    store.close()
+    built = hnsw_build.building_path(live)
+    built.mkdir()
+    (built / "junk").write_text("a build the crash left before its commit")
+    placed = hnsw_build.place(live, built)
+    reopened = QdrantEdgeStore(live, DIMENSIONS, StoreConfig())
+    assert not placed.exists() and hnsw_build.active_path(live) == live
+    assert reopened.search_dense(vectors[3], 1, None, ALL)[0][0].chunk_id == _chunk(3).chunk_id
+    reopened.close()
+
+
+def test_a_crash_after_the_commit_keeps_the_built_shard_and_deletes_the_old(tmp_path: Path):
+    live = tmp_path / "qdrant"
+    store, vectors = _filled_store(live, StoreConfig(optimize_min_points=100, optimize_min_new_points=100))
+    assert store.maybe_optimize() is True
+    store.close()
+    first = hnsw_build.active_path(live)
+    shutil.copytree(first, live)  # as if the process died after the commit, before deleting the old folder
+    reopened = QdrantEdgeStore(live, DIMENSIONS, StoreConfig(optimize_min_points=100, optimize_min_new_points=1))
+    assert not live.exists() and hnsw_build.active_path(live) == first
+    reopened.upsert([_chunk(POINTS)], vectors[:1], generation=1)
+    assert reopened.maybe_optimize() is True  # a second build replaces the first built folder
+    second = hnsw_build.active_path(live)
+    assert second.name == "qdrant.hnsw-2" and not first.exists()
+    assert reopened.count() == POINTS + 1
     assert reopened.search_dense(vectors[3], 1, None, ALL)[0][0].chunk_id == _chunk(3).chunk_id
     reopened.close()

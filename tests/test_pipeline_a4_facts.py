@@ -70,3 +70,41 @@ def test_sentence_scores_use_the_fast_encoder_and_never_load_the_passage_encoder
         assert "lost half their ice volume" in sp.S_CTX_MD.split(FACTS_HEADING, 1)[1].splitlines()[1]
         assert reader.ask("TASK: Which rivers rise in Switzerland?").citations
     assert loads == []
+
+
+def test_a_sentence_two_attachments_share_is_stated_once(make_fast_index, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "glaciers.md").write_text(GLACIERS)
+    (folder / "quoted.md").write_text(  # quotes the glacier finding word for word, as overlapping chunks repeat text
+        "# Climate notes\n\nA report on the Alps says: Alpine glaciers lost half their ice volume since 1900, mainly "
+        "because summer melting increased. Snow cover now melts weeks earlier.\n")
+    rs = make_fast_index(data_dir=tmp_path / "index", agents={"a4": {"focus": "question"}})
+    assert rs.ingest([folder]).documents_failed == 0
+    sp = rs.run_pipeline(QUESTION)
+    assert len(sp.final_selection_ids) == 2
+    block = sp.S_CTX_MD.split(FACTS_HEADING, 1)[1].split("Sources:", 1)[0]
+    facts = [line for line in block.splitlines() if line.startswith("- ")]
+    assert sum("lost half their ice volume since 1900" in fact for fact in facts) == 1, facts
+
+
+def test_a_per_document_cap_gives_the_place_to_another_document(make_fast_index, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    long_glaciers = "# Glaciers of the Alps\n\n" + "\n\n".join(  # several chunks of one document rank first
+        f"## Part {part}\n\nAlpine glaciers lost ice volume since 1900 in part {part} of the survey. "
+        + " ".join(f"Glacier sentence {part}.{n} about Alpine ice volume loss." for n in range(30))
+        for part in range(4))
+    (folder / "glaciers.md").write_text(long_glaciers)
+    (folder / "rivers.md").write_text(RIVERS)
+
+    def attached(cap: int) -> list[str]:
+        rs = make_fast_index(data_dir=tmp_path / f"index-{cap}", chunking={"chunk_size": 120, "chunk_overlap": 0},
+                             pipeline={"N3_FINAL_SELECTION_MAX": 3, "N3_PER_DOCUMENT_MAX": cap})
+        assert rs.ingest([folder]).documents_failed == 0
+        sp = rs.run_pipeline(QUESTION)
+        return [rs.store.fetch([cid])[cid].metadata.source for cid in sp.final_selection_ids]
+
+    uncapped, capped = attached(0), attached(1)
+    assert len(uncapped) == 3 and len(set(uncapped)) < 3  # the long document takes several places
+    assert len(capped) == 2 and len(set(capped)) == 2  # one each: glaciers and rivers (no third document)

@@ -3,13 +3,15 @@
 
 Markers are numbered, ``[n]`` = attachment n of the prompt (1-based), or a title ``[Title]`` /
 ``[Title > Section]`` matched against the attachments in three
-tiers: exact (case-insensitive), contains (either way), then Dice bigram similarity above
-``citations.dice_threshold``. A marker that names no prompt chunk is kept as unmatched and never
-becomes a source.
+tiers: exact (case-insensitive), contains (either way, as whole words), then Dice bigram similarity
+above ``citations.dice_threshold``; a name shorter than ``citations.min_title_marker_chars`` only
+matches exactly (else it is an abbreviation, text). A marker that names no prompt chunk is kept as
+unmatched and never becomes a source.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +40,11 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _contains_words(text: str, part: str) -> bool:
+    """Whether ``part`` occurs in ``text`` as whole words ("streaming" in "streaming responses", not "or" in "for")."""
+    return re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) is not None
+
+
 def _labels(chunk: DocumentChunk) -> list[str]:
     """The names a title marker may use for a chunk: title, 'title > section', header path."""
     meta = chunk.metadata
@@ -60,9 +67,10 @@ class CitationResolver:
         numbers = marker_numbers(content)
         if numbers is not None:
             return [self._numbered(number) for number in numbers]
-        index, tier = self._by_title(_norm(content))
+        marker = _norm(content)
+        index, tier = self._by_title(marker)
         if index is None:
-            if any(f"[{content}]" in chunk.text for chunk in self.chunks):
+            if any(f"[{content}]" in chunk.text for chunk in self.chunks) or len(marker) < self._config.min_title_marker_chars:
                 return []
             return [Citation(marker=content, matched=False, match_type=UNMATCHED)]
         return [_citation(content, tier, index, self.chunks[index])]
@@ -76,8 +84,10 @@ class CitationResolver:
         for index, labels in enumerate(self._labels):
             if marker in labels:
                 return index, "exact"
+        if len(marker) < self._config.min_title_marker_chars:
+            return None, UNMATCHED  # "[OR]" is an abbreviation, not a title that "or" appears in
         for index, labels in enumerate(self._labels):
-            if any(marker in label or label in marker for label in labels):
+            if any(_contains_words(label, marker) or _contains_words(marker, label) for label in labels):
                 return index, "contains"
         best, best_score = None, self._config.dice_threshold
         for index, labels in enumerate(self._labels):

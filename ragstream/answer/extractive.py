@@ -18,17 +18,14 @@ import numpy as np
 
 from ragstream.answer.markers import MarkerScanner
 from ragstream.answer.models import DocumentChunk
-from ragstream.documents.markdown_dialects import INCLUDE_LABEL, LABEL_SEPARATOR
-from ragstream.documents.prose import CODE_BLOCK, readable_sentences
+from ragstream.documents.markdown_dialects import INCLUDE_LABEL
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences, sentence_key
 from ragstream.providers.embedders.base import Embedder, scoring_vectors
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
 # Any bracket the citation scanner would read as a marker; the longest it reads (no limit here).
 _ANY_MARKER_CHARS = 1_000_000
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
-# An admonition label ("Note: ", "Note — Technical Details: "): the same sentence under another label is no news.
-_LEADING_LABEL = re.compile(rf"^\w[\w ]*(?:{LABEL_SEPARATOR}[^:]+)?: ")
-_TRAILING_PUNCTUATION = re.compile(r"[\s.!?:;,]+$")
 
 
 @dataclass(frozen=True)
@@ -103,7 +100,7 @@ def _unique(candidates: list[tuple[int, Quote]]) -> list[tuple[int, Quote]]:
     seen: set[str] = set()
     kept: list[tuple[int, Quote]] = []
     for number, quote in candidates:
-        key = _TRAILING_PUNCTUATION.sub("", _LEADING_LABEL.sub("", " ".join(quote.sentence.casefold().split())))
+        key = sentence_key(quote.sentence)
         if key and key not in seen:
             seen.add(key)
             kept.append((number, quote))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ragstream.documents.markdown_dialects import LABEL_SEPARATOR
+
 CODE_BLOCK = re.compile(r"(```|~~~).*?(\1|$)", re.DOTALL)
 """A fenced code block (an unclosed fence runs to the end of the text)."""
 _HEADING_LINE = re.compile(r"^\s*#.*$", re.MULTILINE)
@@ -93,3 +95,14 @@ def _plain(text: str) -> str:
     text = _HTML_TAG.sub("", text)
     text = _STRONG.sub(r"\2", text)
     return _EMPHASIS.sub(r"\1", text)
+
+
+# An admonition label ("Note: ", "Note — Technical Details: "): the same sentence under another label is no news.
+_LEADING_LABEL = re.compile(rf"^\w[\w ]*(?:{LABEL_SEPARATOR}[^:]+)?: ")
+_TRAILING_PUNCTUATION = re.compile(r"[\s.!?:;,]+$")
+
+
+def sentence_key(sentence: str) -> str:
+    """What two copies of one sentence share (overlapping chunks repeat text): compared without case,
+    spacing, end punctuation or a leading admonition label."""
+    return _TRAILING_PUNCTUATION.sub("", _LEADING_LABEL.sub("", " ".join(sentence.casefold().split())))

@@ -16,13 +16,14 @@ quotes documents, so it sits in a fence its text cannot close, like every attach
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
 from ragstream.agents.prompts import A4_PROMPT, A4Output
 from ragstream.config import A4CondenserSettings
-from ragstream.documents.prose import CODE_BLOCK, prose_sentences
+from ragstream.documents.prose import CODE_BLOCK, prose_sentences, sentence_key
 from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import call_agent
@@ -116,19 +117,26 @@ def _select(chunks: list[Chunk], budget: int, ctx: StageContext, settings: A4Con
     With a scorer the facts come out best first across chunks (ties keep attachment order)."""
     selected: list[Chunk] = []
     facts: list[tuple[float, str]] = []
+    stated: set[str] = set()
     skipped: list[str] = []
     used = 0
+    per_document: Counter[str] = Counter()
+    per_document_max = ctx.config.pipeline.N3_PER_DOCUMENT_MAX
     for chunk in chunks:
         if len(selected) == ctx.config.pipeline.N3_FINAL_SELECTION_MAX:
             break
+        if per_document_max and per_document[chunk.metadata.document_id] >= per_document_max:
+            continue  # that document has its attachments: the next one's chunk takes the place
         number = len(selected) + 1
-        lines = _fact_lines(chunk, number, settings, scorer)
-        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(line for _, line in lines))
+        lines = _fact_lines(chunk, number, settings, scorer, stated)
+        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(line for _, _, line in lines))
         if used + cost > budget:
             skipped.append(chunk.chunk_id)
             continue
         selected.append(chunk)
-        facts.extend(lines)
+        per_document[chunk.metadata.document_id] += 1
+        facts.extend((score, line) for score, _, line in lines)
+        stated.update(key for _, key, _ in lines)
         used += cost
     if scorer is not None:
         facts.sort(key=lambda fact: -fact[0])  # stable: equal scores keep attachment order
@@ -140,13 +148,17 @@ def _passages(chunks: list[Chunk], settings: A4CondenserSettings) -> str:
                        for n, c in enumerate(chunks, start=1))
 
 
-def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings,
-                scorer: SentenceScorer | None) -> list[tuple[float, str]]:
-    """Up to ``sentences_per_chunk`` prose sentences of a chunk as cited bullets, with their score:
-    the ones closest to the question (kept in text order) with a scorer, else the leading ones."""
-    sentences = _prose_sentences(chunk.text)
+def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings, scorer: SentenceScorer | None,
+                stated: set[str]) -> list[tuple[float, str, str]]:
+    """Up to ``sentences_per_chunk`` prose sentences of a chunk as cited bullets (score, sentence key, line):
+    the ones closest to the question (kept in text order) with a scorer, else the leading ones. A sentence
+    an earlier attachment already states (overlapping chunks repeat text) is not stated again."""
+    prose = _prose_sentences(chunk.text)
+    if not prose:
+        return [(float("-inf"), "", f"- {CODE_ONLY} [{number}]")]
+    sentences = [sentence for sentence in prose if sentence_key(sentence) not in stated]
     if not sentences:
-        return [(float("-inf"), f"- {CODE_ONLY} [{number}]")]
+        return []
     if scorer is None:
         scores = [0.0] * len(sentences)
         chosen = list(range(min(len(sentences), settings.sentences_per_chunk)))
@@ -154,7 +166,8 @@ def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings,
         scores = [float(value) for value in scorer(sentences)]
         best = np.argsort(-np.asarray(scores), kind="stable")[: settings.sentences_per_chunk]
         chosen = sorted(int(i) for i in best)
-    return [(scores[i], f"- {_cut(sentences[i], settings.sentence_max_chars)} [{number}]") for i in chosen]
+    return [(scores[i], sentence_key(sentences[i]), f"- {_cut(sentences[i], settings.sentence_max_chars)} [{number}]")
+            for i in chosen]
 
 
 def _prose_sentences(text: str) -> list[str]:

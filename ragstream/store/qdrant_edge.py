@@ -7,7 +7,8 @@ is built only by an explicit ``optimize()``, which :meth:`QdrantEdgeStore.maybe_
 once the shard holds ``store.optimize_min_points`` points (exact search is fast below that) and
 ``store.optimize_min_new_points`` were added since the last build. ``optimize()`` holds the GIL for
 the whole build, so it runs in a child process on a copy of the shard (``hnsw_build.py``): readers
-keep searching the live shard, writers wait, and the built copy is swapped in under a short pause.
+keep searching the live shard, writers wait, and the built copy is loaded beside it and swapped in
+by replacing one handle (readers never wait for a load).
 """
 
 from __future__ import annotations
@@ -56,36 +57,41 @@ class QdrantEdgeStore:
         self._write_lock = threading.RLock()
         """Serialises writers; an index build holds it (not ``_lock``) for its duration, so reads go on."""
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        if read_only and not (path / "edge_config.json").exists():
+        if not read_only:
+            hnsw_build.recover(path)
+        folder = hnsw_build.active_path(path)
+        if read_only and not (folder / "edge_config.json").exists():
             raise InsufficientStorageError("cannot create a new index: the disk is full (limits.min_free_disk_bytes)")
         if read_only:
             self._scratch = tempfile.TemporaryDirectory(prefix="ragstream-read-only-", dir=config.read_only_copy_dir)
-            path = _sparse_copy(path, Path(self._scratch.name) / path.name)
+            path = folder = _sparse_copy(folder, Path(self._scratch.name) / path.name)
             logger.warning("disk full: the vector store is searched from a read-only copy; writes fail until restart")
         self._path = path
+        """The shard's name: the pointer, the build state and built folders sit beside it."""
+        self._folder = folder
+        """The shard folder in use: ``path`` itself until an index build swaps in ``path.hnsw-<n>``."""
         self._bm25 = qe.Bm25(
             qe.Bm25Config(k=config.bm25_k1, b=config.bm25_b, avg_len=config.bm25_avg_len, language=config.bm25_language)
         )
-        hnsw_build.recover(path)
         self._edge_config = edge_config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         try:
-            if (path / "edge_config.json").exists() or any(path.glob("segments*")):
-                self._shard = qe.EdgeShard.load(str(path), edge_config)
+            if (folder / "edge_config.json").exists() or any(folder.glob("segments*")):
+                self._shard = qe.EdgeShard.load(str(folder), edge_config)
                 self._add_owner_index()
             else:
-                path.mkdir(parents=True, exist_ok=True)
-                self._shard = qe.EdgeShard.create(str(path), edge_config)
+                folder.mkdir(parents=True, exist_ok=True)
+                self._shard = qe.EdgeShard.create(str(folder), edge_config)
                 self._create_indexes()
         except Exception as error:
             if "WouldBlock" in str(error):
                 raise VectorDBUnavailableError(
-                    f"the index at {path} is open in another ragstream process (a running server?); "
+                    f"the index at {folder} is open in another ragstream process (a running server?); "
                     "stop it or use that process's HTTP API"
                 ) from error
-            raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {path}: {error}") from error
+            raise VectorDBUnavailableError(f"cannot open Qdrant Edge shard at {folder}: {error}") from error
         self._newest_generation = self._stored_newest_generation()
         self._places: dict[str, tuple[str, int]] = {}
         """Chunk id -> (document_id, chunk_index), oldest first: a ranking reads only ids and scores."""
@@ -163,19 +169,37 @@ class QdrantEdgeStore:
                     return False
                 self._shard.flush()
             try:
-                built, _ = hnsw_build.build_copy(self._path, self._config.optimize_timeout_seconds)
+                built, _ = hnsw_build.build_copy(self._path, self._folder, self._config.optimize_timeout_seconds)
+                folder = hnsw_build.place(self._path, built)
+                fresh = self._load(folder)  # readers still search the old shard meanwhile
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
                 logger.warning("HNSW build skipped; searches stay exact: %s", error)
                 hnsw_build.recover(self._path)
                 return False
-            with self._lock:  # the only pause readers see: close, two renames, reopen
-                self._shard.close()
-                try:
-                    hnsw_build.swap_in(self._path, built, points)
-                finally:
-                    hnsw_build.recover(self._path)
-                    self._shard = qe.EdgeShard.load(str(self._path), self._edge_config)
+            try:
+                hnsw_build.commit(self._path, folder)
+            except OSError as error:
+                logger.warning("HNSW build not swapped in; searches stay exact: %s", error)
+                fresh.close()
+                hnsw_build.recover(self._path)
+                return False
+            with self._lock:  # the only pause readers see: one handle swap
+                old, old_folder = self._shard, self._folder
+                self._shard, self._folder = fresh, folder
+            old.close()
+            hnsw_build.discard(old_folder)
+            try:
+                hnsw_build.record_build(self._path, points)
+            except OSError as error:
+                logger.warning("could not record the HNSW build (the next one may come early): %s", error)
             return True
+
+    def _load(self, folder: Path) -> Any:
+        """The shard at ``folder``; its load failing is a ``RuntimeError``."""
+        try:
+            return qe.EdgeShard.load(str(folder), self._edge_config)
+        except Exception as error:  # qdrant-edge raises its own exception types
+            raise RuntimeError(f"cannot load the built shard at {folder}: {error}") from error
 
     # -- reads -------------------------------------------------------------------------------
 
