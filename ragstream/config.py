@@ -375,7 +375,10 @@ class PipelineLimits(ConfigSection):
         "extractive answer is unchanged (0.71 with 5, 0.72 with 3, 100 claims). Larger models may read more.")
     N3_PER_DOCUMENT_MAX: int = Field(
         0, ge=0, description="Attachments from one document at most (0: no limit); the next-ranked chunk of "
-        "another document takes the place.")
+        "another document takes the place. On SciFact train claims (100, extractive answers; two chunks of one "
+        "abstract often filled two of the three places) answers citing a relevant document went 0.717 -> 0.727 "
+        "(2) -> 0.737 (1), High confidence right 0.873 -> 0.891 -> 0.904. Off by default: an answer from a long "
+        "Markdown page often needs several of its chunks.")
     N4_RECENT_CONV_MAX_PAIRS: int = 10
     logavgexp_tau: float = Field(9.0, description="Temperature of LogAvgExp score aggregation.")
     split_min_words: int = Field(
