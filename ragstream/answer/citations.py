@@ -68,9 +68,10 @@ class CitationResolver:
         if numbers is not None:
             return [self._numbered(number) for number in numbers]
         marker = _norm(content)
-        index, tier = self._by_title(marker)
+        named = len(marker) >= self._config.min_title_marker_chars  # shorter: "[OR]" is an abbreviation unless exact
+        index, tier = self._by_title(marker, loosely=named)
         if index is None:
-            if any(f"[{content}]" in chunk.text for chunk in self.chunks) or len(marker) < self._config.min_title_marker_chars:
+            if not named or any(f"[{content}]" in chunk.text for chunk in self.chunks):
                 return []
             return [Citation(marker=content, matched=False, match_type=UNMATCHED)]
         return [_citation(content, tier, index, self.chunks[index])]
@@ -80,12 +81,13 @@ class CitationResolver:
             return _citation(str(number), "number", number - 1, self.chunks[number - 1])
         return Citation(marker=str(number), matched=False, match_type=UNMATCHED, number=number)
 
-    def _by_title(self, marker: str) -> tuple[int | None, str]:
+    def _by_title(self, marker: str, *, loosely: bool) -> tuple[int | None, str]:
+        """The attachment ``marker`` names: exactly, or (``loosely``) contained as whole words or by Dice."""
         for index, labels in enumerate(self._labels):
             if marker in labels:
                 return index, "exact"
-        if len(marker) < self._config.min_title_marker_chars:
-            return None, UNMATCHED  # "[OR]" is an abbreviation, not a title that "or" appears in
+        if not loosely:
+            return None, UNMATCHED
         for index, labels in enumerate(self._labels):
             if any(_contains_words(label, marker) or _contains_words(marker, label) for label in labels):
                 return index, "contains"

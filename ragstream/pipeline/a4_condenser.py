@@ -156,9 +156,10 @@ def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings, scorer
     prose = _prose_sentences(chunk.text)
     if not prose:
         return [(float("-inf"), "", f"- {CODE_ONLY} [{number}]")]
-    sentences = [sentence for sentence in prose if sentence_key(sentence) not in stated]
-    if not sentences:
+    keyed = [(sentence, key) for sentence in prose if (key := sentence_key(sentence)) not in stated]
+    if not keyed:
         return []
+    sentences = [sentence for sentence, _ in keyed]
     if scorer is None:
         scores = [0.0] * len(sentences)
         chosen = list(range(min(len(sentences), settings.sentences_per_chunk)))
@@ -166,8 +167,7 @@ def _fact_lines(chunk: Chunk, number: int, settings: A4CondenserSettings, scorer
         scores = [float(value) for value in scorer(sentences)]
         best = np.argsort(-np.asarray(scores), kind="stable")[: settings.sentences_per_chunk]
         chosen = sorted(int(i) for i in best)
-    return [(scores[i], sentence_key(sentences[i]), f"- {_cut(sentences[i], settings.sentence_max_chars)} [{number}]")
-            for i in chosen]
+    return [(scores[i], keyed[i][1], f"- {_cut(sentences[i], settings.sentence_max_chars)} [{number}]") for i in chosen]
 
 
 def _prose_sentences(text: str) -> list[str]:

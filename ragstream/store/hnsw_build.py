@@ -73,10 +73,10 @@ def recover(live: Path) -> None:
     if retired_path(live).exists() and not live.exists():
         retired_path(live).rename(live)
     active = active_path(live)
+    leftovers = [building_path(live), retired_path(live), *_built_folders(live)]
     if active == live:
         pointer_path(live).unlink(missing_ok=True)
-    leftovers = [building_path(live), retired_path(live), *_built_folders(live)]
-    if active != live:
+    else:
         leftovers.append(live)  # replaced by a build whose swap committed; not deleted yet
     for leftover in leftovers:
         if leftover != active and leftover.exists():
