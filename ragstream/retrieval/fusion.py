@@ -103,18 +103,19 @@ def neighbourhoods(
 ) -> dict[str, tuple[str, ...]]:
     """For each item, the items of its document at most ``window`` positions away, itself included
     (``None``: the whole document; the members of one document then share one tuple)."""
-    if window is None:
-        members: dict[str, list[str]] = {}
-        for item in items:
-            members.setdefault(document_of[item], []).append(item)
-        shared = {document: tuple(group) for document, group in members.items()}
-        return {item: shared[document_of[item]] for item in items}
-    at = {(document_of[item], position_of[item]): item for item in items}
-    return {
-        item: tuple(at[(document_of[item], p)] for p in range(position_of[item] - window, position_of[item] + window + 1)
-                    if (document_of[item], p) in at)
-        for item in items
-    }
+    members: dict[str, list[str]] = {}
+    for item in items:
+        members.setdefault(document_of[item], []).append(item)
+    near: dict[str, tuple[str, ...]] = {}
+    for group in members.values():
+        if window is None or len(group) == 1:
+            shared = tuple(group)
+            near.update(dict.fromkeys(group, shared))
+            continue
+        for item in group:  # a document rarely has more than a few candidates: pairwise is cheapest
+            position = position_of[item]
+            near[item] = tuple(other for other in group if abs(position_of[other] - position) <= window)
+    return near
 
 
 def fuse(
@@ -149,6 +150,8 @@ def fuse(
         pooled: dict[tuple[str, ...], tuple[float, float]] = {}  # per neighbourhood: best own score, pooled score
         for item in items:
             group = near[item]
+            if len(group) == 1:  # alone in its neighbourhood: its own score is the pooled one
+                continue
             if group not in pooled:
                 pooled[group] = (max(own[other] for other in group),
                                  max(dense_part.get(other, 0.0) for other in group)
