@@ -188,6 +188,42 @@ def test_an_llm_answer_that_cites_nothing_gets_its_closest_attachments(make_fast
     assert streamed == [c.chunk_id for c in events[-1].response.citations] and streamed
 
 
+LONG_NOTE = """# Kitchen notes
+
+Boil the pasta in plenty of salted water for nine minutes. Drain the pasta and keep a cup of the cooking water.
+Warm the olive oil with garlic over a low flame until it smells sweet. Toss the drained pasta in the pan with
+the garlic oil. Add the cooking water a spoonful at a time until the sauce clings. Grate hard cheese over each
+plate just before serving. Season the sauce with black pepper and a squeeze of lemon juice. Chop fresh parsley
+and scatter it over the bowls. Bake the bread rolls until golden and serve them warm with butter.
+The harbour lighthouse beam rotates every twelve seconds over the rocky coast.
+Leftover pasta keeps for two days in a covered bowl in the fridge; reheat it gently with a splash of water.
+"""
+SHORT_NOTE = """# Coast guide
+
+The harbour lighthouse beam sweeps over the rocky coast, and its keepers watch the rotating lamp every night.
+"""
+
+
+def test_a_sentence_copied_from_a_long_attachment_cites_that_attachment(make_fast_index, tmp_path: Path):
+    """Inference compares sentences with sentences: the one sentence of a long attachment that the answer copied
+    wins over a short attachment that, as a whole, shares more of its words."""
+    (tmp_path / "kitchen.md").write_text(LONG_NOTE, encoding="utf-8")
+    (tmp_path / "coast.md").write_text(SHORT_NOTE, encoding="utf-8")
+    copied = "The harbour lighthouse beam rotates every twelve seconds over the rocky coast."
+    with RecordingLLM(reply=copied) as server:
+        rs = make_fast_index(data_dir=tmp_path / "index", llm=llm(server.base_url),
+                             answer={"min_relevance": 0.05, "citations": {"infer_min_cosine": 0.5}})
+        rs.ingest([tmp_path / "kitchen.md", tmp_path / "coast.md"])
+        answer = rs.ask("How often does the harbour lighthouse beam rotate over the rocky coast?")
+        chunks = {c.chunk_id: c for c in rs.run_pipeline("harbour lighthouse rocky coast").base_context_chunks}
+        embedder = rs.embedder()
+        whole = embedder.embed_queries([copied]) @ embedder.embed_documents([c.text for c in chunks.values()]).T
+    closest_whole = list(chunks.values())[int(whole.argmax())]
+    assert "Coast guide" in closest_whole.text  # compared with whole attachments, the short one would win
+    assert [c.match_type for c in answer.citations] == ["inferred"]
+    assert "Kitchen notes" in chunks[answer.citations[0].chunk_id].text
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_generation_stops_where_the_model_copies_an_attachment_header(make_fast_index, enabled: bool):
     with RecordingLLM() as server:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
@@ -31,7 +32,7 @@ from ragstream.answer.citations import (
 )
 from ragstream.answer.confidence import calculate_confidence
 from ragstream.answer.conversation import ConversationStore
-from ragstream.answer.extractive import extractive_answer
+from ragstream.answer.extractive import extractive_answer, quotes
 from ragstream.answer.models import (
     Answer,
     Citation,
@@ -57,6 +58,7 @@ from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
+from ragstream.providers.embedders.base import scoring_vectors
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
 
@@ -311,22 +313,31 @@ class AnswerService:
         return tracker
 
     def _infer_citations(self, turn: _Turn, text: str, tracker: CitationTracker) -> list[Citation]:
-        """For each sentence of an LLM answer that cites no attachment: the closest attachment (cosine of the
-        sentence to the attachment's vector at least ``citations.infer_min_cosine``), in answer order."""
-        threshold = self._config.citations.infer_min_cosine
+        """For each sentence of an LLM answer that cites no attachment: the attachment holding the sentence closest
+        to it (cosine at least ``citations.infer_min_cosine``), in answer order.
+
+        Sentences are compared with the attachments' sentences (the extractive answer's quotes), not with whole
+        attachments: a sentence copied or paraphrased from one finding of a long attachment matches that finding,
+        however much else the attachment says."""
+        config = self._config
+        threshold = config.citations.infer_min_cosine
         if threshold is None or not turn.chunks:
             return []
-        sentences = uncited_sentences(text, tracker.resolver, self._config.citations,
-                                      self._config.extractive_min_sentence_chars)
+        sentences = uncited_sentences(text, tracker.resolver, config.citations, config.extractive_min_sentence_chars)
         if not sentences:
             return []
+        spans = [[quote.sentence for quote in quotes(chunk.text, config.extractive_min_sentence_chars,
+                                                     config.extractive_max_example_chars)] or [chunk.text]
+                 for chunk in turn.chunks]
         try:
             embedder = self._embedder()
-            similarity = embedder.embed_queries(sentences) @ embedder.embed_documents([c.text for c in turn.chunks]).T
+            similarity = embedder.embed_queries(sentences) @ scoring_vectors(embedder, [s for span in spans for s in span]).T
         except EmbeddingFailureError:
             return []
+        bounds = np.cumsum([0, *(len(span) for span in spans)]).tolist()
+        per_attachment = np.stack([similarity[:, start:end].max(axis=1) for start, end in pairwise(bounds)], axis=1)
         inferred: list[Citation] = []
-        for row in similarity:
+        for row in per_attachment:
             best = int(np.argmax(row))
             citation = tracker.infer(best) if float(row[best]) >= threshold else None
             if citation is not None:
