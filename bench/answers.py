@@ -1,6 +1,7 @@
 """Answer benchmark on SciFact train claims: do citations resolve, and do they cite a relevant document?
 
 Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DIR] [--max-queries 50]
+                               [--skip-queries 100]   # then claims 101-150: a held-out check
                                [--distractors 1000] [--llm-base-url URL --llm-model NAME]
                                [--llm-stages a3,a4] [--llm-context-window 2048]
        python bench/answers.py --qwen [--n-ctx 4096]    # starts the packaged Qwen2.5-Coder-0.5B (llama.cpp)
@@ -60,6 +61,8 @@ def main() -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--data-dir", type=Path, default=None, help="Reuse an index folder (warm ingest).")
     parser.add_argument("--max-queries", type=int, default=50)
+    parser.add_argument("--skip-queries", type=int, default=0,
+                        help="Skip the first N claims (sorted by id): check on claims a setting was not chosen on.")
     parser.add_argument("--distractors", type=int, default=1000, help="Other corpus documents indexed (-1: all).")
     parser.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint; extractive without it.")
     parser.add_argument("--llm-model", default="local-model")
@@ -80,7 +83,7 @@ def main() -> None:
         sys.exit(f"dataset not found: {args.dataset}")
 
     dataset = load_beir(args.dataset, args.split)
-    query_ids = sorted(dataset.queries)[: args.max_queries]
+    query_ids = sorted(dataset.queries)[args.skip_queries : args.skip_queries + args.max_queries]
     relevant = {qid: {doc for doc, score in dataset.qrels[qid].items() if score > 0} for qid in query_ids}
     wanted = set().union(*relevant.values())
     limit = None if args.distractors < 0 else args.distractors
@@ -114,6 +117,7 @@ def main() -> None:
     report.update({
         "benchmark": "answers",
         "dataset": f"{dataset.name}/{args.split}",
+        "claims": f"{args.skip_queries + 1}-{args.skip_queries + len(query_ids)} of the split, sorted by id",
         "documents_indexed": len(documents),
         "ingest_seconds": round(ingest.duration_seconds, 1),
         "generation": "llm" if args.llm_base_url else "extractive",
