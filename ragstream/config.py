@@ -694,6 +694,11 @@ class AnswerConfig(ConfigSection):
     min_llm_answer_chars: int = Field(
         20, ge=0, description="An LLM answer shorter than this (stripped) is a fragment, e.g. a model that began by "
         "copying an attachment's header: the extractive answer replaces it, marked degraded (0: keep every answer).")
+    echo_min_word_share: float | None = Field(
+        0.8, gt=0, le=1, description="An LLM answer each of whose sentences takes at least this share of its content "
+        "words from the question only restates it (small models answer a statement by repeating it, citing [1]): the "
+        "extractive answer replaces it, marked degraded; a stream is shown once it says more than the question. "
+        "None: keep every answer.")
     extractive_label: str = Field(
         "Extractive answer (no LLM configured): the passages that best match the question.",
         description="First line of an answer built without an LLM.",

@@ -261,3 +261,48 @@ def test_a_short_real_answer_is_kept_when_fragments_are_allowed(make_fast_index)
         done = list(rs.stream_answer(QUESTION))[-1]
     assert answer.metadata["mode"] == "llm" and answer.answer == "Yes [1]."
     assert done.mode == "llm" and done.response.answer == "Yes [1]."
+
+
+ECHO_QUESTION = "How do I set a timeout on a request?"
+
+
+@pytest.mark.parametrize("reply", [
+    "You set a timeout on a request. [1]",           # the question turned into a statement, cited
+    "Set a timeout on the request [1]. A request timeout is set [2].",
+])
+def test_an_llm_answer_that_only_restates_the_question_is_replaced_and_says_so(make_fast_index, reply: str):
+    # Qwen2.5-Coder-0.5B answered a third of SciFact claims 101-200 by repeating the claim and citing [1]
+    # ("The HSV-2 infection is asymptomatic." for "The HSV-2 infection is typically asymptomatic."). The recorder
+    # replays such an answer: none of it may reach the user as if a source had said it.
+    with RecordingLLM(reply=reply) as server:
+        rs = make_fast_index(llm=llm(server.base_url))
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(ECHO_QUESTION)
+        events = list(rs.stream_answer(ECHO_QUESTION))
+    assert answer.metadata["mode"] == "extractive" and "restated the question" in answer.metadata["degraded_reason"]
+    assert answer.citations and answer.answer.startswith("Extractive answer (the LLM's answer only restated the question)")
+    tokens = "".join(e.token for e in events if e.type == "token")
+    done = events[-1]
+    assert done.type == "done" and done.mode == "extractive" and "restated the question" in (done.degraded_reason or "")
+    assert tokens == done.response.answer and reply not in tokens
+
+
+def test_an_answer_that_opens_by_restating_the_question_streams_whole(make_fast_index):
+    reply = "You set a timeout on a request [1]. Pass timeout=5.0 to the client; a slower response raises an error [2]."
+    with RecordingLLM(reply=reply) as server:
+        rs = make_fast_index(llm=llm(server.base_url))
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(ECHO_QUESTION)
+        events = list(rs.stream_answer(ECHO_QUESTION))
+    assert answer.metadata["mode"] == "llm" and answer.answer == reply
+    done = events[-1]
+    assert done.mode == "llm" and "".join(e.token for e in events if e.type == "token") == reply
+
+
+def test_restated_answers_are_kept_when_the_check_is_off(make_fast_index):
+    reply = "You set a timeout on a request. [1]"
+    with RecordingLLM(reply=reply) as server:
+        rs = make_fast_index(llm=llm(server.base_url), answer={"echo_min_word_share": None})
+        rs.ingest(MARKDOWN_SAMPLES)
+        answer = rs.ask(ECHO_QUESTION)
+    assert answer.metadata["mode"] == "llm" and answer.answer == reply

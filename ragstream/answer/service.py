@@ -32,6 +32,7 @@ from ragstream.answer.citations import (
 )
 from ragstream.answer.confidence import calculate_confidence
 from ragstream.answer.conversation import ConversationStore
+from ragstream.answer.echo import may_still_restate, restates_question
 from ragstream.answer.extractive import extractive_answer, quotes
 from ragstream.answer.models import (
     Answer,
@@ -154,14 +155,15 @@ class AnswerService:
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
-                if not self._too_short(result.text):
+                not_an_answer = self._not_an_answer(turn, result.text)
+                if not_an_answer is None:
                     turn.lap("generation", started)
                     turn.truncated = result.finish_reason == LENGTH
                     turn.incomplete = turn.truncated
                     tracker = self._tracker(turn, result.text)
                     self._infer_citations(turn, result.text, tracker)
                     return self._finish(turn, result.text, "llm", result.model, _tokens(result), tracker)
-                turn.degraded.append(_fragment_reason(result.text))  # a fragment: answered extractively below
+                turn.degraded.append(not_an_answer)  # a fragment or an echo: answered extractively below
         text = self._extractive(turn)
         turn.lap("generation", started)
         return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
@@ -178,7 +180,8 @@ class AnswerService:
 
         def counted() -> Iterator[str]:
             nonlocal mode
-            held: list[str] | None = [] if mode == "llm" and self._config.min_llm_answer_chars else None  # until an answer
+            checked = self._config.min_llm_answer_chars or self._config.echo_min_word_share is not None
+            held: list[str] | None = [] if mode == "llm" and checked else None  # until it is an answer
             try:
                 for delta in deltas:
                     received[0] += 1
@@ -186,17 +189,21 @@ class AnswerService:
                         yield delta
                         continue
                     held.append(delta)
-                    if not self._too_short("".join(held)):
+                    if not self._undecided(turn, "".join(held)):
                         yield from held
                         held = None
             except LLMError as error:  # the LLM failed midway: keep what was said, marked incomplete
                 turn.degraded.append(_llm_reason(error))
                 turn.incomplete = True
-            if held is not None:  # the LLM ended (or failed) before writing an answer: answer extractively
-                if not turn.incomplete:
-                    turn.degraded.append(_fragment_reason("".join(held)))
-                turn.incomplete, mode = False, "extractive"
-                yield self._extractive(turn)
+            if held is not None:  # the LLM ended (or failed) while its text could still be no answer: decide on all of it
+                not_an_answer = None if turn.incomplete else self._not_an_answer(turn, "".join(held))
+                if not turn.incomplete and not_an_answer is None:  # whole, and not the question again ("Yes [1].")
+                    yield from held
+                else:
+                    if not_an_answer is not None:
+                        turn.degraded.append(not_an_answer)
+                    turn.incomplete, mode = False, "extractive"
+                    yield self._extractive(turn)
 
         completed = False
         try:
@@ -232,6 +239,20 @@ class AnswerService:
     def _too_short(self, text: str) -> bool:
         """Whether an LLM answer is a fragment (e.g. it began by copying an attachment's header) rather than one."""
         return len(text.strip()) < self._config.min_llm_answer_chars
+
+    def _not_an_answer(self, turn: _Turn, text: str) -> str | None:
+        """Why a whole LLM answer is no answer (a fragment, or only the question restated), else None."""
+        if self._too_short(text):
+            return _fragment_reason(text)
+        share = self._config.echo_min_word_share
+        if share is not None and restates_question(text, _asked(turn), share):
+            return "the LLM's answer only restated the question"
+        return None
+
+    def _undecided(self, turn: _Turn, partial: str) -> bool:
+        """While an LLM answer streams in: whether it may still turn out to be no answer (shown only once not)."""
+        share = self._config.echo_min_word_share
+        return self._too_short(partial) or (share is not None and may_still_restate(partial, _asked(turn), share))
 
     def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
@@ -399,6 +420,11 @@ def _llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
 
 def _llm_reason(error: LLMError) -> str:
     return f"LLM unavailable ({error.code}): {error.message}"
+
+
+def _asked(turn: _Turn) -> str:
+    """The question as typed and as the model read it (a follow-up rewritten into a standalone task)."""
+    return f"{turn.question}\n{turn.sp.body.get('task', '')}"
 
 
 def _fragment_reason(text: str) -> str:
