@@ -285,8 +285,12 @@ class RetrievalConfig(ConfigSection):
     (z-score 0.743, lead over the 10th 0.743, lead over the 2nd 0.746 at mix 0.25 but 0.742 at 0.5
     and 0.734 at 1.0: noise, not kept); BM25 k1/b/avg_len (store section; best bm25 alone 0.699 at
     k1 1.2, b 0.4 against 0.695, fused <= 0.741: not worth a reindex). Combined, the best offline
-    ranking is Rocchio (k 3, beta 0.2) + both retrievers' scores for every candidate + alpha 0.6:
-    0.747 (completed scores alone at alpha 0.55: 0.746; Rocchio lowers the PDF check). None reaches 0.75.
+    ranking is Rocchio (k 3, beta 0.2) + both retrievers' scores for every candidate + alpha 0.55:
+    0.747 (completed scores alone at alpha 0.6: 0.745; Rocchio lowers the PDF check). None reaches 0.75.
+    Third round, document-level views (default 0.7402): dense over neighbour-averaged chunk vectors
+    (0.659 alone, max with the chunk's own 0.744), the document's mean vector (0.662 alone, chunk +
+    0.5 mean 0.742), BM25 over whole documents (0.696 alone, chunk + 0.5 document 0.741), all three
+    0.744; weights chosen on even-numbered claims (0.759) gave 0.729 on the odd ones: not kept.
     """
 
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
