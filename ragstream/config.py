@@ -691,6 +691,10 @@ class AnswerConfig(ConfigSection):
     closing_instruction: str = Field(
         DEFAULT_CLOSING_INSTRUCTION, description="Last block of the user turn ({task}: the task). Small local "
         "models read the question last: with it they answer instead of copying the attachments (empty: off).")
+    attachment_order: Literal["best_first", "best_last"] = Field(
+        "best_first", description="Where the attachments stand in the user turn. Their numbers follow the ranking "
+        "either way ([1] is the best); best_last writes them from the last-ranked to [1], so the best one stands "
+        "right before the closing instruction (small models lean on what they read last).")
     no_results_message: str = Field(DEFAULT_NO_RESULTS_MESSAGE, description="Answer when nothing passes the threshold.")
     stop_at_copied_headers: bool = Field(
         True, description="End generation where the model starts copying an attachment's SOURCE/SPAN header "

@@ -141,6 +141,24 @@ def test_prompt_ready_holds_every_block_in_order(full):
     assert attachments.startswith("```")
 
 
+def test_best_last_order_moves_the_attachments_but_keeps_their_numbers(tmp_path, hash_embedder, full):
+    config = load_config(data_dir=tmp_path, pipeline=CAPS, answer={"attachment_order": "best_last"})
+    with Ragstream(config, embedder=hash_embedder) as index:
+        assert index.ingest([SAMPLES]).documents_failed == 0
+        sp = index.run_pipeline(index.new_prompt(PROMPT, conversation=CONVERSATION))
+    best_first = full[-1]
+    assert sp.final_selection_ids == best_first.final_selection_ids and len(sp.final_selection_ids) > 1
+    chunks = sp.chunks(sp.final_selection_ids)
+    placed = [sp.Attachments_MD.index(chunk.text) for chunk in chunks]
+    assert placed == sorted(placed, reverse=True)  # [1], the best, is written last
+    for number, chunk in enumerate(chunks, start=1):
+        block = sp.Attachments_MD[sp.Attachments_MD.index(f"[{number}] SOURCE: "):]
+        assert block.split("\n---\n", 1)[1].startswith(chunk.text)  # [n] still holds final_selection_ids[n-1]
+    assert sorted(sp.Attachments_MD.split("\n\n")) == sorted(best_first.Attachments_MD.split("\n\n"))
+    user = sp.messages[1].content
+    assert user.index("## Attachments") < user.index("[1] SOURCE: ") < user.rindex(PROMPT.splitlines()[0][6:20])
+
+
 def test_json_round_trip_is_lossless(full):
     for sp in full:
         text = sp.model_dump_json()

@@ -2,8 +2,9 @@
 
 System_MD (role, meta-fields, the answer rules, A5's hard rules) is the system message; it holds no
 document text. The user turn is Prompt_MD, S_CTX_MD (A4's, unedited), Attachments_MD (raw excerpts
-of ``final_selection_ids`` numbered from 1, each in its own fence), the last ``N4`` conversation
-pairs, then the closing instruction. Attachment ``[n]`` is ``final_selection_ids[n-1]``: the one
+of ``final_selection_ids`` numbered from 1, each in its own fence, written best first or, with
+``answer.attachment_order = "best_last"``, best last), the last ``N4`` conversation pairs, then the
+closing instruction. Attachment ``[n]`` is ``final_selection_ids[n-1]`` in either order: the one
 numbering citations resolve against. The lifecycle stage stays ``a5``.
 """
 
@@ -25,7 +26,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     pairs = sp.recentConversation[-max_pairs:] if max_pairs > 0 else []
     sp.System_MD = system_md(sp.body, sp.hard_rules, answer.system_rules)
     sp.Prompt_MD = prompt_md(sp.body, selected_text=sp.selected_text)
-    sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids))
+    sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids), best_last=answer.attachment_order == "best_last")
     user_blocks = [sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD]
     if pairs:
         user_blocks.append(conversation_md(pairs))

@@ -81,9 +81,11 @@ def attachment_md(number: int, chunk: Chunk) -> str:
     return fenced(f"{header}\n---\n{chunk.text}")
 
 
-def attachments_md(chunks: Sequence[Chunk]) -> str:
-    """Raw excerpts, numbered from 1, each in its own provenance fence."""
-    return "\n\n".join(["## Attachments", *(attachment_md(n, chunk) for n, chunk in enumerate(chunks, start=1))])
+def attachments_md(chunks: Sequence[Chunk], *, best_last: bool = False) -> str:
+    """Raw excerpts, numbered from 1 in ranking order, each in its own provenance fence; ``best_last``
+    writes them from the last number down to [1]."""
+    numbered = [attachment_md(n, chunk) for n, chunk in enumerate(chunks, start=1)]
+    return "\n\n".join(["## Attachments", *(reversed(numbered) if best_last else numbered)])
 
 
 def conversation_md(pairs: Sequence[ConversationPair]) -> str:
