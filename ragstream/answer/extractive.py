@@ -16,15 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragstream.answer.markers import MarkerScanner
+from ragstream.answer.markers import split_markers
 from ragstream.answer.models import DocumentChunk
 from ragstream.documents.markdown_dialects import INCLUDE_LABEL
 from ragstream.documents.prose import CODE_BLOCK, readable_sentences, sentence_key
 from ragstream.providers.embedders.base import Embedder, scoring_vectors
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
-# Any bracket the citation scanner would read as a marker; the longest it reads (no limit here).
-_ANY_MARKER_CHARS = 1_000_000
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 
 
@@ -86,8 +84,7 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
 
 def _without_markers(sentence: str) -> str:
     """``sentence`` without the brackets a citation scanner reads as markers, whitespace collapsed."""
-    scanner = MarkerScanner(_ANY_MARKER_CHARS)
-    pieces = scanner.feed(sentence) + scanner.finish()
+    pieces = split_markers(sentence)
     text = " ".join("".join(piece.text for piece in pieces if piece.kind == "text").split())
     if any(piece.kind == "marker" for piece in pieces):
         text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)  # "guide [3]." -> "guide."

@@ -52,6 +52,17 @@ def is_slice(content: str) -> bool:
     return ":" in content and all(_INDEX_PART.fullmatch(part) for part in content.split(","))
 
 
+ANY_MARKER_CHARS = 1_000_000
+"""A marker length no bracket reaches: with it a scanner reads every bracket that could be a marker."""
+
+
+def split_markers(text: str, *, whole: bool = True) -> list[Piece]:
+    """``text`` as text and marker pieces, markers of any length; ``whole=False`` keeps back a tail that
+    may still become a marker (an open bracket), as while the text is still arriving."""
+    scanner = MarkerScanner(ANY_MARKER_CHARS)
+    return scanner.feed(text) + (scanner.finish() if whole else [])
+
+
 class MarkerScanner:
     """Feed text deltas, get back released pieces in order; :meth:`finish` releases the rest."""
 
