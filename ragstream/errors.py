@@ -192,6 +192,12 @@ class ModelPackageMissingError(RagstreamError):
     code = "model_package_missing"
 
 
+class ModelUnavailableError(RagstreamError):
+    """A local model (ONNX file and tokenizer) is absent, fails its sha256 check or has the wrong shape."""
+
+    code = "model_unavailable"
+
+
 class PipelineError(RagstreamError):
     """The SuperPrompt pipeline could not run a stage; the SuperPrompt given is left unchanged."""
 

@@ -112,9 +112,9 @@ def test_without_llm_every_agent_records_its_deterministic_fallback(full):
         assert extras[key]["mode"] == "deterministic"
         assert "no LLM configured" in extras[key]["reason"]
     assert "contradiction" in extras["a3"]["checks_skipped"]
-    reranked = full[-1].stage_reports["reranked"]
-    assert extras["reranker"]["backend"] == "none" and reranked.fallback and "could not be loaded" in reranked.reason
-    assert full[-1].views_by_stage["reranked"] == full[-1].views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]]
+    reranked = full[-1].stage_reports["reranked"]  # the packaged ONNX cross-encoder of a default install
+    assert full[-1].rerank.backend == "cross_encoder" and not reranked.fallback and reranked.reason is None
+    assert sorted(full[-1].views_by_stage["reranked"]) == sorted(full[-1].views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]])
     reports = full[-1].stage_reports
     assert set(reports) == set(full[-1].history_of_stages)
     assert all(reports[key].mode == "deterministic" and not reports[key].fallback for key in ("a2", "a4", "a5"))
@@ -218,10 +218,10 @@ def test_gate_that_keeps_nothing_raises_instead_of_half_filling(tmp_path, embedd
             index.run_pipeline("How do I set a timeout?")
 
 
-def test_the_answer_ranking_is_the_plain_hybrid_ranking_for_a_one_sentence_question(rs):
+def test_the_retrieval_ranking_is_the_plain_hybrid_ranking_for_a_one_sentence_question(rs):
     question = "How do I set a timeout on a request?"
     sp = rs.run_pipeline(question, until="ReRanker")
     hybrid = [hit.chunk.chunk_id for hit in rs.search(question, mode="hybrid", top_k=CAPS["N2_RERANK_TOP_K"]).hits]
     assert sp.query_pieces == [question]
-    assert sp.views_by_stage["reranked"] == hybrid
-    assert sp.stage_reports["reranked"].fallback  # no cross-encoder: the stage kept the fused order
+    assert sp.views_by_stage["retrieval"][: len(hybrid)] == hybrid
+    assert sorted(sp.views_by_stage["reranked"]) == sorted(hybrid)  # the cross-encoder re-orders the same candidates

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ragstream.config import PipelineLimits
 from ragstream.pipeline.super_prompt import ConversationPair
+from ragstream.text_terms import STOPWORDS, words
 
 OPENERS: tuple[tuple[str, ...], ...] = tuple(tuple(opener.split()) for opener in (
     "and what about", "and how about", "what about", "how about", "and", "or", "but", "also", "then", "so",
@@ -26,29 +27,10 @@ ANAPHORA = frozenset({"it", "its", "this", "that", "these", "those", "they", "th
                       "same", "such", "he", "she", "his", "her", "es", "das", "dies", "diese", "dieser"})
 """Words that point back to an earlier turn."""
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below between
-both but by can could did do does doing done down during each else even ever every few for from further get
-gets getting give go had has have having here how however i if in into is isn't it its itself just kind know
-let like make many may me might more most much must my need no nor not now of off on once only or other our
-out over own please rather really same say see set should show so some still such tell than that the their
-them then there these they thing things this those through to too under until up upon us use used using very
-want was way we well were what when where whether which while who whom why will with within without would yes
-you your und oder aber auch was wie wo wer ist sind der die das ein eine mit mit für von zu im in den dem des
-""".split())
-"""Words that carry no topic (English and a few German ones)."""
 
 KEPT_PREFIX_CHARS = 5
 """A term of the question counts as kept in a rewrite when its first letters (this many) are there
 ("credentials" kept as "credential")."""
-
-_WORDS = re.compile(r"[\w][\w\-\.]*[\w]|\w", re.UNICODE)
-
-
-def words(text: str) -> list[str]:
-    """The words of ``text`` as written (dots and hyphens inside a word kept: ``allow_origins``, ``v1.2``)."""
-    return _WORDS.findall(text)
-
 
 def opener_length(tokens: Sequence[str]) -> int:
     """How many leading words of ``tokens`` form a follow-up opener (0 when none)."""

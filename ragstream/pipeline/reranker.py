@@ -1,41 +1,56 @@
-"""ReRanker: re-order the top ``N2`` retrieval candidates with a cross-encoder (docs/pipeline.md).
+"""ReRanker: re-order the head of the retrieval view with a cross-encoder (docs/pipeline.md).
 
-The query is Prompt_MD over task, purpose, context and format (no System block, no attachments).
-Without a reranker (the cross-encoder cannot load, or reranking is off) the stage keeps the fused
-retrieval order, so it never lowers the ranking it was given, and its report says why. Ties keep
-the retrieval order.
+The query is the text Retrieval searched with (the task, or A0's standalone rewrite of a follow-up,
+with purpose and context). The cross-encoder scores the first ``reranker.top_n`` of the ``N2``
+candidates (``retrieval/rerank.py``: heading + the window around the hit, blended with the fused
+score by ``reranker.weight``); the rest keep their fused order after them. Without a reranker (the
+model cannot load, reranking is off) or when the question's deadline runs out, the stage keeps the
+fused retrieval order and its report says why. ``sp.rerank`` holds both scores and the moves.
 """
 
 from __future__ import annotations
 
-from ragstream.errors import EmbeddingFailureError
+from ragstream.errors import DeadlineExceededError, EmbeddingFailureError
 from ragstream.pipeline.context import StageContext
-from ragstream.pipeline.query_pieces import search_body
-from ragstream.pipeline.render import query_text
-from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.pipeline.query_pieces import normalized_query, search_body
+from ragstream.pipeline.super_prompt import RerankDetails, SuperPrompt
+from ragstream.retrieval.rerank import rerank
+
+SCORE_DIGITS = 6
 
 
 def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Write ``views_by_stage["reranked"]``: at most ``N2`` ids, best first."""
+    """Write ``views_by_stage["reranked"]`` (at most ``N2`` ids, best first), its scores and ``sp.rerank``."""
     candidates = sp.views_by_stage["retrieval"][: ctx.config.pipeline.N2_RERANK_TOP_K]
-    retrieval_scores = sp.scores_by_stage.get("retrieval", [])[: len(candidates)]
+    fused = sp.scores_by_stage.get("retrieval", [])[: len(candidates)]
     reranker, reason = ctx.reranker, ctx.reranker_unavailable
+    outcome = None
     if reranker is not None:
         try:
-            scores = reranker.score(query_text(search_body(sp)), [chunk.text for chunk in sp.chunks(candidates)])
+            outcome = rerank(reranker, normalized_query(search_body(sp)), sp.chunks(candidates), fused,
+                             ctx.config.reranker, ctx.deadline)
         except EmbeddingFailureError as error:
-            reranker, reason = None, f"the reranker's embedder is unavailable: {error.message}"
-    if reranker is None:
+            reason = f"the reranker's embedder is unavailable: {error.message}"
+        except DeadlineExceededError as error:
+            reason = f"the question's deadline ran out: {error.message}"
+    if reranker is None or outcome is None:
         sp.views_by_stage["reranked"] = list(candidates)
-        sp.scores_by_stage["reranked"] = list(retrieval_scores)
+        sp.scores_by_stage["reranked"] = list(fused)
+        sp.rerank = RerankDetails()
         sp.report("reranked", "function", fallback=True, reason=f"kept the retrieval order: {reason}")
-        sp.extras["reranker"] = {"backend": "none", "candidates_scored": 0}
     else:
-        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-        sp.views_by_stage["reranked"] = [candidates[i] for i in order]
-        sp.scores_by_stage["reranked"] = [round(scores[i], 6) for i in order]
+        sp.views_by_stage["reranked"] = [candidates[i] for i in outcome.order]
+        sp.scores_by_stage["reranked"] = [round(score, SCORE_DIGITS) for score in outcome.scores]
+        new_rank = {index: rank for rank, index in enumerate(outcome.order)}
+        sp.rerank = RerankDetails(
+            backend=reranker.backend, weight=ctx.config.reranker.weight, candidates_scored=outcome.scored,
+            skipped=outcome.skipped,
+            cross_scores={candidates[i]: round(score, SCORE_DIGITS) for i, score in outcome.cross_scores.items()},
+            fused_scores={candidates[i]: fused[i] for i in outcome.cross_scores},
+            moved={candidates[i]: i - new_rank[i] for i in outcome.cross_scores},
+        )
         sp.report("reranked", "function", fallback=reranker.degraded_reason is not None,
-                  reason=reranker.degraded_reason, model=reranker.model)
-        sp.extras["reranker"] = {"backend": reranker.backend, "candidates_scored": len(candidates)}
+                  reason=reranker.degraded_reason or outcome.skipped, model=reranker.model)
+    sp.extras["reranker"] = {"backend": sp.rerank.backend, "candidates_scored": sp.rerank.candidates_scored}
     sp.advance("reranked")
     return sp

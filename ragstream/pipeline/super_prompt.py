@@ -60,6 +60,21 @@ class StageReport(BaseModel):
     llm_calls: int = Field(0, description="LLM requests the stage made (retries not counted).")
 
 
+class RerankDetails(BaseModel):
+    """The ReRanker's evidence for the inspector: both scores of each scored chunk and how far it moved."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field("none", description="cross_encoder, bi_encoder, or none (the retrieval order was kept).")
+    weight: float = Field(0.0, description="Share of the cross-encoder score in the final score.")
+    candidates_scored: int = Field(0, description="Chunks the model scored (the head of the retrieval view).")
+    skipped: str | None = Field(None, description="Why the model did not run although it loaded (a decisive ranking).")
+    cross_scores: dict[str, float] = Field(default_factory=dict, description="The model's raw score per scored chunk id.")
+    fused_scores: dict[str, float] = Field(default_factory=dict, description="The retrieval score per scored chunk id.")
+    moved: dict[str, int] = Field(
+        default_factory=dict, description="Per scored chunk id: retrieval rank minus reranked rank (positive: moved up).")
+
+
 class SuperPrompt(BaseModel):
     """The canonical state carrier of the pipeline; serialises to and from JSON losslessly.
 
@@ -100,6 +115,7 @@ class SuperPrompt(BaseModel):
         "task stands alone); retrieval, reranking and the gate search with it instead of the task.")
     query_pieces: list[str] = Field(default_factory=list, description="The pieces Retrieval searched with.")
     retrieval_mode: str = Field("", description="hybrid, or bm25 when the embedder was unavailable.")
+    rerank: RerankDetails = Field(default_factory=RerankDetails, description="The ReRanker's scores and moves.")
     chunk_decisions: dict[str, str] = Field(
         default_factory=dict, description="A3's keep/drop decision per chunk id of its working set."
     )

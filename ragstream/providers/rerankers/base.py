@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ragstream.providers.deadline import Deadline
+
 
 class Reranker(Protocol):
     """Scores (query, text) pairs; higher is more relevant."""
@@ -24,6 +26,6 @@ class Reranker(Protocol):
         """Why this is not the configured cross-encoder, or ``None``."""
         ...
 
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One score per text."""
+    def score(self, query: str, texts: Sequence[str], *, deadline: Deadline | None = None) -> list[float]:
+        """One score per text; raises DeadlineExceededError once ``deadline`` has passed."""
         ...

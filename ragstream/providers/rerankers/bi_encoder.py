@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders.base import Embedder
 
 
@@ -20,7 +21,9 @@ class BiEncoderReranker:
     def model(self) -> str:
         return self._embedder().model_id
 
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+    def score(self, query: str, texts: Sequence[str], *, deadline: Deadline | None = None) -> list[float]:
+        if deadline is not None:
+            deadline.check("the bi-encoder re-score")
         if not texts:
             return []
         embedder = self._embedder()

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from ragstream.config import RerankerConfig
+from ragstream.providers.deadline import Deadline
 from ragstream.providers.model_locator import is_available_locally, resolve_model_path
 
 
@@ -35,7 +36,7 @@ class CrossEncoderReranker:
         transformers.logging.disable_progress_bar()
         location = resolve_model_path(config.model)
         try:
-            self._model = CrossEncoder(location, device="cpu", max_length=config.max_length, local_files_only=True)
+            self._model = CrossEncoder(location, device="cpu", max_length=config.max_tokens, local_files_only=True)
         except Exception as error:
             raise CrossEncoderUnavailableError(
                 f"cross-encoder {config.model!r} could not be loaded from {location!r} "
@@ -45,9 +46,11 @@ class CrossEncoderReranker:
         self._batch_size = config.batch_size
         self._lock = threading.Lock()
 
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+    def score(self, query: str, texts: Sequence[str], *, deadline: Deadline | None = None) -> list[float]:
         if not texts:
             return []
+        if deadline is not None:
+            deadline.check("the cross-encoder")
         with self._lock:
             scores = self._model.predict([(query, text) for text in texts], batch_size=self._batch_size,
                                          show_progress_bar=False, convert_to_numpy=True)

