@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ragstream.answer.service import AnswerService
     from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.pipeline.context import StageContext
+    from ragstream.providers.rerankers.base import Reranker
 
 
 class Ragstream:
@@ -77,6 +78,7 @@ class Ragstream:
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
+        self._reranker: tuple[Reranker | None, str | None] | None = None
         self._answer_service: AnswerService | None = None
         if not self.read_only:  # a read-only index (full disk) is searched as committed
             self.ingestor.recover()
@@ -221,15 +223,34 @@ class Ragstream:
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
         user: str | None = None,
+        rerank: bool = False,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
-        the documents ``user`` may see (every document without a user). Raises InvalidNumberError for a NaN
-        or infinite ``score_threshold``."""
+        the documents ``user`` may see (every document without a user); with ``rerank``, the
+        cross-encoder re-orders the first ``reranker.top_n`` hits (``retrieval/rerank.py``). Raises
+        InvalidNumberError for a NaN or infinite ``score_threshold``."""
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
-        return self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
-                                    query_vector=query_vector, snapshot=snapshot, user=user)
+        result = self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
+                                      query_vector=query_vector, snapshot=snapshot, user=user)
+        if not rerank:
+            return result
+        from ragstream.retrieval.rerank import rerank_result
+
+        reranker, unavailable = self.reranker()
+        return rerank_result(result, reranker, unavailable, self.config.reranker,
+                             Deadline(self.config.answer.deadline_seconds))
+
+    def reranker(self) -> tuple[Reranker | None, str | None]:
+        """The configured reranker (loaded once), or None with the reason it cannot run."""
+        if self._reranker is None:
+            from ragstream.providers.rerankers import make_reranker
+
+            built = make_reranker(self.config.reranker, self.embedder)
+            with self._embedder_lock:
+                self._reranker = self._reranker or built
+        return self._reranker
 
     def migrate(self, to: str, *, target_dir: Path | None = None, collection: str | None = None,
                 progress: MigrationProgress | None = None) -> MigrationReport:
@@ -308,10 +329,9 @@ class Ragstream:
         from ragstream.agents.factory import AgentFactory
         from ragstream.pipeline.context import StageContext
         from ragstream.pipeline.prompt_schema import load_prompt_schema
-        from ragstream.providers.rerankers import make_reranker
         from ragstream.providers.tokens import make_token_counter
 
-        reranker, unavailable = make_reranker(self.config.reranker, self.embedder)
+        reranker, unavailable = self.reranker()
         context = StageContext(config=self.config, search=self.search, embedder=self.embedder, reranker=reranker,
                                reranker_unavailable=unavailable, agents=AgentFactory(self.config),
                                schema=load_prompt_schema(self.config.preprocessing.prompt_schema),

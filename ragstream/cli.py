@@ -170,6 +170,7 @@ def search(
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Number of results (1 or more).")] = None,
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum score of the mode that runs.")] = None,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Re-order the top hits with the cross-encoder.")] = False,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -189,7 +190,8 @@ def search(
             raise typer.BadParameter(f"unknown filter field {', '.join(map(repr, unknown))}; known fields: {known}",
                                      param_hint="--filter")
         try:
-            result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold)  # type: ignore[arg-type]
+            result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
+                               rerank=rerank)
         except RagstreamError as error:
             _fail(error)
     if json_output:
@@ -559,7 +561,10 @@ def _print_result(result: SearchResult) -> None:
 
     if result.fallback_reason:
         console.print(f"[yellow]{result.fallback_reason}[/]")
-    table = Table("#", "score", "source", "section / page", "text", title=f"{result.mode} search, {result.latencies_ms['total']:.0f} ms")
+    if result.rerank_reason:
+        console.print(f"[yellow]not reranked: {result.rerank_reason}[/]", highlight=False, markup=False)
+    kind = f"{result.mode} search" + (", reranked" if result.reranked else "")
+    table = Table("#", "score", "source", "section / page", "text", title=f"{kind}, {result.latencies_ms['total']:.0f} ms")
     for hit in result.hits:
         meta = hit.chunk.metadata
         where = meta.header_path or meta.section

@@ -111,6 +111,8 @@ class SearchHit(BaseModel):
     rank: int = Field(description="1-based rank.")
     dense_score: float | None = None
     bm25_score: float | None = None
+    rerank_score: float | None = Field(None, description="The cross-encoder's raw score, when the search was reranked.")
+    fused_score: float | None = Field(None, description="The search's own score before reranking, when reranked.")
 
 
 class SearchResult(BaseModel):
@@ -120,8 +122,10 @@ class SearchResult(BaseModel):
     mode: SearchMode = Field(description="The mode that actually ran.")
     requested_mode: SearchMode
     fallback_reason: str | None = Field(None, description="Why the mode that ran differs from the requested one.")
+    reranked: bool = Field(False, description="Whether a cross-encoder re-ordered the head of the hits.")
+    rerank_reason: str | None = Field(None, description="Why a requested rerank did not run (no model, decisive ranking).")
     hits: list[SearchHit]
-    latencies_ms: dict[str, float] = Field(default_factory=dict, description="Per stage: embed, dense, bm25, fusion, total.")
+    latencies_ms: dict[str, float] = Field(default_factory=dict, description="Per stage: embed, dense, bm25, fusion, rerank, total.")
 
 
 class DocumentRecord(BaseModel):

@@ -71,9 +71,11 @@ class RemoteIndex:
         return filter_fields(self.documents())
 
     def search(self, query: str, *, mode: str | None = None, top_k: int | None = None,
-               filters: dict[str, Any] | None = None, score_threshold: float | None = None) -> SearchResult:
+               filters: dict[str, Any] | None = None, score_threshold: float | None = None,
+               rerank: bool = False) -> SearchResult:
         """``POST /api/search``."""
-        body = {"query": query, "mode": mode, "top_k": top_k, "filters": filters or None, "score_threshold": score_threshold}
+        body = {"query": query, "mode": mode, "top_k": top_k, "filters": filters or None, "score_threshold": score_threshold,
+                "rerank": rerank}
         return SearchResult.model_validate(self._call("POST", "/api/search", json=body))
 
     def delete(self, document_id: str) -> None:

@@ -246,6 +246,10 @@ def test_pipeline_stages_one_by_one_then_auto(page: Any, indexed: None):
     for view in ("retrieval", "reranked", "a3", "a4"):
         expect(page.locator(f'#views section[data-view="{view}"]')).to_have_count(1)
     assert page.locator('#views td[data-view="reranked"][data-score]').count() > 0
+    # The packaged cross-encoder ran: its relevance and the fused score beside the final score, no fallback line.
+    assert page.locator('#views td.cross[data-cross]:not([data-cross=""])').count() > 0
+    assert page.locator('#views section[data-view="reranked"] td.fused').count() > 0
+    expect(page.locator('#reports li[data-stage="reranked"]')).to_have_attribute("data-fallback", "false")
     assert page.locator("#views td.final").count() > 0
 
     # A fresh run with Auto: a new prompt, all stages in one click.

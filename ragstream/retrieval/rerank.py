@@ -12,11 +12,13 @@ not run at all.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ragstream.config import RerankerConfig
-from ragstream.models import Chunk
+from ragstream.errors import DeadlineExceededError, EmbeddingFailureError
+from ragstream.models import Chunk, SearchResult
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.rerankers.base import Reranker
 from ragstream.text_terms import content_terms, words
@@ -147,3 +149,26 @@ def rerank(reranker: Reranker, query: str, chunks: Sequence[Chunk], fused: Seque
     order = ranked_head + list(range(head, count))
     scores = [final[i] for i in ranked_head] + tail_scores[head:]
     return Reranked(order=order, scores=scores, cross_scores=dict(enumerate(logits)))
+
+
+def rerank_result(result: SearchResult, reranker: Reranker | None, unavailable: str | None, config: RerankerConfig,
+                  deadline: Deadline | None = None) -> SearchResult:
+    """``result`` with its head re-ordered by the cross-encoder: each hit's ``score`` becomes the final
+    score, ``rerank_score`` the model's, ``fused_score`` the search's own. Without a reranker (or when
+    the deadline passes) the hits keep their order and ``rerank_reason`` says why."""
+    if reranker is None or not result.hits:
+        return result.model_copy(update={"rerank_reason": unavailable if reranker is None else None})
+    fused = [hit.score for hit in result.hits]
+    started = time.perf_counter()
+    try:
+        outcome = rerank(reranker, result.query, [hit.chunk for hit in result.hits], fused, config, deadline)
+    except (DeadlineExceededError, EmbeddingFailureError) as error:
+        return result.model_copy(update={"rerank_reason": error.message})
+    hits = [result.hits[index].model_copy(update={
+        "rank": rank, "score": score, "fused_score": fused[index], "rerank_score": outcome.cross_scores.get(index)})
+        for rank, (index, score) in enumerate(zip(outcome.order, outcome.scores, strict=True), start=1)]
+    latencies = dict(result.latencies_ms)
+    latencies["rerank"] = round((time.perf_counter() - started) * 1000, 3)
+    latencies["total"] = round(latencies.get("total", 0.0) + latencies["rerank"], 3)
+    return result.model_copy(update={"hits": hits, "reranked": outcome.skipped is None, "rerank_reason": outcome.skipped,
+                                     "latencies_ms": latencies})

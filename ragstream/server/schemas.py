@@ -39,6 +39,7 @@ class SearchRequest(BaseModel):
     top_k: int | None = Field(None, ge=1, description="Default: retrieval.top_k; at most server.max_top_k.")
     filters: dict[FilterKey, FilterValue] | None = Field(None, description="Exact-match metadata filters.")
     score_threshold: float | None = Field(None, allow_inf_nan=False, description="Drop hits scoring below this.")
+    rerank: bool = Field(False, description="Re-order the first reranker.top_n hits with the cross-encoder.")
 
 
 FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]

@@ -22,4 +22,4 @@ def search(body: SearchRequest, state: ServerState = Depends(get_state),
     if body.top_k is not None and body.top_k > state.config.max_top_k:
         raise InvalidQueryError(f"top_k must be at most {state.config.max_top_k}")
     return state.rs.search(body.query, mode=body.mode, top_k=body.top_k, filters=body.filters,
-                           score_threshold=body.score_threshold, user=caller.user)
+                           score_threshold=body.score_threshold, user=caller.user, rerank=body.rerank)

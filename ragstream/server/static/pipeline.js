@@ -42,12 +42,14 @@ function scoreKind(view, sp) {
     show: (x) => x.toFixed(SCORE_DIGITS) };
   if (view === "retrieval") return fused;
   if (view === "reranked") {
-    const backend = ((sp.extras || {}).reranker || {}).backend;
-    if (backend === "cross_encoder") {
-      return { label: "relevance", help: "cross-encoder relevance 0–1 (logistic of its score; the raw score is in the tooltip)",
-        show: (x) => logistic(x).toFixed(SCORE_DIGITS) };
+    const rerank = sp.rerank || {};
+    if (rerank.backend === "cross_encoder") {
+      const weight = Number(rerank.weight || 0).toFixed(SCORE_DIGITS);
+      return { label: "final score", show: fused.show,
+        help: `${weight} × cross-encoder (scaled over the ${rerank.candidates_scored} scored chunks) + ` +
+          `(1 − ${weight}) × fused score; chunks past them keep their retrieval order` };
     }
-    if (backend === "bi_encoder") return { label: "cosine", help: "embedding cosine of the prompt and the chunk", show: fused.show };
+    if (rerank.backend === "bi_encoder") return { label: "cosine", help: "embedding cosine of the prompt and the chunk", show: fused.show };
     return { ...fused, help: "reranker off: the retrieval order and scores" };
   }
   return null;
@@ -73,6 +75,14 @@ function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
     ? el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": raw.toFixed(6),
       title: `raw score ${raw}` }, kind.show(raw))
     : null;
+  const rerank = view === "reranked" && kind && kind.label === "final score" ? current.superprompt.rerank : null;
+  const cross = rerank ? rerank.cross_scores[id] : undefined;
+  const rerankCells = rerank ? [
+    el("td", { class: "view num cross", "data-cross": cross === undefined ? "" : cross.toFixed(6),
+      title: cross === undefined ? "not scored: past the cross-encoder's candidates" : `raw cross-encoder score ${cross}` },
+      cross === undefined ? "–" : logistic(cross).toFixed(SCORE_DIGITS)),
+    el("td", { class: "view num fused" }, rerank.fused_scores[id] === undefined ? "–" : rerank.fused_scores[id].toFixed(SCORE_DIGITS)),
+  ] : [];
   const before = parentRank.has(id) ? parentRank.get(id) + 1 : null;
   const moved = before === null ? "" : before === index + 1 ? "=" : before > index + 1 ? `↑ from #${before}` : `↓ from #${before}`;
   const document = meta.document_id && meta.document_id !== "conversation"
@@ -82,6 +92,7 @@ function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
     el("td", {}, el("code", { title: id }, id.slice(0, SHORT_ID))),
     el("td", { class: "where" }, document),
     ...(scoreCell ? [scoreCell] : []),
+    ...rerankCells,
     ...(PARENT[view] ? [el("td", { class: "muted moved" }, moved)] : []),
     el("td", { class: final.has(id) ? "final" : "muted", "aria-label": final.has(id) ? "in the final selection" : null },
       final.has(id) ? "✓" : ""));
@@ -98,11 +109,12 @@ function stageView(view, sp, final, byId) {
   const shown = all ? ids : ids.slice(0, topEntries);
   const tableId = `view-${view}`;
   const heads = ["rank", "chunk", "document › section", ...(kind ? [kind.label] : []),
+    ...(view === "reranked" && kind && kind.label === "final score" ? ["cross-encoder relevance", "fused score"] : []),
     ...(PARENT[view] ? [`rank in ${VIEW_NAMES[PARENT[view]]}`] : []), "final"];
   const table = el("table", { id: tableId, "data-view": view },
     el("caption", { class: "visually-hidden" }, `${VIEW_NAMES[view]}: ${shown.length} of ${ids.length} chunks`),
     el("thead", {}, el("tr", {}, ...heads.map((head) => el("th", {
-      scope: "col", class: head === kind?.label ? "num" : null }, head)))),
+      scope: "col", class: [kind?.label, "cross-encoder relevance", "fused score"].includes(head) ? "num" : null }, head)))),
     el("tbody", {}, ...shown.map((id, index) => chunkRow(view, byId, id, index, kind, scores, parentRank, final))));
   const toggle = ids.length > topEntries ? el("button", {
     type: "button", class: "secondary show-all", "aria-expanded": String(all), "aria-controls": tableId,
