@@ -223,6 +223,26 @@ def test_search(api: httpx.Client, ingested: dict[str, dict]):
     assert_error(api.post("/api/search", json={"query": "x", "top_k": 10_000}), 422, "invalid_query")
 
 
+def test_search_rerank_is_a_per_request_option(api: httpx.Client, ingested: dict[str, dict], tmp_path: Path):
+    off = api.post("/api/search", json={"query": QUESTION, "top_k": 5, "rerank": True}).json()  # this server: backend none
+    assert off["reranked"] is False and off["rerank_reason"] == "reranker.backend is none"
+    with running_server(tmp_path, hash_embedder=True, RERANKER__BACKEND="onnx", RERANKER__TOP_N="4") as on, \
+            httpx.Client(base_url=on.url, timeout=TIMEOUT) as client:
+        upload(client, [SAMPLES / name for name in MARKDOWN])
+        plain = client.post("/api/search", json={"query": QUESTION, "top_k": 6}).json()
+        reranked = client.post("/api/search", json={"query": QUESTION, "top_k": 6, "rerank": True}).json()
+    assert plain["reranked"] is False and all(hit["rerank_score"] is None for hit in plain["hits"])
+    assert reranked["reranked"] is True and reranked["rerank_reason"] is None and "rerank" in reranked["latencies_ms"]
+    ids = [hit["chunk"]["chunk_id"] for hit in plain["hits"]]
+    new_ids = [hit["chunk"]["chunk_id"] for hit in reranked["hits"]]
+    assert sorted(new_ids[:4]) == sorted(ids[:4]) and new_ids[4:] == ids[4:]  # the head re-ordered, the tail kept
+    fused = {hit["chunk"]["chunk_id"]: hit["score"] for hit in plain["hits"]}
+    for rank, hit in enumerate(reranked["hits"], start=1):
+        assert hit["rank"] == rank and hit["fused_score"] == pytest.approx(fused[hit["chunk"]["chunk_id"]])
+        assert (hit["rerank_score"] is not None) == (rank <= 4)
+    assert [hit["score"] for hit in reranked["hits"]] == sorted((hit["score"] for hit in reranked["hits"]), reverse=True)
+
+
 def test_error_shapes(api: httpx.Client):
     assert_error(api.get("/api/nowhere"), 404, "not_found")
     assert_error(api.put("/api/search"), 405, "method_not_allowed")
