@@ -304,7 +304,10 @@ def eval_command(
     if not json_output:
         err_console.print(f"ingesting {dataset.name} and scoring {len(dataset.queries)} queries ...")
     with Ragstream(eval_config) as rs:
-        result = evaluate_retrieval(rs, dataset, modes=modes, max_queries=max_queries)
+        try:
+            result = evaluate_retrieval(rs, dataset, modes=modes, max_queries=max_queries)
+        except RagstreamError as error:  # e.g. unsupported_file_type: a corpus line names an unknown "mime"
+            _fail(error)
     if json_output:
         console.print_json(json.dumps(result.metrics))
         return

@@ -9,11 +9,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ranx import Qrels, Run, evaluate
 
 from ragstream.api import Ragstream
-from ragstream.errors import EmbedderUnavailableError
+from ragstream.documents.markdown_text import MARKDOWN_MIME, first_h1, split_front_matter
+from ragstream.errors import EmbedderUnavailableError, UnsupportedFileTypeError
 from ragstream.models import ChunkMetadata, LoadedDocument, Page, SearchMode
 
 METRICS = ("ndcg@10", "precision@5", "recall@100", "mrr", "hit_rate@1")
@@ -24,6 +26,9 @@ PIPELINE = "pipeline"
 RANKING_STAGE = "ReRanker"
 RETRIEVAL_STAGE = "Retrieval"
 DOC_ID_KEY = "beir_id"
+PLAIN_MIME = "text/plain"
+CORPUS_MIMES = (PLAIN_MIME, MARKDOWN_MIME)
+"""The formats a corpus line's optional ``"mime"`` field may name."""
 
 
 @dataclass
@@ -36,22 +41,42 @@ class BeirDataset:
     qrels: dict[str, dict[str, int]]
 
     def documents(self) -> Iterator[LoadedDocument]:
-        """Corpus entries as documents (title + text), ids kept in metadata."""
+        """Corpus entries as documents, ids kept in metadata (see :func:`corpus_document`)."""
         with self.corpus_path.open(encoding="utf-8") as lines:
             for line in lines:
-                entry = json.loads(line)
-                title, text = entry.get("title", "").strip(), entry.get("text", "").strip()
-                body = f"{title}\n\n{text}" if title else text
-                yield LoadedDocument(
-                    document_id=f"{self.name}:{entry['_id']}",
-                    source=f"beir://{self.name}/{entry['_id']}",
-                    title=title or entry["_id"],
-                    mime="text/plain",
-                    checksum=hashlib.sha256(body.encode()).hexdigest(),
-                    size_bytes=len(body.encode()),
-                    pages=(Page(number=None, text=body),),
-                    metadata={DOC_ID_KEY: str(entry["_id"])},
-                )
+                yield corpus_document(self.name, json.loads(line))
+
+
+def corpus_document(dataset: str, entry: dict[str, Any]) -> LoadedDocument:
+    """One corpus line as a document.
+
+    An optional ``"mime"`` field names the text's format: ``text/plain`` (the default, BEIR's own
+    datasets) becomes title + text, chunked as plain text; ``text/markdown`` keeps the page as it is
+    (headings, code fences), is chunked as Markdown with header paths, and takes its title from the
+    entry or else its first ``#`` heading. Any other value raises :class:`UnsupportedFileTypeError`.
+    """
+    doc_id = str(entry["_id"])
+    mime = entry.get("mime", PLAIN_MIME)
+    title, text = entry.get("title", "").strip(), entry.get("text", "").strip()
+    metadata: dict[str, Any] = {}
+    if mime == MARKDOWN_MIME:
+        body, metadata = split_front_matter(text)
+        title = title or first_h1(body) or ""
+    elif mime == PLAIN_MIME:
+        body = f"{title}\n\n{text}" if title else text
+    else:
+        raise UnsupportedFileTypeError(
+            f"{dataset} corpus entry {doc_id!r}: mime {mime!r} is not one of {', '.join(CORPUS_MIMES)}")
+    return LoadedDocument(
+        document_id=f"{dataset}:{doc_id}",
+        source=f"beir://{dataset}/{doc_id}",
+        title=title or doc_id,
+        mime=mime,
+        checksum=hashlib.sha256(body.encode()).hexdigest(),
+        size_bytes=len(body.encode()),
+        pages=(Page(number=None, text=body),),
+        metadata={**metadata, DOC_ID_KEY: doc_id},
+    )
 
 
 def load_beir(directory: Path, split: str) -> BeirDataset:

@@ -1,0 +1,158 @@
+"""Build the BEIR corpora of the documentation question sets from their upstream sources.
+
+Usage:
+  python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
+  python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+
+One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
+The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
+FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
+by the included file (only the ``ln`` lines when given), as the rendered site shows it.
+Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ragstream.documents.markdown_text import first_h1
+
+MIME = "text/markdown"
+HERE = Path(__file__).resolve().parent
+
+HTTPX_NAV_TITLES = {  # mkdocs.yml's nav at the same commit: the site's title of pages that have no "# " heading
+    "index.md": "Introduction",
+    "advanced/clients.md": "Clients",
+    "advanced/authentication.md": "Authentication",
+    "advanced/ssl.md": "SSL",
+    "advanced/proxies.md": "Proxies",
+    "advanced/timeouts.md": "Timeouts",
+    "advanced/resource-limits.md": "Resource Limits",
+    "advanced/event-hooks.md": "Event Hooks",
+    "advanced/transports.md": "Transports",
+    "advanced/text-encodings.md": "Text Encodings",
+}
+
+FASTAPI_DOCS = "docs/en/docs/"
+FASTAPI_SECTIONS = ("tutorial/", "advanced/", "deployment/", "how-to/")
+FASTAPI_TOP_PAGES = frozenset({
+    "index.md", "async.md", "python-types.md", "fastapi-cli.md", "features.md", "virtual-environments.md",
+    "alternatives.md", "benchmarks.md", "history-design-future.md",
+})
+FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pages or sites
+    "advanced/index.md", "advanced/security/index.md", "how-to/index.md", "how-to/testing-database.md",
+    "deployment/cloud.md", "how-to/general.md",
+})
+_STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
+_BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
+_LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
+_FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".html": "jinja", ".css": "css", ".toml": "toml"}
+
+
+def page_entry(page_id: str, text: str, fallback_title: str | None = None) -> dict[str, str]:
+    """The corpus line of one page."""
+    title = first_h1(text) or fallback_title
+    if not title:
+        raise SystemExit(f"{page_id}: no '# ' heading and no navigation title")
+    return {"_id": page_id, "title": title, "text": text, "mime": MIME}
+
+
+def build_httpx(docs: Path) -> list[dict[str, str]]:
+    """Every page under the httpx ``docs/`` folder."""
+    pages = sorted(path.relative_to(docs).as_posix() for path in docs.rglob("*.md"))
+    return [page_entry(page, (docs / page).read_text(encoding="utf-8"), HTTPX_NAV_TITLES.get(page)) for page in pages]
+
+
+def fastapi_pages(names: Iterable[str]) -> list[str]:
+    """The English pages kept: the four guide sections and the top-level guides, minus link pages."""
+    kept = []
+    for name in names:
+        if not (name.startswith(FASTAPI_DOCS) and name.endswith(".md")):
+            continue
+        page = name[len(FASTAPI_DOCS):]
+        in_section = page.startswith(FASTAPI_SECTIONS) or page in FASTAPI_TOP_PAGES
+        if in_section and page not in FASTAPI_SKIPPED:
+            kept.append(page)
+    return sorted(kept)
+
+
+def inline_includes(text: str, read: Callable[[str], str]) -> str:
+    """Replace FastAPI's include directives by the files they include; ``read`` takes a repository path."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if star := _STAR_INCLUDE.match(line):
+            path = _repo_path(star["path"])
+            body = _select_lines(read(path), star["args"])
+            language = _FENCE_LANGUAGE.get(Path(path).suffix, "")
+            indent = star["indent"]
+            fenced = [f"```{language}", *body.rstrip("\n").split("\n"), "```"]
+            out.extend(indent + piece if piece else piece for piece in fenced)
+        elif bang := _BANG_INCLUDE.match(line):  # already inside a fence of the page
+            out.extend(read(_repo_path(bang["path"])).rstrip("\n").split("\n"))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _repo_path(reference: str) -> str:
+    """``../../docs_src/x.py`` (relative to docs/en/) -> ``docs_src/x.py``."""
+    parts = [part for part in reference.split("/") if part not in ("..", ".", "")]
+    return "/".join(parts)
+
+
+def _select_lines(source: str, args: str) -> str:
+    """The ``ln[a:b,c]`` lines of ``source`` (1-based, inclusive), gaps shown as ``# ...``; all lines without it."""
+    match = _LINES_ARG.search(args)
+    if match is None:
+        return source
+    lines = source.split("\n")
+    chosen: list[str] = []
+    for span in match["spans"].replace(" ", "").split(","):
+        first, _, last = span.partition(":")
+        start, end = int(first), int(last or first)
+        if chosen:
+            chosen.append("# ...")
+        chosen.extend(lines[start - 1:end])
+    return "\n".join(chosen)
+
+
+def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """The kept English pages of a FastAPI repository (a bare git directory) at ``commit``."""
+    def read(path: str) -> str:
+        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True, text=True).stdout
+
+    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS],
+                           check=True, capture_output=True, text=True).stdout.split("\n")
+    return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
+
+
+def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
+    """Write ``corpus.jsonl`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "corpus.jsonl").open("w", encoding="utf-8") as handle:
+        for entry in entries:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    print(f"{out / 'corpus.jsonl'}: {len(entries)} pages")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", choices=("httpx", "fastapi"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi: a (bare) git directory")
+    parser.add_argument("--commit", default="HEAD", help="fastapi: the revision to read")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    if args.site == "httpx":
+        write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
+    else:
+        write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
+
+
+if __name__ == "__main__":
+    main()
