@@ -171,7 +171,7 @@ def main() -> None:
 
     variants = [v for v in variants if all(v in row.get("ce", {}) for d in data.values() for row in d["rows"].values())]
     settings = [{"variant": v, "weight": w, "top_n": n, "norm": norm, "margin": m}
-                for v in variants for w in WEIGHTS for n in TOP_NS for norm in NORMALISATIONS for m in MARGINS]
+                for v in variants for w in WEIGHTS for n in TOP_NS if n <= args.head for norm in NORMALISATIONS for m in MARGINS]
     target = {name: ("hit@1" if d["questions"] else "ndcg@10") for name, d in data.items()}
 
     def dev_score(setting: dict[str, Any]) -> float:
