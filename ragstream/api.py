@@ -124,6 +124,17 @@ class Ragstream:
         self._changed = True
         return self.ingestor.ingest_paths(paths, metadata=metadata, owner=owner, progress=progress)
 
+    def ingest_bytes(self, data: bytes, filename: str, *, source: str, owner: str | None = None,
+                     metadata: dict[str, Any] | None = None) -> IngestReport:
+        """Ingest one file given as bytes, its type sniffed from the content as for an upload. ``source`` names
+        where it came from; the same ``source`` and ``owner`` replace the earlier document (another owner's never).
+        Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded."""
+        from ragstream.documents.loaders import default_document_id, load_bytes  # the parsers load only when used
+
+        document_id = default_document_id(source if owner is None else f"{source}#owner={owner}")
+        doc = load_bytes(data, filename, self.config, source=source, document_id=document_id, metadata=metadata)
+        return self.ingest_documents([doc.model_copy(update={"owner": owner})])
+
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
         self._changed = True
@@ -175,6 +186,17 @@ class Ragstream:
 
         with self.snapshots.open_with(read) as (_, record_and_chunks):
             return record_and_chunks
+
+    def document_text(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, str]:
+        """One document's record and its whole text as extracted at ingest (pages joined by blank lines), from
+        one snapshot; raises DocumentNotFoundError (also for one ``user`` may not see)."""
+        def read() -> tuple[DocumentRecord, str]:
+            found = _found(document_id, self.catalog.get(document_id, user))
+            stored = self.catalog.stored_document(document_id)
+            return found, stored.text if stored is not None else ""
+
+        with self.snapshots.open_with(read) as (_, record_and_text):
+            return record_and_text
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragstream.errors import ConfigError, RagstreamError
 
@@ -128,7 +129,7 @@ def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_docume
 
 def _fail(error: RagstreamError) -> NoReturn:
     name = getattr(error, "error_type", type(error).__name__)
-    err_console.print(f"[bold red]{name}[/] ({error.code}): {error.message}")
+    err_console.print(f"[bold red]{escape(name)}[/] ({error.code}): {escape(error.message)}", soft_wrap=True)
     raise typer.Exit(code=EXIT_ERROR)
 
 
@@ -318,6 +319,36 @@ def eval_command(
         latency = result.query_latency_ms[mode]
         table.add_row(mode, *(f"{scores[name]:.4f}" for name in METRICS), f"{latency['p50']:.1f}", f"{latency['p95']:.1f}")
     console.print(table)
+
+
+@app.command()
+def mcp(
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    admin_tools: Annotated[bool | None, typer.Option(
+        "--admin-tools/--no-admin-tools", help="Offer the ingest and delete tools (default mcp.stdio_admin_tools: off).")] = None,
+) -> None:
+    """Serve the index to MCP clients (desktop assistants, editors) over stdio; logs go to stderr (docs/mcp.md)."""
+    from ragstream.mcp_server import require_sdk
+    from ragstream.serve_link import announcement
+
+    try:
+        require_sdk()
+    except RagstreamError as error:
+        _fail(error)
+    settings = _load(config, data_dir)
+    try:
+        rs = _open_index(settings, must_exist=False)
+    except typer.Exit:
+        server = announcement(Path(settings.data_dir).resolve())
+        if server is not None:
+            err_console.print(f"MCP clients can use that server instead: {server.url}{settings.mcp.http_path} "
+                              "(streamable HTTP)")
+        raise
+    from ragstream.mcp_server.stdio import run_stdio
+
+    with rs:
+        run_stdio(rs, admin_tools=settings.mcp.stdio_admin_tools if admin_tools is None else admin_tools)
 
 
 @app.command()

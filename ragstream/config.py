@@ -591,7 +591,8 @@ class ServerConfig(ConfigSection):
         1024 * 1024, ge=0, description="An upload request whose files together are larger is ingested by a background "
         "job: 202 with the job id, progress at GET /api/jobs/{id}.")
     jobs: JobsConfig = JobsConfig()
-    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
+        "info", description="Log level of `ragstream serve` and `ragstream mcp` (their logs go to stderr).")
     client_timeout_seconds: float = Field(
         120.0, gt=0, description="CLI commands sent to a running server on the same index wait this long for the answer.")
     client_probe_seconds: float = Field(
@@ -606,6 +607,34 @@ class ServerConfig(ConfigSection):
     example_question_template: str = Field(
         "What do my documents say about {title}?", description="An example question; {title} is a document title.")
     example_title_chars: int = Field(80, ge=8, description="Longer titles are cut (at a word) in example questions.")
+
+
+
+class McpConfig(ConfigSection):
+    """The MCP server (docs/mcp.md): ``ragstream mcp`` over stdio, and ``/mcp`` in ``ragstream serve``."""
+
+    http_enabled: bool = Field(
+        True, description="`ragstream serve` serves MCP (streamable HTTP) at http_path, behind the HTTP API's keys and users.")
+    http_path: str = Field("/mcp", pattern=r"^/[A-Za-z0-9._~/-]*$", description="Path of the MCP endpoint in `ragstream serve`.")
+    http_stateless: bool = Field(
+        True, description="Every MCP HTTP request stands alone (no server-side session): works behind "
+        "`serve --workers N`; progress still streams in the answer to each request.")
+    stdio_admin_tools: bool = Field(
+        False, description="`ragstream mcp` (stdio) offers the ingest and delete tools too; over HTTP only admin keys get "
+        "them. Env RAGSTREAM_MCP__STDIO_ADMIN_TOOLS=true, or `ragstream mcp --admin-tools`.")
+    default_top_k: int = Field(8, ge=1, description="Passages the search tool returns when the model gives no top_k.")
+    max_top_k: int = Field(50, ge=1, description="Largest top_k the search tool accepts.")
+    page_size: int = Field(
+        25, ge=1, description="Documents per page of list_documents and resources/list, and chunks per read of a document.")
+    max_page_size: int = Field(200, ge=1, description="Largest limit list_documents and read accept.")
+    max_neighbours: int = Field(5, ge=0, description="Most chunks read returns on each side of a chunk it is asked for.")
+    max_filter_chars: int = Field(200, ge=1, description="Longest title/source filter list_documents accepts.")
+    max_ingest_documents: int = Field(20, ge=1, description="Most inline documents (and paths) one ingest call takes.")
+    progress_every_tokens: int = Field(
+        16, ge=1, description="While an answer streams, ask sends a progress notification every this many tokens.")
+    prompt_passages: int = Field(
+        5, ge=0, description="Passages the 'answer from my documents' prompt quotes for its question (0: none, the "
+        "model searches itself).")
 
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf")
@@ -795,6 +824,7 @@ class RagstreamConfig(BaseSettings):
     ingest: IngestConfig = IngestConfig()
     answer: AnswerConfig = AnswerConfig()
     server: ServerConfig = ServerConfig()
+    mcp: McpConfig = McpConfig()
 
     @classmethod
     def settings_customise_sources(

@@ -2,7 +2,9 @@
 
 It answers chat completions, streamed (SSE) or not, with a fixed reply, so tests can read exactly
 which messages ragstream sent and count the requests. ``hang=True`` accepts requests and never
-answers (a hung endpoint): a real model cannot be made to hang on demand.
+answers (a hung endpoint): a real model cannot be made to hang on demand. ``word_seconds`` paces a
+streamed reply (a pause before each word), so a client can leave mid-answer; ``disconnects`` counts the
+streams whose reader hung up before the last word.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ MODEL = "recorder"
 class RecordingLLM(LoopbackServer):
     """Records request bodies; replies ``reply`` (or hangs). Use as a context manager."""
 
-    def __init__(self, reply: str = "Timeouts are set on the client [1].", *, hang: bool = False) -> None:
+    def __init__(self, reply: str = "Timeouts are set on the client [1].", *, hang: bool = False,
+                 word_seconds: float = 0.0) -> None:
         self.reply = reply
         self.hang = hang
+        self.word_seconds = word_seconds
         self.requests: list[dict[str, Any]] = []
+        self.disconnects = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,7 +49,7 @@ class RecordingLLM(LoopbackServer):
                                                  "message": {"role": "assistant", "content": outer.reply}}],
                                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    outer.disconnects += 1
 
             def _json(self, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -61,10 +66,13 @@ class RecordingLLM(LoopbackServer):
                 self.end_headers()
                 words = outer.reply.split(" ")
                 for index, word in enumerate(words):
+                    if outer.word_seconds:
+                        time.sleep(outer.word_seconds)
                     delta = word if index == len(words) - 1 else word + " "
                     chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
                              "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
                 end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
                 self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())

@@ -18,6 +18,7 @@ from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import RequestGuardMiddleware
 from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
 from ragstream.server.jobs import FileWork, JobRunner
+from ragstream.server.mcp import mount_mcp
 from ragstream.server.schemas import JobStatus, UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
@@ -50,6 +51,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     app.router.on_shutdown.append(jobs.shutdown)
     for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics, ui):
         app.include_router(module.router)
+    mount_mcp(app, state)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")
 
     @app.get("/", include_in_schema=False)

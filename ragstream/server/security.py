@@ -26,6 +26,9 @@ PUBLIC_PATHS = frozenset({"/healthz", "/"})
 PUBLIC_PREFIXES = ("/ui/", "/static-offline-docs/")
 """Static files only (the web UI and the docs assets); they hold no data. The UI asks for the key."""
 UNMATCHED_ROUTE = "unmatched"
+REQUEST_ID_KEY = "ragstream_request_id"
+"""Where the request id is left in the ASGI scope's ``state``, for work that runs outside the request's own task
+(the MCP endpoint's tool calls)."""
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]+")
 
 
@@ -100,6 +103,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = self._request_id(Headers(scope=scope))
+        scope.setdefault("state", {})[REQUEST_ID_KEY] = request_id
         started = time.perf_counter()
         status = 0
 

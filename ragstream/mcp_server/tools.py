@@ -1,0 +1,263 @@
+"""What each MCP tool does, over :class:`ragstream.Ragstream` only: blocking functions (run on a worker
+thread), plus ``ask``, which streams the answer and reports progress as it goes.
+
+Nothing here knows the MCP SDK: :mod:`ragstream.mcp_server.server` turns these into tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from ragstream.config import McpConfig
+from ragstream.errors import (
+    DocumentError,
+    InvalidQueryError,
+    InvalidUnicodeError,
+    PermissionDeniedError,
+    RagstreamError,
+    check_unicode,
+)
+from ragstream.mcp_server.errors import ChunkNotFoundError, UnknownFilterFieldError
+from ragstream.mcp_server.schemas import (
+    AskArguments,
+    AskResult,
+    ChunkText,
+    DeleteArguments,
+    DeleteResult,
+    DocumentInfo,
+    DocumentList,
+    IngestArguments,
+    IngestFailure,
+    IngestResult,
+    ListDocumentsArguments,
+    Passage,
+    ReadArguments,
+    ReadResult,
+    SearchArguments,
+    SearchResult,
+    document_info,
+)
+from ragstream.models import Chunk, DocumentRecord, IngestReport, public_metadata
+
+if TYPE_CHECKING:
+    from ragstream.answer.models import StreamEvent
+    from ragstream.api import Ragstream
+
+logger = logging.getLogger("ragstream.mcp")
+
+DOCUMENT_URI = "ragstream://documents/{document_id}"
+CHUNK_URI = "ragstream://documents/{document_id}/chunks/{chunk_id}"
+INLINE_SOURCE = "mcp://{name}"
+Progress = Callable[[str], Awaitable[None]]
+"""Reports one step of a running tool (a progress notification with this message)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: ``user`` None sees every document (stdio, like the CLI); ``admin`` may ingest
+    and delete; ``local`` may name files on this machine (stdio only)."""
+
+    user: str | None
+    admin: bool = False
+    local: bool = False
+
+
+class ReportedError(RagstreamError):
+    """An error that reached us as data (a stream's ``error`` event), with its own code."""
+
+    def __init__(self, code: str, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.error_type = error_type
+
+    def to_dict(self) -> dict[str, str]:
+        """The error with the type it was reported under."""
+        return {"code": self.code, "type": self.error_type, "message": self.message}
+
+
+def _public(record: DocumentRecord) -> DocumentRecord:
+    return record.model_copy(update={"metadata": public_metadata(record.metadata)})
+
+
+def _default_delete(rs: Ragstream, document_id: str, who: Principal) -> DocumentRecord:
+    return rs.delete(document_id, user=who.user, allow_shared=who.admin)
+
+
+class Tools:
+    """The tools' work for one index. ``present`` shows a record to clients (the HTTP server also hides what
+    older uploads stored in the open); ``delete`` removes a document (the HTTP server also removes its upload)."""
+
+    def __init__(self, rs: Ragstream, config: McpConfig,
+                 present: Callable[[DocumentRecord], DocumentRecord] = _public,
+                 delete: Callable[[Ragstream, str, Principal], DocumentRecord] = _default_delete) -> None:
+        self.rs = rs
+        self.config = config
+        self._present = present
+        self._delete = delete
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def search(self, args: SearchArguments, who: Principal) -> SearchResult:
+        """Ranked passages among the documents ``who`` may see."""
+        top_k = args.top_k or self.config.default_top_k
+        if top_k > self.config.max_top_k:
+            raise InvalidQueryError(f"top_k must be at most {self.config.max_top_k} (mcp.max_top_k)")
+        if args.filters:
+            known = self.rs.filter_fields(user=who.user)
+            unknown = sorted(set(args.filters) - known)
+            if unknown:
+                raise UnknownFilterFieldError(f"unknown filter field {', '.join(map(repr, unknown))}; "
+                                              f"known fields: {', '.join(sorted(known))}")
+        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user)
+        passages = [Passage(rank=hit.rank, chunk_id=hit.chunk.chunk_id, document_id=hit.chunk.metadata.document_id,
+                            title=hit.chunk.metadata.title, source=hit.chunk.metadata.source,
+                            section_path=hit.chunk.metadata.header_path, page=hit.chunk.metadata.page,
+                            score=hit.score, text=hit.chunk.text) for hit in found.hits]
+        return SearchResult(query=found.query, mode=found.mode, requested_mode=found.requested_mode,
+                            fallback_reason=found.fallback_reason, passages=passages)
+
+    def list_documents(self, args: ListDocumentsArguments, who: Principal) -> DocumentList:
+        """One page of the documents ``who`` may see."""
+        limit = self._limit(args.limit)
+        if len(args.query) > self.config.max_filter_chars:
+            raise InvalidQueryError(f"query must be at most {self.config.max_filter_chars} characters (mcp.max_filter_chars)")
+        page = self.rs.document_page(args.offset, limit, args.query.strip(), args.sort, args.order == "desc",
+                                     user=who.user)
+        following = args.offset + len(page.records)
+        return DocumentList(documents=[self.info(record) for record in page.records], total=page.total,
+                            offset=args.offset, limit=limit, next_offset=following if following < page.total else None)
+
+    def read(self, args: ReadArguments, who: Principal) -> ReadResult:
+        """A page of a document's chunks, or one chunk with its neighbours."""
+        record, chunks = self.rs.document_with_chunks(args.document_id, user=who.user)
+        if args.chunk_id is None:
+            limit = self._limit(args.limit)
+            shown = chunks[args.offset:args.offset + limit]
+            following = args.offset + len(shown)
+            return ReadResult(document=self.info(record), chunks=[_chunk_text(chunk) for chunk in shown],
+                              total_chunks=len(chunks), next_offset=following if following < len(chunks) else None)
+        if args.neighbours > self.config.max_neighbours:
+            raise InvalidQueryError(f"neighbours must be at most {self.config.max_neighbours} (mcp.max_neighbours)")
+        position = next((at for at, chunk in enumerate(chunks) if chunk.chunk_id == args.chunk_id), None)
+        if position is None:
+            raise ChunkNotFoundError(f"document {args.document_id!r} has no chunk {args.chunk_id!r} (it may have "
+                                     "changed since: search again)")
+        shown = chunks[max(position - args.neighbours, 0):position + args.neighbours + 1]
+        return ReadResult(document=self.info(record), chunks=[_chunk_text(chunk) for chunk in shown],
+                          total_chunks=len(chunks), focus_chunk_id=args.chunk_id)
+
+    def info(self, record: DocumentRecord) -> DocumentInfo:
+        """A record as clients see it."""
+        return document_info(self._present(record), DOCUMENT_URI.format(document_id=record.document_id))
+
+    def _limit(self, asked: int | None) -> int:
+        limit = asked or self.config.page_size
+        if limit > self.config.max_page_size:
+            raise InvalidQueryError(f"limit must be at most {self.config.max_page_size} (mcp.max_page_size)")
+        return limit
+
+    # -- writes (admins) -------------------------------------------------------------------------
+
+    def ingest(self, args: IngestArguments, who: Principal) -> IngestResult:
+        """Ingest inline documents and (over stdio) paths, owned by ``who`` unless ``shared``."""
+        self._admin(who, "ingest")
+        if not args.documents and not args.paths:
+            raise InvalidQueryError("give documents (name and text) or paths to ingest")
+        if len(args.documents) + len(args.paths) > self.config.max_ingest_documents:
+            raise InvalidQueryError(f"at most {self.config.max_ingest_documents} documents and paths per call "
+                                    "(mcp.max_ingest_documents)")
+        if args.paths and not who.local:
+            raise PermissionDeniedError("paths name files on the server's machine and are read only over stdio; "
+                                        "send the documents' text instead")
+        owner = None if args.shared or who.user is None else who.user
+        failures: list[IngestFailure] = []
+        reports: list[IngestReport] = []
+        for doc in args.documents:
+            source = INLINE_SOURCE.format(name=doc.name)
+            try:
+                data = check_unicode(doc.text, f"the text of {doc.name!r}").encode("utf-8")
+                reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata))
+            except (DocumentError, InvalidUnicodeError) as error:
+                failures.append(IngestFailure(source=source, code=error.code, message=error.message))
+        if args.paths:
+            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner))
+        failures += [IngestFailure(source=f.source, code=f.code, message=f.message) for r in reports for f in r.failures]
+        return IngestResult(ingested=sum(r.documents_processed for r in reports),
+                            unchanged=sum(r.documents_skipped for r in reports), failed=len(failures),
+                            chunks_written=sum(r.chunks_written for r in reports),
+                            document_ids=[i for r in reports for i in r.document_ids], failures=failures)
+
+    def delete(self, args: DeleteArguments, who: Principal) -> DeleteResult:
+        """Delete a document ``who`` may see (a shared one: admins)."""
+        self._admin(who, "delete")
+        record = self._delete(self.rs, args.document_id, who)
+        return DeleteResult(deleted=record.document_id, title=record.title, source=record.source)
+
+    @staticmethod
+    def _admin(who: Principal, tool: str) -> None:
+        if not who.admin:
+            raise PermissionDeniedError(f"the {tool} tool needs an admin key")
+
+    # -- ask -------------------------------------------------------------------------------------
+
+    async def ask(self, args: AskArguments, who: Principal, progress: Progress) -> AskResult:
+        """The cited answer, streamed: progress while the pipeline runs and every
+        ``mcp.progress_every_tokens`` tokens. Cancelled (the client left or cancelled), it closes the
+        stream, which stops the LLM call and keeps the turn marked incomplete, as the SSE endpoint does."""
+        await progress("retrieving passages and running the pipeline")
+        events = self.rs.stream_answer(args.question, args.conversation_id, user=who.user)
+        done = False
+        try:
+            result = await self._consume(events, progress)
+            done = True
+            return result
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_close, events)
+            if not done:
+                logger.info("ask ended before its answer was done (cancelled, disconnected or failed): "
+                            "the answer stream is closed")
+
+    async def _consume(self, events: Iterator[StreamEvent], progress: Progress) -> AskResult:
+        tokens = 0
+        first = True
+        while True:
+            event = await anyio.to_thread.run_sync(_next, events)
+            if event is None:
+                raise ReportedError("internal_error", "InternalError", "the answer stream ended without its result")
+            if first:
+                first = False
+                await progress("writing the answer")
+            if event.type == "token":
+                tokens += 1
+                if tokens % self.config.progress_every_tokens == 0:
+                    await progress(f"{tokens} tokens written")
+            elif event.type == "error":
+                raise ReportedError(event.code, event.error_type, event.message)
+            elif event.type == "done":
+                await progress("done")
+                extra = {"conversation_id": event.conversation_id, "message_id": event.message_id, "mode": event.mode,
+                         "degraded_reason": event.degraded_reason, "incomplete": event.incomplete}
+                return AskResult.model_validate({**event.response.model_dump(), **extra})
+
+
+def _next(events: Iterator[StreamEvent]) -> StreamEvent | None:
+    return next(events, None)
+
+
+def _close(events: Iterator[StreamEvent]) -> None:
+    close = getattr(events, "close", None)
+    if callable(close):
+        close()
+
+
+def _chunk_text(chunk: Chunk) -> ChunkText:
+    return ChunkText(chunk_id=chunk.chunk_id, index=chunk.metadata.chunk_index, section_path=chunk.metadata.header_path,
+                     page=chunk.metadata.page, text=chunk.text)
