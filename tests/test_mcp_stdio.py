@@ -275,3 +275,18 @@ def _wait_for(condition: Any, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {LEAVE_WAIT_SECONDS} s for {what}")
         time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_the_packaged_model_behind_ragstream_mcp(make_index, tmp_path: Path):
+    """What users run: the real model loads in the server process and nothing it prints reaches stdout."""
+    data_dir = tmp_path / "real"
+    rs = make_index(data_dir=data_dir)
+    rs.ingest([SAMPLES])
+    rs.close()
+    with (tmp_path / "stderr.log").open("w") as errlog, \
+            connected(stdio_session(data_dir, errlog=errlog, hash_embedder=False)) as client:
+        passages = client.ok("search", {"query": "How do I disable timeouts?", "top_k": 3})["passages"]
+        assert passages[0]["source"].endswith(TIMEOUTS)
+        answer = client.ok("ask", {"question": QUESTION})
+        assert any((c["source"] or "").endswith(TIMEOUTS) for c in answer["citations"] if c["matched"])

@@ -33,3 +33,16 @@ class ResourceNotFoundError(RagstreamError):
     """A resource URI that names no resource of this server."""
 
     code = "resource_not_found"
+
+
+class ReportedError(RagstreamError):
+    """An error that reached us as data (a stream's ``error`` event), under its own code."""
+
+    def __init__(self, code: str, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.error_type = error_type
+
+    def to_dict(self) -> dict[str, str]:
+        """The error with the type it was reported under."""
+        return {"code": self.code, "type": self.error_type, "message": self.message}

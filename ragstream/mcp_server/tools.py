@@ -21,10 +21,9 @@ from ragstream.errors import (
     InvalidQueryError,
     InvalidUnicodeError,
     PermissionDeniedError,
-    RagstreamError,
     check_unicode,
 )
-from ragstream.mcp_server.errors import ChunkNotFoundError, UnknownFilterFieldError
+from ragstream.mcp_server.errors import ChunkNotFoundError, ReportedError, UnknownFilterFieldError
 from ragstream.mcp_server.schemas import (
     AskArguments,
     AskResult,
@@ -44,7 +43,7 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import Chunk, DocumentRecord, IngestReport, public_metadata
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, public_metadata
 
 if TYPE_CHECKING:
     from ragstream.answer.models import StreamEvent
@@ -67,19 +66,6 @@ class Principal:
     user: str | None
     admin: bool = False
     local: bool = False
-
-
-class ReportedError(RagstreamError):
-    """An error that reached us as data (a stream's ``error`` event), with its own code."""
-
-    def __init__(self, code: str, error_type: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.error_type = error_type
-
-    def to_dict(self) -> dict[str, str]:
-        """The error with the type it was reported under."""
-        return {"code": self.code, "type": self.error_type, "message": self.message}
 
 
 def _public(record: DocumentRecord) -> DocumentRecord:
@@ -109,7 +95,7 @@ class Tools:
         top_k = args.top_k or self.config.default_top_k
         if top_k > self.config.max_top_k:
             raise InvalidQueryError(f"top_k must be at most {self.config.max_top_k} (mcp.max_top_k)")
-        if args.filters:
+        if args.filters and not set(args.filters) <= FILTERABLE_FIELDS:  # else no need to read every record
             known = self.rs.filter_fields(user=who.user)
             unknown = sorted(set(args.filters) - known)
             if unknown:

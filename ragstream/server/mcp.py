@@ -11,7 +11,7 @@ the path answers ``503 config_error`` naming the extra to install.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ logger = logging.getLogger("ragstream.server")
 
 MCP_METHODS = ["GET", "POST", "DELETE"]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+SDK_TRANSPORT_LOGGER = "mcp.server.streamable_http"
 
 
 def mount_mcp(app: FastAPI, state: ServerState) -> None:
@@ -57,6 +58,7 @@ def mount_mcp(app: FastAPI, state: ServerState) -> None:
     from ragstream.mcp_server.server import Host, build_server
     from ragstream.mcp_server.tools import Tools
 
+    logging.getLogger(SDK_TRANSPORT_LOGGER).setLevel(logging.WARNING)  # stateless: one INFO line per request
     tools = Tools(state.rs, settings, present=public_record, delete=_deleter(state))
     server = build_server(tools, Host(identify=_identifier(state), request_id=_request_id))
     manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=_security(state),
@@ -77,7 +79,7 @@ async def _sdk_missing(request: Request) -> Response:
     return error_response(ConfigError(SDK_MISSING))
 
 
-def _identifier(state: ServerState) -> Any:
+def _identifier(state: ServerState) -> Callable[[ServerRequestContext[Any, Any]], Principal]:
     from ragstream.mcp_server.tools import Principal
 
     def identify(ctx: ServerRequestContext[Any, Any]) -> Principal:
@@ -97,7 +99,7 @@ def _request_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return found or f"mcp-{ctx.request_id}"
 
 
-def _deleter(state: ServerState) -> Any:
+def _deleter(state: ServerState) -> Callable[[Ragstream, str, Principal], DocumentRecord]:
     def delete(rs: Ragstream, document_id: str, who: Principal) -> DocumentRecord:
         """As ``DELETE /api/documents/{id}``: under the document's lock, and its stored upload goes too."""
         with state.documents.hold(document_id):
