@@ -260,6 +260,32 @@ def test_a_cancelled_ask_stops_the_llm_call_and_keeps_the_turn_incomplete(tmp_pa
     assert turn["incomplete"] is True and turn["user"] == QUESTION and turn["assistant"].startswith("Timeouts")
 
 
+def test_a_client_that_goes_away_mid_answer_stops_the_llm_call(tmp_path: Path):
+    data_dir = timeouts_index(tmp_path)
+    reply = " ".join(["Timeouts are set on the client [1]."] * 60)
+    conversation = "client-left-over-stdio"
+    with RecordingLLM(reply, word_seconds=0.02) as llm, (tmp_path / "stderr.log").open("w") as errlog:
+        async def ask_and_quit() -> list[str]:
+            seen: list[str] = []
+            with anyio.CancelScope() as scope:
+                async with stdio_session(data_dir, errlog=errlog, LLM__BASE_URL=llm.base_url,
+                                         LLM__MODEL="recorder") as session:
+                    async def progress(value: float, total: float | None, message: str | None) -> None:
+                        seen.append(message or "")
+                        if "tokens written" in (message or ""):
+                            scope.cancel()  # the client quits: its end of the pipes closes, the server sees EOF
+                    await session.call_tool("ask", {"question": QUESTION, "conversation_id": conversation},
+                                            progress_callback=progress)
+            return seen
+
+        seen = anyio.run(ask_and_quit)
+        assert "done" not in seen and any("tokens written" in message for message in seen)
+        _wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
+    with open_index(data_dir) as rs:  # the server process has ended and left the turn behind
+        [turn] = rs.conversation(conversation)
+    assert turn["incomplete"] is True
+
+
 def test_without_the_sdk_ragstream_mcp_names_the_extra(tmp_path: Path):
     # The SDK is installed here: hiding it (sys.modules entry None) is the only way to produce its absence.
     code = "import sys; sys.modules['mcp'] = None; " + CLI
