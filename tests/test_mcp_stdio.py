@@ -80,6 +80,9 @@ def test_search_returns_attributed_passages(mcp: Mcp):
         assert passage["chunk_id"] in text_of(result) and passage["source"] in text_of(result)
     only = mcp.ok("search", {"query": "timeout", "filters": {"source": passages[0]["source"]}})["passages"]
     assert only and {p["source"] for p in only} == {passages[0]["source"]}
+    unranked = mcp.ok("search", {"query": "set a timeout on a client", "top_k": 4, "rerank": True})
+    assert unranked["reranked"] is False and unranked["rerank_reason"]  # the fast tier's config has no cross-encoder
+    assert [p["chunk_id"] for p in unranked["passages"]] == [p["chunk_id"] for p in passages]
     pdf = mcp.ok("search", {"query": "Federal Register proposed rules", "mode": "bm25", "top_k": 3})
     assert pdf["mode"] == "bm25" and pdf["passages"][0]["source"].endswith(".pdf")
     assert isinstance(pdf["passages"][0]["page"], int)

@@ -18,8 +18,9 @@ def search_text(result: SearchResult) -> str:
     """Numbered passages with their source, section path, page, score and ids."""
     if not result.passages:
         return f"No passages match {result.query!r}."
+    notes = [note for note in (result.fallback_reason, "reranked" if result.reranked else result.rerank_reason) if note]
     lines = [f"{len(result.passages)} passages for {result.query!r} ({result.mode} search"
-             + (f"; {result.fallback_reason}" if result.fallback_reason else "") + "):"]
+             + "".join(f"; {note}" for note in notes) + "):"]
     for passage in result.passages:
         where = " > ".join(part for part in (passage.title, passage.section_path) if part)
         page = f", page {passage.page}" if passage.page is not None else ""

@@ -37,6 +37,9 @@ class SearchArguments(StrictArguments):
         "fields: document_id, source, title, section, header_path, chapter, page, has_code, has_equations, mime, and "
         "the documents' own metadata keys. A list matches any of its values.")
 
+    rerank: bool = Field(False, description="Re-order the best passages with the cross-encoder (slower; often more "
+                         "precise for questions).")
+
     @field_validator("filters", mode="before")
     @classmethod
     def _decode(cls, value: Any) -> Any:
@@ -105,6 +108,7 @@ class Passage(BaseModel):
     section_path: str = Field(description="Headings from the top, joined with ' > '.")
     page: int | None = None
     score: float = Field(description="The mode's score: fused (hybrid), cosine (dense) or BM25.")
+    rerank_score: float | None = Field(None, description="The cross-encoder's score, when the search was reranked.")
     text: str
 
 
@@ -113,6 +117,8 @@ class SearchResult(BaseModel):
     mode: SearchMode = Field(description="The mode that ran.")
     requested_mode: SearchMode
     fallback_reason: str | None = Field(None, description="Why the mode that ran differs from the requested one.")
+    reranked: bool = Field(False, description="Whether the cross-encoder re-ordered the passages.")
+    rerank_reason: str | None = Field(None, description="Why a requested rerank did not run.")
     passages: list[Passage]
 
 

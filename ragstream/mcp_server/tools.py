@@ -101,13 +101,15 @@ class Tools:
             if unknown:
                 raise UnknownFilterFieldError(f"unknown filter field {', '.join(map(repr, unknown))}; "
                                               f"known fields: {', '.join(sorted(known))}")
-        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user)
+        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user,
+                               rerank=args.rerank)
         passages = [Passage(rank=hit.rank, chunk_id=hit.chunk.chunk_id, document_id=hit.chunk.metadata.document_id,
                             title=hit.chunk.metadata.title, source=hit.chunk.metadata.source,
                             section_path=hit.chunk.metadata.header_path, page=hit.chunk.metadata.page,
-                            score=hit.score, text=hit.chunk.text) for hit in found.hits]
+                            score=hit.score, rerank_score=hit.rerank_score, text=hit.chunk.text) for hit in found.hits]
         return SearchResult(query=found.query, mode=found.mode, requested_mode=found.requested_mode,
-                            fallback_reason=found.fallback_reason, passages=passages)
+                            fallback_reason=found.fallback_reason, reranked=found.reranked,
+                            rerank_reason=found.rerank_reason, passages=passages)
 
     def list_documents(self, args: ListDocumentsArguments, who: Principal) -> DocumentList:
         """One page of the documents ``who`` may see."""
