@@ -200,7 +200,8 @@ class Tools:
         ``mcp.progress_every_tokens`` tokens. Cancelled (the client left or cancelled), it closes the
         stream, which stops the LLM call and keeps the turn marked incomplete, as the SSE endpoint does."""
         await progress("retrieving passages and running the pipeline")
-        events = self.rs.stream_answer(args.question, args.conversation_id, user=who.user)
+        events = await anyio.to_thread.run_sync(  # the first call builds the answer path (models): off the event loop
+            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user))
         done = False
         try:
             result = await self._consume(events, progress)
