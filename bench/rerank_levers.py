@@ -39,11 +39,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "window_plain_160": {"max_tokens": 160, "passage_window": True, "passage_heading": False},
     "window_heading_256": {"max_tokens": 256, "passage_window": True, "passage_heading": True},
     "window_heading_96": {"max_tokens": 96, "passage_window": True, "passage_heading": True},
+    "head_plain_320": {"max_tokens": 320, "passage_window": False, "passage_heading": False},
+    "head_heading_320": {"max_tokens": 320, "passage_window": False, "passage_heading": True},
 }
 WEIGHTS = [round(0.1 * step, 1) for step in range(11)]
 TOP_NS = [5, 8, 10, 12, 16, 20]
 NORMALISATIONS = ("min_max", "sigmoid")
-MARGINS = [1.0, 0.5, 0.3]
+MARGINS = [1.0, 0.3]
+GATES = [-100.0, -2.0, 0.0, 2.0, 4.0]
+"""The cross-encoder re-orders a question's head only when its best logit reaches the gate (-100: always)."""
 CUTOFF = 10
 
 
@@ -124,6 +128,8 @@ def order_for(row: dict[str, Any], setting: dict[str, Any] | None) -> list[int]:
         return list(range(count))
     head = min(count, setting["top_n"])
     logits = row["ce"][setting["variant"]][:head]
+    if max(logits) < setting.get("gate", -100.0):
+        return list(range(count))
     if setting["norm"] == "sigmoid":
         cross = [1.0 / (1.0 + math.exp(-x)) for x in logits]
         final = [setting["weight"] * c + (1 - setting["weight"]) * f for c, f in zip(cross, relative(row["fused"]), strict=False)]
@@ -170,8 +176,9 @@ def main() -> None:
                       "questions": not name.startswith("scifact")}
 
     variants = [v for v in variants if all(v in row.get("ce", {}) for d in data.values() for row in d["rows"].values())]
-    settings = [{"variant": v, "weight": w, "top_n": n, "norm": norm, "margin": m}
-                for v in variants for w in WEIGHTS for n in TOP_NS if n <= args.head for norm in NORMALISATIONS for m in MARGINS]
+    settings = [{"variant": v, "weight": w, "top_n": n, "norm": norm, "margin": m, "gate": g}
+                for v in variants for w in WEIGHTS for n in TOP_NS if n <= args.head for norm in NORMALISATIONS
+                for m in MARGINS for g in GATES]
     target = {name: ("hit@1" if d["questions"] else "ndcg@10") for name, d in data.items()}
 
     def dev_score(setting: dict[str, Any]) -> float:

@@ -462,6 +462,10 @@ class RerankerConfig(ConfigSection):
     weight: float = Field(
         0.5, ge=0.0, le=1.0, description="Final score = weight x cross-encoder (min-max over the scored candidates) "
         "+ (1 - weight) x fused score (min-max); 1 is the cross-encoder order alone.")
+    min_logit: float = Field(
+        0.0, description="The cross-encoder re-orders a question's head only when its best score (a logit; for the "
+        "ms-marco models 0 is even odds of relevance) reaches this; below it the model is sure of no passage and "
+        "the fused order is kept. A very low value (-100) always re-orders.")
     skip_margin: float = Field(
         1.0, ge=0.0, description="Skip the cross-encoder when the fused ranking is decisive: the best fused score "
         "leads the second by more than this fraction of the best (1 or more: never skip).")

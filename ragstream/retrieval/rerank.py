@@ -6,7 +6,8 @@ normalised over the scored head) and the fused scores (relative to the best) are
 ``reranker.weight``;
 the candidates past the head keep their fused order after it. When the fused ranking is decisive
 (its best score leads the second by more than ``reranker.skip_margin`` of the best), the model is
-not run at all.
+not run at all; when the model is sure of no passage (its best logit is below ``reranker.min_logit``),
+the fused order is kept.
 """
 
 from __future__ import annotations
@@ -144,6 +145,9 @@ def rerank(reranker: Reranker, query: str, chunks: Sequence[Chunk], fused: Seque
                         skipped=f"the fused ranking is decisive (its best leads by more than {config.skip_margin:g})")
     head = min(count, config.top_n)
     logits = reranker.score(query, passages(query, chunks[:head], config), deadline=deadline)
+    if max(logits, default=config.min_logit) < config.min_logit:  # the model is sure of no passage: keep the fused order
+        return Reranked(order=list(range(count)), scores=tail_scores, cross_scores=dict(enumerate(logits)),
+                        skipped=f"the cross-encoder found no passage scoring {config.min_logit:g} or more")
     final = blend(logits, fused, config.weight)
     ranked_head = sorted(range(head), key=lambda i: (-final[i], i))
     order = ranked_head + list(range(head, count))
