@@ -1,10 +1,10 @@
 """CSV and TSV with the standard csv module: encoding and dialect sniffed, rows as one Markdown table.
 
-The encoding is UTF-8 (with or without BOM) or UTF-16 with a BOM, else what charset-normalizer finds
-(Windows exports are often cp1252). The delimiter and quoting are sniffed by :class:`csv.Sniffer` from the
-first ``_SNIFF_CHARS`` characters among ``, ; TAB |`` (a TSV is always tab-separated); the first row is
-the header, and the markdown chunker repeats it in every chunk of a long file. Rows past
-``limits.max_table_rows`` refuse the file with ``file_too_large``.
+The encoding is UTF-8 (with or without BOM) or UTF-16 with a BOM, else what charset-normalizer finds; when it
+finds several equally likely (short text), cp1252 wins: the encoding of most Windows and Excel exports. The
+delimiter and quoting are sniffed by :class:`csv.Sniffer` from the first ``_SNIFF_CHARS`` characters among
+``, ; TAB |`` (a TSV is always tab-separated); the first row is the header, and the markdown chunker repeats it
+in every chunk of a long file. Rows past ``limits.max_table_rows`` refuse the file with ``file_too_large``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ragstream.models import Page
 
 _SNIFF_CHARS = 64 * 1024  # csv.Sniffer reads a sample; a few dozen lines decide the dialect
 _DELIMITERS = ",;\t|"
+_PREFERRED = "cp1252"
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
@@ -48,10 +49,12 @@ def decode(data: bytes, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    best = from_bytes(data).best()
+    matches = from_bytes(data)
+    best = matches.best()
     if best is None or best.encoding is None:
         raise CorruptDocumentError(f"{name}: the text is in no encoding that could be detected")
-    return _decode(data, best.encoding, name)
+    tied = {match.encoding for match in matches if (match.chaos, match.coherence) == (best.chaos, best.coherence)}
+    return _decode(data, _PREFERRED if _PREFERRED in tied else best.encoding, name)
 
 
 def _decode(data: bytes, encoding: str, name: str) -> str:
