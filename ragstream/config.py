@@ -714,9 +714,10 @@ class OcrConfig(ConfigSection):
         "ingest report says how many (a warning).")
     max_seconds_per_document: float = Field(
         300.0, gt=0, description="Seconds of OCR per document at most; the pages not read by then are left unread "
-        "with a warning. A page already started finishes.")
+        "with a warning. A page already started finishes, and the first page is always read.")
     render_dpi: int = Field(
-        150, ge=50, le=600, description="Resolution (dots per inch) a scanned PDF page is rendered at for OCR.")
+        200, ge=50, le=600, description="Resolution (dots per inch) a scanned PDF page is rendered at for OCR (below "
+        "200 the recognition model starts to run words together).")
     max_image_pixels: int = Field(
         40_000_000, ge=1, description="Images (or rendered pages) with more pixels are refused (document_too_large) "
         "before they are decoded.")

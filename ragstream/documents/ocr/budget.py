@@ -19,12 +19,13 @@ class OcrBudget:
         self._reason = ""
 
     def pages(self, numbers: Iterable[int]) -> Iterator[int]:
-        """``numbers`` while the budget lasts (a page already started finishes); the rest go to ``unread``."""
+        """``numbers`` while the budget lasts; the rest go to ``unread``. The first page is always read (so a bound
+        never leaves a scan without text) and a page already started finishes."""
         done = 0
         for number in numbers:
             if done >= self._config.max_pages:
                 self._reason = f"ocr.max_pages = {self._config.max_pages}"
-            elif time.monotonic() >= self._deadline:
+            elif done and time.monotonic() >= self._deadline:
                 self._reason = f"ocr.max_seconds_per_document = {self._config.max_seconds_per_document:g}"
             if self._reason:
                 self.unread.append(number)

@@ -40,7 +40,7 @@ def read_odf(data: bytes, name: str, mime: str, *, max_rows: int, max_columns: i
     if mime == mimes.ODP:
         slides = _slides(body, max_columns) if body is not None else []
         first = next((slide_title for slide_title, _ in slides if slide_title), None)
-        pages = tuple(Page(number=number, text=text) for number, (_, text) in enumerate(slides, start=1))
+        pages = tuple(Page(number=number, text=text) for number, (_, text) in enumerate(slides, start=1) if text)
         return md.Extracted(pages=pages, title=md.pick_title(title, first))
     text_body = body.find("office:text", _NS) if body is not None else None
     blocks = list(_blocks(text_body, max_columns)) if text_body is not None else []
@@ -96,5 +96,6 @@ def _slides(body: Element, max_columns: int) -> list[tuple[str, str]]:
             if notes:
                 blocks += [md.heading(2, NOTES_HEADING), md.paragraph("\n".join(notes))]
             heading = md.heading(1, title or f"Slide {len(slides) + 1}")
-            slides.append((title, md.join_blocks([heading, *blocks])))
+            body = md.join_blocks(blocks)
+            slides.append((title, md.join_blocks([heading, body]) if title or body else ""))
     return slides

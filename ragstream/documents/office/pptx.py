@@ -39,7 +39,8 @@ def read_pptx(data: bytes, name: str) -> md.Extracted:
         for number, slide in enumerate(presentation.slides, start=1):
             title, body = _slide(slide)
             slide_titles.append(title)
-            pages.append(Page(number=number, text=md.join_blocks([md.heading(1, title or f"Slide {number}"), body])))
+            if title or body:  # a slide without any text (a picture) adds no chunk
+                pages.append(Page(number=number, text=md.join_blocks([md.heading(1, title or f"Slide {number}"), body])))
         core_title = presentation.core_properties.title
     except CorruptDocumentError:
         raise
