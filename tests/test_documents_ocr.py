@@ -13,7 +13,7 @@ from pypdf import PdfReader, PdfWriter
 
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.documents import build_chunks, chunk_document, load_bytes, load_file, mimes
-from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, OcrUnavailableError
+from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, OcrUnavailableError
 from ragstream.models import LoadedDocument
 
 CONFIG = load_config()
@@ -101,7 +101,7 @@ def test_the_time_bound_stops_after_the_page_under_way() -> None:
 @pytest.mark.slow
 def test_low_confidence_text_is_dropped() -> None:
     strict = load_config(ocr={"min_confidence": 1.0})
-    with pytest.raises(Exception, match="OCR found no text|has no text"):
+    with pytest.raises(EmptyDocumentError, match="OCR found no text"):
         load(scanned_pdf([text_image()]), "report.pdf", strict)
 
 

@@ -96,6 +96,6 @@ def _slides(body: Element, max_columns: int) -> list[tuple[str, str]]:
             if notes:
                 blocks += [md.heading(2, NOTES_HEADING), md.paragraph("\n".join(notes))]
             heading = md.heading(1, title or f"Slide {len(slides) + 1}")
-            body = md.join_blocks(blocks)
-            slides.append((title, md.join_blocks([heading, body]) if title or body else ""))
+            content = md.join_blocks(blocks)
+            slides.append((title, md.join_blocks([heading, content]) if title or content else ""))
     return slides
