@@ -10,7 +10,7 @@ from office_files import DATA
 
 from ragstream.config import load_config
 from ragstream.documents import build_chunks, chunk_document, load_file, mimes
-from ragstream.errors import EncryptedDocumentError
+from ragstream.errors import EncryptedDocumentError, UnsupportedFileTypeError
 from ragstream.models import Chunk, LoadedDocument
 
 CONFIG = load_config()
@@ -92,6 +92,11 @@ def test_hidden_sheets_are_skipped_with_a_warning() -> None:
 def test_real_password_protected_files_are_encrypted_documents(name: str) -> None:
     with pytest.raises(EncryptedDocumentError, match="password-protected"):
         load(name)
+
+
+def test_a_legacy_excel_file_is_refused_naming_its_format() -> None:
+    with pytest.raises(UnsupportedFileTypeError, match=r"Excel 97-2003 workbook \(\.xls\); save it as \.docx, \.xlsx"):
+        load("legacy-excel-97.xls")
 
 
 def test_an_epub_is_read_chapter_by_chapter_through_the_html_loader() -> None:

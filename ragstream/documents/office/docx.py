@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from docx.opc.constants import CONTENT_TYPE
 from docx.opc.part import PartFactory
+from docx.oxml.ns import qn
 from docx.package import Package
 from docx.parts.document import DocumentPart
 from docx.table import Table
@@ -50,6 +52,7 @@ def read_docx(data: bytes, name: str) -> md.Extracted:
         if part.content_type != CONTENT_TYPE.WML_DOCUMENT_MAIN and part.content_type not in _WORD_MAIN_TYPES:
             raise CorruptDocumentError(f"{name}: the package's main part is {part.content_type}, not a Word document")
         document = part.document
+        styles = _Styles.of(document)
         blocks: list[str] = []
         titles: list[str] = []
         headings: list[str] = []
@@ -57,7 +60,7 @@ def read_docx(data: bytes, name: str) -> md.Extracted:
             if isinstance(item, Table):
                 blocks.append(md.table(_table_rows(item)))
                 continue
-            block, kind = _paragraph(item)
+            block, kind = _paragraph(item, styles)
             if kind == "title":
                 titles.append(item.text)
             elif kind == "heading":
@@ -74,13 +77,53 @@ def read_docx(data: bytes, name: str) -> md.Extracted:
                         title=md.pick_title(core_title, *titles[:1], *headings[:1]))
 
 
-def _paragraph(paragraph: Paragraph) -> tuple[str, str]:
+@dataclass(frozen=True)
+class _Style:
+    name: str
+    based_on: str | None
+    outline: str | None
+
+
+@dataclass(frozen=True)
+class _Styles:
+    """The paragraph styles of a document by id, read once (python-docx's per-paragraph lookup scans them all)."""
+
+    by_id: dict[str, _Style]
+    default: str | None
+
+    @classmethod
+    def of(cls, document: Any) -> _Styles:
+        by_id: dict[str, _Style] = {}
+        default = None
+        for element in document.styles.element.xpath("./w:style[@w:type='paragraph']"):
+            style_id = element.get(qn("w:styleId")) or ""
+            names = element.xpath("./w:name/@w:val")
+            based = element.xpath("./w:basedOn/@w:val")
+            outline = element.xpath("./w:pPr/w:outlineLvl/@w:val")
+            by_id[style_id] = _Style(name=str(names[0]) if names else style_id, based_on=str(based[0]) if based else None,
+                                     outline=str(outline[0]) if outline else None)
+            if element.get(qn("w:default")) in ("1", "true", "on"):
+                default = style_id
+        return cls(by_id=by_id, default=default)
+
+    def chain(self, style_id: str | None) -> list[tuple[str, _Style]]:
+        """The style and the styles it is based on, nearest first (at most ``_MAX_STYLE_DEPTH``)."""
+        found: list[tuple[str, _Style]] = []
+        current = style_id if style_id in self.by_id else self.default
+        while current is not None and current in self.by_id and len(found) < _MAX_STYLE_DEPTH:
+            found.append((current, self.by_id[current]))
+            current = self.by_id[current].based_on
+        return found
+
+
+def _paragraph(paragraph: Paragraph, styles: _Styles) -> tuple[str, str]:
     """The paragraph as Markdown and its kind: heading, title, list or body."""
     text = paragraph.text
     if not text.strip():
         return "", "body"
-    style_name = _style_name(paragraph)
-    level = _heading_level(paragraph, style_name)
+    chain = styles.chain(paragraph._p.style)
+    style_name = chain[0][1].name if chain else ""
+    level = _heading_level(paragraph, chain)
     if level is not None:
         return md.heading(level, text), "heading"
     if style_name.casefold() in _TITLE_STYLES:
@@ -91,24 +134,18 @@ def _paragraph(paragraph: Paragraph) -> tuple[str, str]:
     return md.paragraph(text), "body"
 
 
-def _heading_level(paragraph: Paragraph, style_name: str) -> int | None:
+def _heading_level(paragraph: Paragraph, chain: list[tuple[str, _Style]]) -> int | None:
     """1-based heading level from the paragraph's outline level, its style chain's, or a Heading N style."""
     own = paragraph._p.xpath("./w:pPr/w:outlineLvl/@w:val")
     if own:
         return _outline(own[0])
-    style: Any = paragraph.style
-    for _ in range(_MAX_STYLE_DEPTH):
-        if style is None:
-            break
-        found = style.element.xpath("./w:pPr/w:outlineLvl/@w:val")
-        if found:
-            return _outline(found[0])
-        match = _HEADING_STYLE.match(style.name or "") or _HEADING_STYLE.match(style.style_id or "")
+    for style_id, style in chain:
+        if style.outline is not None:
+            return _outline(style.outline)
+        match = _HEADING_STYLE.match(style.name) or _HEADING_STYLE.match(style_id)
         if match:
             return int(match.group(1))
-        style = style.base_style
-    match = _HEADING_STYLE.match(style_name)
-    return int(match.group(1)) if match else None
+    return None
 
 
 def _outline(value: str) -> int | None:
@@ -125,11 +162,6 @@ def _list_depth(paragraph: Paragraph, style_name: str) -> int | None:
     if paragraph._p.xpath("./w:pPr/w:numPr/w:numId"):
         return int(levels[0]) if levels and levels[0].isdigit() else 0
     return 0 if _LIST_STYLE.match(style_name) else None
-
-
-def _style_name(paragraph: Paragraph) -> str:
-    style = paragraph.style
-    return (style.name or "") if style is not None else ""
 
 
 def _table_rows(table: Table) -> list[list[str]]:
