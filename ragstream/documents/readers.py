@@ -29,7 +29,7 @@ def extract(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple
 
         pages, warnings = ocr_image(data, name, config.ocr)
         return Extracted(pages=tuple(pages), warnings=warnings), {}
-    if mime in (mimes.DOCX,):
+    if mime == mimes.DOCX:
         from ragstream.documents.office.docx import read_docx
 
         return read_docx(data, name), {}
