@@ -623,7 +623,6 @@ class ServerConfig(ConfigSection):
     example_title_chars: int = Field(80, ge=8, description="Longer titles are cut (at a word) in example questions.")
 
 
-
 class McpConfig(ConfigSection):
     """The MCP server (docs/mcp.md): ``ragstream mcp`` over stdio, and ``/mcp`` in ``ragstream serve``."""
 
