@@ -31,8 +31,9 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "RAGSTREAM_CONFIG"
-TEXT_PIPELINE_VERSION = 2
-"""Version of the text extraction and cleaning code (Markdown dialects, PDF titles). It is part
+TEXT_PIPELINE_VERSION = 3
+"""Version of the text extraction and cleaning code (Markdown dialects, PDF titles, a long table's header
+repeated in each of its chunks). It is part
 of the index fingerprint: bump it whenever a change alters chunk text, so existing documents
 show as stale and ``reindex`` / re-ingest rebuilds them."""
 
@@ -79,6 +80,19 @@ class LimitsConfig(ConfigSection):
     min_free_disk_bytes: int = Field(
         64 * 1024 * 1024, ge=0, description="Writes (uploads, ingest batches, job records) first check that the data "
         "and upload directories keep this much free space after the write; else 507 insufficient_storage.")
+    max_archive_bytes: int = Field(
+        256 * 1024 * 1024, ge=1, description="Zipped documents (.docx, .pptx, .xlsx, OpenDocument, EPUB) whose entries "
+        "add up to more bytes uncompressed are refused (document_too_large) before any entry is decompressed: "
+        "the bound on zip bombs.")
+    max_archive_entries: int = Field(
+        10_000, ge=1, description="Zipped documents with more entries (files inside the zip) are refused "
+        "(document_too_large) before any entry is read.")
+    max_table_rows: int = Field(
+        100_000, ge=1, description="Spreadsheets (all visible sheets together) and CSV/TSV files with more rows are "
+        "refused with file_too_large; reading stops at the first row past the limit.")
+    max_table_columns: int = Field(
+        1_000, ge=1, description="Columns read per sheet or CSV row; a row with more fails the file with "
+        "file_too_large.")
 
 
 class ChunkingConfig(ConfigSection):
@@ -613,7 +627,6 @@ class ServerConfig(ConfigSection):
     example_title_chars: int = Field(80, ge=8, description="Longer titles are cut (at a word) in example questions.")
 
 
-
 class McpConfig(ConfigSection):
     """The MCP server (docs/mcp.md): ``ragstream mcp`` over stdio, and ``/mcp`` in ``ragstream serve``."""
 
@@ -641,8 +654,14 @@ class McpConfig(ConfigSection):
         "model searches itself).")
 
 
-DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf")
-"""Document types a folder ingest takes: Markdown, text, reStructuredText, HTML and PDF."""
+DEFAULT_INCLUDE = (
+    "*.md", "*.markdown", "*.txt", "*.rst", "*.html", "*.htm", "*.pdf",
+    "*.docx", "*.docm", "*.pptx", "*.pptm", "*.xlsx", "*.xlsm", "*.csv", "*.tsv",
+    "*.odt", "*.odp", "*.ods", "*.epub",
+)
+"""Document types a folder ingest takes: Markdown, text, reStructuredText, HTML, PDF, Word, PowerPoint, Excel
+(macro-enabled too: their text is read, their macros never run), CSV/TSV, OpenDocument and EPUB. Images are read
+(by OCR) when named or uploaded; add ``*.png``, ``*.jpg``... here to OCR them in folders too."""
 DEFAULT_EXCLUDE = ("node_modules/", "__pycache__/", "site-packages/")
 DEFAULT_IGNORE_FILES = (".gitignore", ".ragstreamignore")
 
@@ -681,6 +700,30 @@ class IngestConfig(ConfigSection):
         description="Ignore files honoured in every folder walked, with .gitignore rules (a deeper file wins).",
     )
     skip_hidden: bool = Field(True, description="Folder ingest skips files and folders whose name starts with a dot.")
+    read_hidden_sheets: bool = Field(
+        False, description="Spreadsheets: also read sheets hidden in the workbook (by default only visible sheets).")
+
+
+class OcrConfig(ConfigSection):
+    """Reading scanned PDF pages and images with the packaged PP-OCRv4 models (the ``ocr`` extra)."""
+
+    enabled: bool = Field(
+        True, description="OCR PDF pages that have no text layer, and images, when the ocr extra is installed; "
+        "false: such pages are skipped and images refused.")
+    min_confidence: float = Field(
+        0.5, ge=0.0, le=1.0, description="Recognised text lines scoring below this (0-1) are dropped.")
+    max_pages: int = Field(
+        100, ge=1, description="Pages of one PDF read by OCR at most; the pages after them are left unread and the "
+        "ingest report says how many (a warning).")
+    max_seconds_per_document: float = Field(
+        300.0, gt=0, description="Seconds of OCR per document at most; the pages not read by then are left unread "
+        "with a warning. A page already started finishes, and the first page is always read.")
+    render_dpi: int = Field(
+        200, ge=50, le=600, description="Resolution (dots per inch) a scanned PDF page is rendered at for OCR (below "
+        "200 the recognition model starts to run words together).")
+    max_image_pixels: int = Field(
+        40_000_000, ge=1, description="Images (or rendered pages) with more pixels are refused (document_too_large) "
+        "before they are decoded.")
 
 
 class RetrievalCacheConfig(ConfigSection):
@@ -826,6 +869,7 @@ class RagstreamConfig(BaseSettings):
     reranker: RerankerConfig = RerankerConfig()
     agents: AgentsConfig = AgentsConfig()
     ingest: IngestConfig = IngestConfig()
+    ocr: OcrConfig = OcrConfig()
     answer: AnswerConfig = AnswerConfig()
     server: ServerConfig = ServerConfig()
     mcp: McpConfig = McpConfig()

@@ -49,6 +49,13 @@ class EncryptedDocumentError(DocumentError):
     code = "encrypted_document"
 
 
+class OcrUnavailableError(DocumentError):
+    """A scanned page or an image needs OCR, and the ``ocr`` extra (rapidocr-onnxruntime, pypdfium2) is not installed
+    (or ``ocr.enabled`` is false)."""
+
+    code = "ocr_unavailable"
+
+
 class InvalidDocumentError(DocumentError):
     """Seed 003: a document is missing required metadata."""
 

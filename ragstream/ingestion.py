@@ -203,6 +203,7 @@ class Ingestor:
             if progress:
                 progress("skipped", doc.source)
             return None
+        report.warnings.extend(doc.warnings)
         duplicates = [r.source for r in self._catalog.find_by_checksum(doc.checksum) if r.document_id != doc.document_id]
         if duplicates:
             report.warnings.append(f"{doc.source}: same content as {', '.join(duplicates)}")

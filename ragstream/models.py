@@ -13,8 +13,9 @@ class Page(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    number: int | None = Field(None, description="1-based page number, None for formats without pages.")
+    number: int | None = Field(None, description="1-based page (or slide) number, None for formats without pages.")
     text: str
+    ocr: bool = Field(False, description="The text was read from an image of the page by OCR.")
 
 
 class LoadedDocument(BaseModel):
@@ -31,6 +32,8 @@ class LoadedDocument(BaseModel):
     pages: tuple[Page, ...]
     metadata: dict[str, Any] = Field(default_factory=dict, description="User-given metadata, kept on every chunk.")
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
+    warnings: tuple[str, ...] = Field((), description="What the loader could not read (OCR pages left unread); "
+                                      "reported by the ingest, never stored.")
 
     @property
     def text(self) -> str:
@@ -46,6 +49,7 @@ class TextPiece(BaseModel):
     text: str
     header_path: tuple[str, ...] = ()
     page: int | None = None
+    ocr: bool = False
 
 
 class ChunkMetadata(BaseModel):
@@ -63,6 +67,7 @@ class ChunkMetadata(BaseModel):
     word_count: int
     has_code: bool
     has_equations: bool
+    ocr: bool = Field(False, description="The chunk's text was read by OCR from a scanned page or an image.")
     checksum: str = Field(description="sha256 of the source file.")
     content_hash: str = Field(description="sha256 of the chunk text; the embedding-cache key.")
     mime: str

@@ -205,6 +205,49 @@ def test_split_when_needed_cuts_a_single_oversized_paragraph_at_sentences() -> N
     assert " ".join(p.text for p in pieces) == text
 
 
+# -- tables ----------------------------------------------------------------------------------------
+
+
+TABLE_HEADER = "| Station | Keeper | Note |\n| --- | :---: | ---: |"
+
+
+def long_table(rows: int) -> str:
+    return TABLE_HEADER + "\n" + "\n".join(f"| Station {i} | Keeper {i % 5} | Lamp lit at dusk |" for i in range(rows))
+
+
+def test_a_long_markdown_table_is_cut_between_rows_with_its_header_in_every_piece() -> None:
+    text = "# Log\n\nBefore the table.\n\n" + long_table(80)
+    config = ChunkingConfig(chunk_size=400, chunk_overlap=0)
+    pieces = chunk_markdown(text, config, words)
+    table_pieces = [piece for piece in pieces if "| Station " in piece.text and "---" in piece.text]
+    assert len(table_pieces) >= 5
+    for piece in table_pieces:
+        assert piece.text.startswith("# Log\n\n") and TABLE_HEADER in piece.text and len(piece.text) <= 400
+        assert piece.header_path == ("Log",)
+    lines = [line for piece in table_pieces for line in piece.text.split("\n")]
+    rows = [line for line in lines if line.startswith("| Station ") and line not in TABLE_HEADER]
+    assert rows == [f"| Station {i} | Keeper {i % 5} | Lamp lit at dusk |" for i in range(80)], "each row once, in order"
+
+
+def test_split_when_needed_repeats_the_header_of_an_oversized_table_too() -> None:
+    config = ChunkingConfig(strategy="split_when_needed", max_chunk_tokens=120)
+    pieces = chunk_split_when_needed("## Log\n\n" + long_table(60), config, words)
+    assert len(pieces) > 2 and all(TABLE_HEADER in piece.text for piece in pieces)
+
+
+def test_a_block_that_only_looks_like_a_table_is_cut_as_text() -> None:
+    text = "| not a table row\n" + "\n".join(f"line {i} of a plain paragraph" for i in range(60))
+    pieces = chunk_markdown(text, ChunkingConfig(chunk_size=300, chunk_overlap=0), words)
+    assert len(pieces) > 1 and not any("| not a table row" in piece.text for piece in pieces[1:])
+
+
+def test_auto_strategy_reads_office_csv_and_epub_text_as_markdown() -> None:
+    page = (Page(text="# Sheet1\n\n" + TABLE_HEADER + "\n| a | b | c |"),)
+    for mime in ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "text/csv",
+                 "application/epub+zip", "application/vnd.oasis.opendocument.text"):
+        assert chunk_document(make_doc(page, mime), ChunkingConfig(), words)[0].header_path == ("Sheet1",)
+
+
 # -- dispatcher and token estimate --------------------------------------------------------------
 
 

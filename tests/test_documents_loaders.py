@@ -19,7 +19,6 @@ from ragstream.errors import (
     EmptyDocumentError,
     EncryptedDocumentError,
     FileTooLargeError,
-    UnsupportedFileTypeError,
 )
 
 CONFIG = RagstreamConfig()
@@ -133,9 +132,9 @@ def test_owner_only_encryption_opens_with_empty_password(tmp_path: Path) -> None
         load_file(write(tmp_path, "owner.pdf", blank_pdf(password="")), CONFIG)
 
 
-def test_png_renamed_txt_is_unsupported(tmp_path: Path) -> None:
+def test_broken_png_renamed_txt_is_read_as_an_image_and_refused_as_corrupt(tmp_path: Path) -> None:
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
-    with pytest.raises(UnsupportedFileTypeError, match="PNG"):
+    with pytest.raises(CorruptDocumentError, match="cannot decode the image"):
         load_file(write(tmp_path, "photo.txt", png), CONFIG)
 
 

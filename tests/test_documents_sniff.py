@@ -35,7 +35,6 @@ def test_sniffed_types(data: bytes, filename: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("data", "named"),
     [
-        (PNG, "PNG"),
         (b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "ZIP"),
         (b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8, "ELF"),
         (b"text with a \x00 NUL byte", "binary"),
@@ -48,8 +47,9 @@ def test_binary_content_is_rejected_naming_the_type(data: bytes, named: str) -> 
 
 
 def test_markdown_extension_does_not_override_binary_content() -> None:
-    with pytest.raises(UnsupportedFileTypeError):
-        sniff_mime(PNG, "image.md")
+    assert sniff_mime(PNG, "image.md") == "image/png", "an image by content (read by OCR), whatever its name"
+    with pytest.raises(UnsupportedFileTypeError, match="ELF"):
+        sniff_mime(b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8, "notes.md")
 
 
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><text>words</text></svg>'

@@ -109,7 +109,7 @@ def test_bad_files_are_reported_and_do_not_stop_the_batch(make_fast_index, tmp_p
     assert report.documents_processed == 3
     failed = {Path(f.source).name: f.code for f in report.failures}
     assert failed["broken.pdf"] == "corrupt_document"
-    assert failed["picture.txt"] == "unsupported_file_type"
+    assert failed["picture.txt"] == "corrupt_document", "a PNG by its content (read by OCR), but a broken one"
     assert failed["empty.md"] == "empty_document"
     assert "missing.md" in failed
 

@@ -81,11 +81,16 @@ def test_ingesting_a_mixed_folder_indexes_only_the_markdown(make_fast_index, tmp
     assert hits and all(hit.chunk.metadata.mime == "text/markdown" for hit in hits)
 
 
-def test_named_svg_script_stylesheet_and_image_files_fail_as_unsupported(make_fast_index, tmp_path: Path):
+def test_named_svg_script_and_stylesheet_files_fail_as_unsupported_and_named_images_are_read_by_ocr(
+        make_fast_index, tmp_path: Path):
     root = make_docs_folder(tmp_path / "docs")
     rs = make_fast_index()
     named = [root / name for name in (*NOT_DOCUMENTS, *IMAGES)]
     report = rs.ingest(named)
     assert report.documents_processed == 0 and report.documents_failed == len(named)
-    assert {failure.code for failure in report.failures} == {"unsupported_file_type"}
+    codes = {Path(failure.source).name: failure.code for failure in report.failures}
+    assert {codes[Path(name).name] for name in NOT_DOCUMENTS} == {"unsupported_file_type"}
+    # A named image is read by OCR (the ocr extra is installed for the tests): the blank logo has no text, the
+    # photo is a JPEG header without an image.
+    assert codes["logo.png"] == "empty_document" and codes["photo.jpg"] == "corrupt_document"
     assert rs.documents() == []

@@ -32,6 +32,7 @@ REAL_PDFS = ("002-trivial-libre-office-writer.pdf", "pdflatex-outline.pdf")
 REAL_MARKDOWN = ("advanced/timeouts.md", "async.md", "quickstart.md")
 QUESTION = "How do I set a timeout on a client?"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(64)
 
 
 @pytest.fixture(scope="module")
@@ -127,14 +128,14 @@ def test_bad_files_fail_alone(api: httpx.Client):
     assert response.status_code == 201, response.text
     by_name = {item["filename"]: item for item in response.json()["files"]}
     assert by_name["broken.pdf"]["error"]["code"] == "corrupt_document"
-    assert by_name["image.txt"]["error"]["code"] == "unsupported_file_type"
-    assert "PNG" in by_name["image.txt"]["error"]["message"]
+    assert by_name["image.txt"]["error"]["code"] == "corrupt_document", "a PNG by content, read by OCR, but broken"
+    assert "cannot decode the image" in by_name["image.txt"]["error"]["message"]
     assert by_name["notes.md"]["status"] == "ingested"
     assert response.json()["failed"] == 2 and response.json()["ingested"] == 1
 
 
 def test_only_bad_files_is_a_client_error(api: httpx.Client):
-    body = assert_error(api.post("/api/documents", files={"files": ("a.txt", PNG)}), 415, "unsupported_file_type")
+    body = assert_error(api.post("/api/documents", files={"files": ("a.txt", ELF)}), 415, "unsupported_file_type")
     assert body["files"][0]["status"] == "failed"
     assert_error(api.post("/api/documents", files={"files": ("empty.txt", b"  \n")}), 422, "empty_document")
     assert_error(api.post("/api/documents", data={"other": "x"}), 422, "no_files")
@@ -367,13 +368,18 @@ FAILED_FILES = 'ragstream_ingested_files_total{outcome="failed"}'
 
 def test_svg_script_stylesheet_and_image_uploads_are_refused_and_counted(api: httpx.Client):
     before = metric_samples(api).get(FAILED_FILES, 0.0)
-    contents = {**{name: text.encode() for name, text in NOT_DOCUMENTS.items()}, **IMAGES}
+    contents = {name: text.encode() for name, text in NOT_DOCUMENTS.items()}
     files = [("files", (Path(name).name, data)) for name, data in contents.items()]
     body = assert_error(api.post("/api/documents", files=files), 415, "unsupported_file_type")
     assert [item["status"] for item in body["files"]] == ["failed"] * len(files)
     assert {item["error"]["code"] for item in body["files"]} == {"unsupported_file_type"}
     assert "SVG image" in body["error"]["message"] and "script" in body["error"]["message"]
-    assert metric_samples(api)[FAILED_FILES] == before + len(files)
+    # Images are read by OCR: a blank logo has no text, a JPEG header alone is no image.
+    images = [("files", (Path(name).name, data)) for name, data in IMAGES.items()]
+    body = assert_error(api.post("/api/documents", files=images), 422, "upload_failed")
+    assert {item["filename"]: item["error"]["code"] for item in body["files"]} == {
+        "logo.png": "empty_document", "photo.jpg": "corrupt_document"}
+    assert metric_samples(api)[FAILED_FILES] == before + len(files) + len(images)
 
 
 def test_every_failed_upload_is_counted(api: httpx.Client):

@@ -33,6 +33,7 @@ def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: in
                 word_count=len(piece.text.split()),
                 has_code=has_code(piece.text),
                 has_equations=has_equations(piece.text),
+                ocr=piece.ocr,
                 checksum=doc.checksum,
                 content_hash=hashlib.sha256(piece.text.encode("utf-8")).hexdigest(),
                 mime=doc.mime,

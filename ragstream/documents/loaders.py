@@ -9,11 +9,10 @@ from uuid import NAMESPACE_URL, uuid5
 
 from ragstream.config import RagstreamConfig
 from ragstream.documents import sniff
-from ragstream.documents.html_text import html_to_text
-from ragstream.documents.markdown_text import first_h1, split_front_matter
-from ragstream.documents.pdf_text import extract_pdf
+from ragstream.documents.office import archive
+from ragstream.documents.readers import extract
 from ragstream.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, FileTooLargeError
-from ragstream.models import LoadedDocument, Page
+from ragstream.models import LoadedDocument
 
 
 def default_document_id(source: str) -> str:
@@ -59,49 +58,34 @@ def load_bytes(
 ) -> LoadedDocument:
     """Load uploaded ``data``; the type is sniffed from the content, ``filename`` names it.
 
+    A zip (office documents, EPUB) passes the zip-bomb bound (``limits.max_archive_bytes``,
+    ``limits.max_archive_entries``) before anything is sniffed or decompressed.
     ``metadata`` (user-given) wins over metadata found in the file (Markdown front matter).
     """
-    limit = config.limits.max_file_bytes
-    if len(data) > limit:
-        raise _too_large(filename, len(data), limit)
+    limits = config.limits
+    if len(data) > limits.max_file_bytes:
+        raise _too_large(filename, len(data), limits.max_file_bytes)
+    if archive.is_zip(data):
+        archive.check_archive(data, filename, max_bytes=limits.max_archive_bytes, max_entries=limits.max_archive_entries)
     mime = sniff.sniff_mime(data, filename)
+    extracted, found = extract(data, filename, mime, config)
+    if extracted.chars > limits.max_document_chars:
+        raise DocumentTooLargeError(f"{filename}: {extracted.chars} characters of text exceed the limit of "
+                                    f"{limits.max_document_chars} (limits.max_document_chars)")
+    if not extracted.has_text:
+        raise EmptyDocumentError(f"{filename}: the file has no text")
     stem = PurePath(filename).stem or filename
-    found: dict[str, Any] = {}
-    if mime == sniff.PDF:
-        pdf = extract_pdf(data, filename, title_size_ratio=config.ingest.pdf_title_size_ratio,
-                          max_pages=config.limits.max_pdf_pages, max_chars=config.limits.max_document_chars)
-        pages, title = pdf.pages, pdf.title
-    else:
-        text, title, found = _read_text(data, mime)
-        if len(text) > config.limits.max_document_chars:
-            raise DocumentTooLargeError(f"{filename}: {len(text)} characters of text exceed the limit of "
-                                        f"{config.limits.max_document_chars} (limits.max_document_chars)")
-        if not text.strip():
-            raise EmptyDocumentError(f"{filename}: the file has no text")
-        pages = (Page(number=None, text=text),)
     return LoadedDocument(
         document_id=document_id or default_document_id(source),
         source=source,
-        title=title or stem,
+        title=extracted.title or stem,
         mime=mime,
         checksum=hashlib.sha256(data).hexdigest(),
         size_bytes=len(data),
-        pages=pages,
+        pages=tuple(page for page in extracted.pages if page.text.strip()),
         metadata={**found, **(metadata or {})},
+        warnings=extracted.warnings,
     )
-
-
-def _read_text(data: bytes, mime: str) -> tuple[str, str | None, dict[str, Any]]:
-    """Decode a text format; return its text, title (if the content has one) and found metadata."""
-    text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
-    if mime == sniff.HTML:
-        page = html_to_text(text)
-        return page.text, page.title, {}
-    if mime == sniff.MARKDOWN:
-        body, front_matter = split_front_matter(text)
-        title = front_matter.get("title")
-        return body, str(title) if title is not None else first_h1(body), front_matter
-    return text, None, {}
 
 
 def _too_large(name: str, size: int, limit: int) -> FileTooLargeError:

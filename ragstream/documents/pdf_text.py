@@ -26,10 +26,11 @@ from ragstream.models import Page
 
 @dataclass(frozen=True)
 class PdfText:
-    """The pages that have text (1-based numbers kept) and the metadata title, if any."""
+    """The pages that have text (1-based numbers kept), the title, if any, and the pages without a text layer."""
 
     pages: tuple[Page, ...]
     title: str | None
+    blank: tuple[int, ...] = ()
 
 
 # Headings that name a part of a document, never the document.
@@ -72,7 +73,7 @@ class _TypeSizes:
 
 
 def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: int | None = None,
-                max_chars: int | None = None) -> PdfText:
+                max_chars: int | None = None, allow_blank: bool = False) -> PdfText:
     """Read every page's text; pages without text are skipped but keep their numbers.
 
     The title follows the order in the module doc; ``title_size_ratio`` is how much larger
@@ -80,16 +81,18 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
 
     Raises :class:`EncryptedDocumentError` when an empty password does not open the file,
     :class:`CorruptDocumentError` when pypdf cannot parse it, :class:`EmptyDocumentError`
-    when no page has text (e.g. a scan without a text layer) and :class:`DocumentTooLargeError`
-    when the page tree holds more than ``max_pages`` pages (counted before any page is read) or
-    the text passes ``max_chars`` (extraction stops there).
+    when no page has text (e.g. a scan without a text layer) unless ``allow_blank`` (then the
+    caller reads ``blank`` by OCR) and :class:`DocumentTooLargeError` when the page tree holds
+    more than ``max_pages`` pages (counted before any page is read) or the text passes
+    ``max_chars`` (extraction stops there).
     """
     reader = _open(data, name)
     sizes = _TypeSizes()
+    blank: list[int] = []
     try:
         if max_pages is not None:
             count_pages(reader, max_pages, name)
-        pages = tuple(_pages(reader, sizes, max_chars, name))
+        pages = tuple(_pages(reader, sizes, max_chars, name, blank))
         candidates = [
             (reader.metadata.title or "") if reader.metadata else "",
             _single_outline_title(reader),
@@ -101,9 +104,10 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
     # pypdf raises many exception types (KeyError, ValueError, zlib.error, ...) on damaged files.
     except Exception as exc:
         raise CorruptDocumentError(f"{name}: cannot read PDF: {exc}") from exc
-    if not pages:
+    if not pages and not allow_blank:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
-    return PdfText(pages=pages, title=next((title for title in map(_tidy, candidates) if is_document_title(title)), None))
+    title = next((title for title in map(_tidy, candidates) if is_document_title(title)), None)
+    return PdfText(pages=pages, title=title, blank=tuple(blank))
 
 
 def count_pages(reader: PdfReader, limit: int, name: str) -> int:
@@ -127,8 +131,9 @@ def count_pages(reader: PdfReader, limit: int, name: str) -> int:
     return pages
 
 
-def _pages(reader: PdfReader, sizes: _TypeSizes, max_chars: int | None, name: str) -> Iterator[Page]:
-    """The pages with text, stopping with DocumentTooLargeError once their text passes ``max_chars``."""
+def _pages(reader: PdfReader, sizes: _TypeSizes, max_chars: int | None, name: str, blank: list[int]) -> Iterator[Page]:
+    """The pages with text, stopping with DocumentTooLargeError once their text passes ``max_chars``; the numbers
+    of pages without text go to ``blank``."""
     total = 0
     for number, page in enumerate(reader.pages, start=1):
         text = (page.extract_text(visitor_text=sizes.visit if number == 1 else None) or "").strip()
@@ -137,6 +142,8 @@ def _pages(reader: PdfReader, sizes: _TypeSizes, max_chars: int | None, name: st
             raise DocumentTooLargeError(f"{name}: more than {max_chars} characters of text (limits.max_document_chars)")
         if text:
             yield Page(number=number, text=text)
+        else:
+            blank.append(number)
 
 
 def _single_outline_title(reader: PdfReader) -> str:

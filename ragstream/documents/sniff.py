@@ -7,12 +7,12 @@ from pathlib import PurePath
 
 import puremagic
 
+from ragstream.documents import mimes
+from ragstream.documents.mimes import CSV, HTML, MARKDOWN, PDF, PLAIN, TSV
+from ragstream.documents.office import archive, ole
 from ragstream.errors import UnsupportedFileTypeError
 
-PDF = "application/pdf"
-HTML = "text/html"
-MARKDOWN = "text/markdown"
-PLAIN = "text/plain"
+__all__ = ["CSV", "HTML", "MARKDOWN", "PDF", "PLAIN", "TSV", "sniff_mime"]
 
 _PDF_MAGIC = b"%PDF-"
 # PDF readers accept a little junk before the header; so do we, for content that is not text.
@@ -40,6 +40,15 @@ _NOT_DOCUMENT_SUFFIXES: dict[str, str] = {
     **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif", ".heic"),
                     "image"),
 }
+# Images read by OCR, by their signature (TIFF in either byte order).
+_IMAGE_MAGICS: dict[bytes, str] = {
+    b"\x89PNG\r\n\x1a\n": mimes.PNG,
+    b"\xff\xd8\xff": mimes.JPEG,
+    b"II*\x00": mimes.TIFF,
+    b"MM\x00*": mimes.TIFF,
+}
+_DELIMITED_SUFFIXES = {".csv": CSV, ".tsv": TSV, ".tab": TSV}
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 _HTML_SUFFIXES = frozenset({".html", ".htm"})
 _PLAIN_SUFFIXES = frozenset({".txt"})
@@ -56,23 +65,37 @@ _MARKDOWN_MARKER = re.compile(r"^(?: {0,3}#{1,6}[ \t]+\S|\s*(?:`{3,}|~{3,}))", r
 
 
 def sniff_mime(data: bytes, filename: str) -> str:
-    """Return the MIME type of ``data``: PDF, HTML, Markdown or plain text.
+    """Return the MIME type of ``data`` (one of :mod:`ragstream.documents.mimes`).
 
-    The content decides; ``filename`` only separates Markdown from plain text (and lets an
-    ``.html`` fragment without ``<html>`` count as HTML). Anything that is not PDF and not
-    UTF-8 text raises :class:`UnsupportedFileTypeError` naming the detected type, and so does
-    text that is not a document: SVG (by content or name), scripts (by name or a ``#!`` line),
-    stylesheets and images by name.
+    The content decides. A zip is a document by what it holds: an OOXML package by the main part's
+    content type (a .docx holding a workbook is a workbook), OpenDocument and EPUB by their
+    ``mimetype`` entry. An OLE compound file is refused: ``encrypted_document`` for a password-
+    protected Office file, else as a legacy format. PNG, JPEG and TIFF are images (read by OCR).
+    ``filename`` only separates Markdown from plain text, marks a text file as CSV/TSV (which may
+    be in any encoding) and lets an ``.html`` fragment without ``<html>`` count as HTML. Anything
+    else that is not UTF-8 text raises :class:`UnsupportedFileTypeError` naming the detected type,
+    and so does text that is not a document: SVG (by content or name), scripts (by name or a
+    ``#!`` line), stylesheets and images by name. Call it after
+    :func:`~ragstream.documents.office.archive.check_archive` for a zip.
     """
     if data.lstrip().startswith(_PDF_MAGIC):
         return PDF
+    if archive.is_zip(data):
+        return archive.package_kind(data, filename)
+    if ole.is_ole(data):
+        ole.refuse_ole(data, filename)
+    image = next((mime for magic, mime in _IMAGE_MAGICS.items() if data.startswith(magic)), None)
+    if image is not None:
+        return image
+    suffix = PurePath(filename).suffix.lower()
+    if suffix in _DELIMITED_SUFFIXES and (b"\x00" not in data or data.startswith(_UTF16_BOMS)):
+        return _DELIMITED_SUFFIXES[suffix]
     text = _decode_text(data)
     if text is None:
         if _PDF_MAGIC in data[:_PDF_HEADER_WINDOW]:
             return PDF
         raise _unsupported(filename, _describe_binary(data))
     head = text[:_TEXT_SNIFF_CHARS]
-    suffix = PurePath(filename).suffix.lower()
     not_document = _not_a_document(head, suffix)
     if not_document:
         raise _unsupported(filename, not_document)
@@ -124,5 +147,6 @@ def _describe_binary(data: bytes) -> str:
 
 def _unsupported(filename: str, detected: str) -> UnsupportedFileTypeError:
     return UnsupportedFileTypeError(
-        f"{filename}: detected {detected}; only PDF, HTML, Markdown and UTF-8 text documents are supported"
+        f"{filename}: detected {detected}; ragstream reads PDF, Word, PowerPoint, Excel, OpenDocument, EPUB, "
+        "CSV/TSV, HTML, Markdown and UTF-8 text documents (and PNG/JPEG/TIFF images with OCR)"
     )

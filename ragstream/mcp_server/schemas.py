@@ -34,7 +34,7 @@ class SearchArguments(StrictArguments):
     top_k: int | None = Field(None, ge=1, description="How many passages (default mcp.default_top_k, at most mcp.max_top_k).")
     filters: dict[FilterKey, FilterValue] | None = Field(
         None, description="Exact-match metadata filters, e.g. {\"has_code\": true} or {\"chapter\": \"Timeouts\"}; "
-        "fields: document_id, source, title, section, header_path, chapter, page, has_code, has_equations, mime, and "
+        "fields: document_id, source, title, section, header_path, chapter, page, has_code, has_equations, ocr, mime, and "
         "the documents' own metadata keys. A list matches any of its values.")
 
     rerank: bool = Field(False, description="Re-order the best passages with the cross-encoder (slower; often more "

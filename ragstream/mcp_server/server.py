@@ -128,7 +128,8 @@ TOOLS = (
              ReadArguments, ReadResult, render.read_text, READ_ONLY),
     ToolSpec("ingest", "Add documents",
              "Admins: add documents to the index, given inline (name and text: Markdown, plain text, reST, HTML) or, "
-             "over stdio, as paths of files and folders. The same name replaces the earlier document.",
+             "over stdio, as paths of files and folders (PDF, Word, PowerPoint, Excel, CSV, OpenDocument, EPUB too). The "
+             "same name replaces the earlier document.",
              IngestArguments, IngestResult, render.ingest_text,
              types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                    open_world_hint=False), admin=True),

@@ -50,10 +50,11 @@ MULTIPART_BODY = {
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "document_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                        "ocr_unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
                         "invalid_unicode": HTTPStatus.BAD_REQUEST,
                         "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE}
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse}
-                                           for status in (400, 403, 404, 413, 415, 422, 507)}
+                                           for status in (400, 403, 404, 413, 415, 422, 503, 507)}
 ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
     HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "Larger than server.background_ingest_bytes: a "
                           "background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}

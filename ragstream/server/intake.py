@@ -118,7 +118,8 @@ def _outcome(state: ServerState, report: IngestReport, stored: StoredUpload, pre
         return result.model_copy(update={"status": "unchanged", "stored_as": previous})
     if previous and previous != stored.relative:
         state.uploads.remove(previous)
-    return result.model_copy(update={"status": "ingested", "chunks": report.chunks_written})
+    return result.model_copy(update={"status": "ingested", "chunks": report.chunks_written,
+                                     "warnings": list(report.warnings)})
 
 
 def _previous_upload(state: ServerState, document_id: str) -> str | None:

@@ -58,6 +58,8 @@ class UploadedFile(BaseModel):
     chunks: int | None = Field(None, description="Chunks written for this file.")
     duplicate_of: list[str] = Field(default_factory=list, description="Live documents with the same sha256.")
     error: ErrorDetail | None = None
+    warnings: list[str] = Field(default_factory=list, description="What was read only in part: hidden sheets "
+                                "skipped, scanned pages left unread by OCR's bounds.")
 
 
 class UploadResponse(BaseModel):

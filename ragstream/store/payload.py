@@ -14,7 +14,7 @@ from typing import Any
 
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
 
-FLAG_FIELDS = ("has_code", "has_equations")
+FLAG_FIELDS = ("has_code", "has_equations", "ocr")
 METADATA_FIELDS = frozenset(ChunkMetadata.model_fields)
 """Read once: ``ChunkMetadata.model_fields`` costs microseconds per access (it was ~40% of a hybrid
 search when read per payload key)."""

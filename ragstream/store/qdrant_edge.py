@@ -81,6 +81,7 @@ class QdrantEdgeStore:
             if (folder / "edge_config.json").exists() or any(folder.glob("segments*")):
                 self._shard = qe.EdgeShard.load(str(folder), edge_config)
                 self._add_owner_index()
+                self._add_flag_indexes()
             else:
                 folder.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(folder), edge_config)
@@ -112,6 +113,16 @@ class QdrantEdgeStore:
             qe.Filter(must=[qe.IsEmptyCondition(OWNER_FIELD)]), {OWNER_FIELD: SHARED_OWNER}))
         self._shard.update(qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.PayloadSchemaType.Keyword))
         self._shard.flush()
+
+    def _add_flag_indexes(self) -> None:
+        """Shards written before a flag existed (``ocr``): index it. Their points lack it until a reindex rewrites them
+        (the text pipeline version changed with it, so those documents show as stale)."""
+        schema = self._shard.info().payload_schema
+        missing = [field for field in FLAG_FIELDS if field not in schema]
+        for field in missing:
+            self._shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Integer))
+        if missing:
+            self._shard.flush()
 
     def _create_indexes(self) -> None:
         for field in KEYWORD_INDEXES:

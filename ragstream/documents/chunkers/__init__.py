@@ -10,6 +10,7 @@ from ragstream.documents.chunkers.split_when_needed import chunk_split_when_need
 from ragstream.documents.chunkers.tokens import TokenCounter, approximate_token_count
 from ragstream.documents.chunkers.window import chunk_window
 from ragstream.documents.markdown_dialects import clean_markdown
+from ragstream.documents.mimes import MARKDOWN, STRUCTURED
 from ragstream.models import LoadedDocument, TextPiece
 
 __all__ = [
@@ -28,8 +29,6 @@ _CHUNKERS: dict[str, Chunker] = {
     "markdown": chunk_markdown,
     "split_when_needed": chunk_split_when_needed,
 }
-_STRUCTURED_MIMES = frozenset({"text/markdown", "text/html"})
-_MARKDOWN = "text/markdown"
 
 
 def chunk_document(
@@ -37,19 +36,20 @@ def chunk_document(
 ) -> list[TextPiece]:
     """Cut ``doc`` into pieces with the configured strategy.
 
-    ``auto`` means markdown for Markdown and HTML (whose headings the loader turned into
-    Markdown) and window otherwise. Each page is chunked on its own, so PDF pieces keep
-    their page number. Pieces shorter than ``min_chunk_chars`` after stripping are dropped.
+    ``auto`` means markdown for Markdown and for the formats whose loader writes Markdown-flavoured
+    text (HTML, EPUB, office files, CSV: see :data:`~ragstream.documents.mimes.STRUCTURED`) and window
+    otherwise. Each page is chunked on its own, so PDF and slide pieces keep their page number (and
+    OCR'd pages their ``ocr`` mark). Pieces shorter than ``min_chunk_chars`` after stripping are dropped.
     Markdown is first rewritten by :func:`clean_markdown` (admonitions, includes, attribute
     lists and comments of documentation-site dialects become plain structure).
     """
     chunker = _CHUNKERS[resolve_strategy(config.strategy, doc.mime)]
     pieces: list[TextPiece] = []
     for page in doc.pages:
-        text = clean_markdown(page.text) if doc.mime == _MARKDOWN else page.text
+        text = clean_markdown(page.text) if doc.mime == MARKDOWN else page.text
         for piece in chunker(text, config, count_tokens):
             if len(piece.text.strip()) >= config.min_chunk_chars:
-                pieces.append(piece.model_copy(update={"page": page.number}))
+                pieces.append(piece.model_copy(update={"page": page.number, "ocr": page.ocr}))
     return pieces
 
 
@@ -57,4 +57,4 @@ def resolve_strategy(strategy: str, mime: str) -> str:
     """The concrete strategy for ``mime`` when ``strategy`` is ``auto``."""
     if strategy != "auto":
         return strategy
-    return "markdown" if mime in _STRUCTURED_MIMES else "window"
+    return "markdown" if mime in STRUCTURED else "window"

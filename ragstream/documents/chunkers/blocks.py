@@ -12,6 +12,9 @@ from collections.abc import Callable
 Measure = Callable[[str], int]
 
 _FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})")
+# A Markdown (GFM) table: a header row, then a delimiter row of dashes with optional colons.
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_DELIMITER = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 # How an oversized block is cut, coarsest first: lines, then sentences, then words.
@@ -26,13 +29,17 @@ def fit_block(block: str, budget: int, measure: Measure) -> list[str]:
     """Cut ``block`` into parts that each measure at most ``budget``.
 
     A fenced code block is cut between its lines and every part is re-fenced, so each part
-    is a complete code block. Other blocks are cut at line, then sentence, then word
-    boundaries; a single word larger than the budget is cut by characters.
+    is a complete code block. A Markdown table is cut between its rows and every part
+    repeats the header and delimiter rows, so each part is a table with its column names.
+    Other blocks are cut at line, then sentence, then word boundaries; a single word larger
+    than the budget is cut by characters.
     """
     if measure(block) <= budget:
         return [block]
     if _FENCE_OPEN.match(block):
         return _split_fence(block, budget, measure)
+    if is_table(block):
+        return _split_table(block, budget, measure)
     for separator, split in _SPLIT_LEVELS:
         parts = [part for part in split(block) if part.strip()]
         if len(parts) > 1:
@@ -93,6 +100,30 @@ def _split_fence(block: str, budget: int, measure: Measure) -> list[str]:
     inner_budget = max(budget - wrapper_cost, 1)
     units = [unit for line in body for unit in (fit_block(line, inner_budget, measure) if line.strip() else [line])]
     return [f"{opener}\n{part}\n{closer}" for part in pack(units, inner_budget, measure, separator="\n")]
+
+
+def is_table(block: str) -> bool:
+    """True when ``block`` is one Markdown table: a header row, a delimiter row, then only rows."""
+    lines = block.split("\n")
+    return (len(lines) >= 2 and bool(_TABLE_DELIMITER.match(lines[1]))
+            and all(_TABLE_ROW.match(line) for line in lines if line.strip()))
+
+
+def _split_table(block: str, budget: int, measure: Measure) -> list[str]:
+    """Cut an oversized Markdown table between rows, repeating the header and delimiter rows.
+
+    When the header alone leaves no room for a row, the parts are packed without it (a row
+    larger than what is left is cut like any other line).
+    """
+    lines = block.split("\n")
+    header = "\n".join(lines[:2])
+    rows = [line for line in lines[2:] if line.strip()]
+    inner_budget = budget - measure(header) - measure("\n")
+    if inner_budget <= 0 or not rows:
+        units = [unit for line in lines for unit in fit_block(line, budget, measure)]
+        return pack(units, budget, measure, separator="\n")
+    units = [unit for row in rows for unit in fit_block(row, inner_budget, measure)]
+    return [f"{header}\n{part}" for part in pack(units, inner_budget, measure, separator="\n")]
 
 
 def _halve(text: str, budget: int, measure: Measure) -> list[str]:

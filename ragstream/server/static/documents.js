@@ -17,8 +17,9 @@ function setStatus(node, text, isError = false) {
 }
 
 function resultRow(item) {
+  const warnings = (item.warnings || []).join("; ");
   const detail = item.error ? `${item.error.code}: ${item.error.message}`
-    : item.status === "duplicate" ? `same content as ${item.duplicate_of.join(", ")}` : item.stored_as || "";
+    : item.status === "duplicate" ? `same content as ${item.duplicate_of.join(", ")}` : warnings || item.stored_as || "";
   return el("tr", { "data-status": item.status }, el("td", {}, item.filename),
     el("td", {}, el("span", { class: `badge ${item.status}` }, item.status)),
     el("td", { class: "num" }, item.chunks ?? ""), el("td", { class: item.error ? "error" : "muted" }, detail));
