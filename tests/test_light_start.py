@@ -27,8 +27,19 @@ def test_a_cross_encoder_without_a_local_copy_is_refused_before_torch_loads():
     loaded = _modules_after(
         "from ragstream.config import RerankerConfig\n"
         "from ragstream.providers.rerankers import make_reranker\n"
-        "reranker, why = make_reranker(RerankerConfig(model='no-such-org/no-such-cross-encoder'), lambda: None)\n"
+        "reranker, why = make_reranker(RerankerConfig(backend='cross_encoder', model='no-such-org/no-such-cross-encoder'),"
+        " lambda: None)\n"
         "assert reranker is None and 'could not be loaded' in why, why\n")
     assert not loaded["sentence_transformers"]
     assert not loaded["torch"]
+
+
+def test_the_default_onnx_cross_encoder_never_imports_torch():
+    loaded = _modules_after(
+        "from ragstream.config import RerankerConfig\n"
+        "from ragstream.providers.rerankers import make_reranker\n"
+        "reranker, why = make_reranker(RerankerConfig(), lambda: None)\n"
+        "assert reranker is not None and why is None, why\n"
+        "assert reranker.score('timeout', ['Set a timeout.'])\n")
+    assert not any(loaded[name] for name in ("torch", "sentence_transformers", "transformers"))
 
