@@ -464,7 +464,7 @@ class RerankerConfig(ConfigSection):
     onnx_sha256: str | None = Field(
         None, description="backend onnx: the sha256 ``onnx_model`` must have (packaged models are always checked).")
     top_n: int = Field(
-        12, ge=1, description="Candidates (the head of the fused ranking) the cross-encoder scores; the rest of "
+        6, ge=1, description="Candidates (the head of the fused ranking) the cross-encoder scores; the rest of "
         "the N2 candidates keep their fused order after them.")
     max_tokens: int = Field(
         160, ge=16, le=512, description="Tokens of one (query, passage) pair; longer pairs are truncated, never refused.")
@@ -474,10 +474,10 @@ class RerankerConfig(ConfigSection):
     passage_heading: bool = Field(
         True, description="Put the chunk's title and section path before its text, as the passage's context.")
     weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="Final score = weight x cross-encoder (min-max over the scored candidates) "
+        0.4, ge=0.0, le=1.0, description="Final score = weight x cross-encoder (min-max over the scored candidates) "
         "+ (1 - weight) x fused score (min-max); 1 is the cross-encoder order alone.")
     min_logit: float = Field(
-        0.0, description="The cross-encoder re-orders a question's head only when its best score (a logit; for the "
+        2.0, description="The cross-encoder re-orders a question's head only when its best score (a logit; for the "
         "ms-marco models 0 is even odds of relevance) reaches this; below it the model is sure of no passage and "
         "the fused order is kept. A very low value (-100) always re-orders.")
     skip_margin: float = Field(

@@ -108,7 +108,7 @@ def test_the_stage_falls_back_with_its_reason_when_the_model_is_missing(make_fas
 
 
 def test_the_stage_reranks_with_the_packaged_model_and_shows_both_scores(make_fast_index):
-    rs = make_fast_index(pipeline={**CAPS, "N2_RERANK_TOP_K": 8}, reranker={"backend": "onnx", "top_n": 6})
+    rs = make_fast_index(pipeline={**CAPS, "N2_RERANK_TOP_K": 8}, reranker={"backend": "onnx", "top_n": 6, "min_logit": -100})
     rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
     sp = rs.run_pipeline(QUESTION, until="ReRanker")
     report = sp.stage_reports["reranked"]
@@ -124,6 +124,17 @@ def test_the_stage_reranks_with_the_packaged_model_and_shows_both_scores(make_fa
     assert scores == sorted(scores, reverse=True)
     best_cross = max(details.cross_scores, key=details.cross_scores.__getitem__)
     assert "timeout" in sp.chunk_map()[best_cross].text.lower()
+
+
+def test_when_the_model_is_sure_of_no_passage_the_fused_order_stays(make_fast_index):
+    rs = make_fast_index(pipeline=CAPS, reranker={"backend": "onnx", "min_logit": 2.0})
+    rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
+    sp = rs.run_pipeline("Which wine goes with roasted lamb?", until="ReRanker")
+    report = sp.stage_reports["reranked"]
+    assert not report.fallback and "found no passage scoring 2 or more" in (report.reason or "")
+    assert sp.views_by_stage["reranked"] == sp.views_by_stage["retrieval"][: CAPS["N2_RERANK_TOP_K"]]
+    assert sp.rerank.cross_scores and max(sp.rerank.cross_scores.values()) < 2.0  # scored, shown, not trusted
+    assert set(sp.rerank.moved.values()) == {0}
 
 
 def test_a_question_whose_deadline_ran_out_keeps_the_retrieval_order(make_fast_index):
