@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ragstream.api import Ragstream
     from ragstream.config import RagstreamConfig, ServerConfig
     from ragstream.models import IngestReport, SearchResult
+    from ragstream.pipeline.super_prompt import SuperPrompt
     from ragstream.remote import RemoteIndex
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
@@ -395,8 +396,32 @@ def prompt(
         print(sp.model_dump_json(indent=2))
     else:
         print(sp.prompt_ready)
+        _print_rerank(sp)
         for stage, reason in sp.fallbacks().items():
             err_console.print(f"[yellow]stage {stage} fell back:[/] {reason}")
+
+
+def _print_rerank(sp: SuperPrompt) -> None:
+    """On stderr: the ReRanker's scored chunks with the cross-encoder's and the fused score and how far each moved."""
+    details = sp.rerank
+    if not details.cross_scores:
+        return
+    from rich.table import Table
+
+    report = sp.stage_reports.get("reranked")
+    title = f"ReRanker ({report.model if report else details.backend}, weight {details.weight:g})"
+    table = Table("#", "cross-encoder", "fused", "moved", "source", "section", title=title)
+    chunks = sp.chunk_map()
+    for rank, chunk_id in enumerate(sp.views_by_stage.get("reranked", []), start=1):
+        if chunk_id not in details.cross_scores:
+            continue
+        meta = chunks[chunk_id].metadata
+        moved = details.moved.get(chunk_id, 0)
+        table.add_row(str(rank), f"{details.cross_scores[chunk_id]:.3f}", f"{details.fused_scores[chunk_id]:.3f}",
+                      f"+{moved}" if moved > 0 else str(moved), Path(meta.source).name, meta.header_path or meta.section)
+    err_console.print(table)
+    if details.skipped:
+        err_console.print(f"kept the fused order: {details.skipped}", style="dim", highlight=False, markup=False)
 
 
 @app.command()
