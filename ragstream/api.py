@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from ragstream.migration import MigrationProgress, MigrationReport
     from ragstream.pipeline.context import StageContext
     from ragstream.providers.rerankers.base import Reranker
+    from ragstream.store.catalog_base import RootRecord
+    from ragstream.sync.report import SyncReport
+    from ragstream.sync.syncer import Syncer
+    from ragstream.sync.watcher import ReportCallback, Watcher
 
 
 class Ragstream:
@@ -80,6 +84,7 @@ class Ragstream:
         self._pipeline_context: StageContext | None = None
         self._reranker: tuple[Reranker | None, str | None] | None = None
         self._answer_service: AnswerService | None = None
+        self._folder_syncer: Syncer | None = None
         if not self.read_only:  # a read-only index (full disk) is searched as committed
             self.ingestor.recover()
 
@@ -231,6 +236,44 @@ class Ragstream:
     def stale_documents(self) -> list[str]:
         """Documents indexed with other settings than the current config."""
         return self.ingestor.stale_documents()
+
+    # -- folder sync (docs/cli.md: sync, watch) ---------------------------------------------------
+
+    def sync(self, paths: Iterable[str | Path], *, changed: Iterable[str | Path] | None = None,
+             progress: ProgressCallback | None = None) -> SyncReport:
+        """Make the index match folders (or files): new and changed files are ingested, a renamed file's document
+        is re-linked by content hash without re-embedding, and documents whose files are gone or now excluded are
+        removed with their chunks. The documents remember their root and are shared (as with the CLI's ingest);
+        a user's document is never touched. ``changed``: only these paths changed (a watcher's batch)."""
+        self._changed = True
+        return self._syncer().sync(paths, changed=changed, progress=progress)
+
+    def forget_root(self, path: str | Path) -> SyncReport:
+        """Remove every document of a synced root (which may no longer exist) and unregister it; raises
+        RootNotFoundError for a path no sync registered."""
+        self._changed = True
+        return self._syncer().forget(path)
+
+    def roots(self) -> list[RootRecord]:
+        """Every synced or watched root: its document count, last sync and watcher lease."""
+        return self.catalog.roots()
+
+    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None) -> Watcher:
+        """A watcher that keeps ``paths`` in step with this index as files change (``start``/``stop`` on a thread
+        of its own, or ``run`` on the caller's); raises RootNotFoundError for a path that does not exist."""
+        from ragstream.sync.watcher import Watcher
+
+        self._changed = True
+        return Watcher(paths, self._syncer(), self.config.sync, ignore_files=self.config.ingest.ignore_files,
+                       on_report=on_report)
+
+    def _syncer(self) -> Syncer:
+        from ragstream.sync.syncer import Syncer  # the file parsers load only when a sync runs
+
+        with self._embedder_lock:
+            if self._folder_syncer is None:
+                self._folder_syncer = Syncer(self.config, self.catalog, self.ingestor)
+            return self._folder_syncer
 
     # -- retrieval -------------------------------------------------------------------------------
 

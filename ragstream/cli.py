@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ragstream.models import IngestReport, SearchResult
     from ragstream.pipeline.super_prompt import SuperPrompt
     from ragstream.remote import RemoteIndex
+    from ragstream.sync.report import SyncReport
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -46,7 +47,7 @@ CATALOG_FILE = "catalog.sqlite3"
 EXIT_EMPTY_INDEX = 1
 EXIT_ERROR = 2
 SKIP_REASON_LABELS = {"not_a_document": "not a document type", "excluded": "excluded", "ignored": "ignored",
-                      "hidden": "hidden"}
+                      "hidden": "hidden", "temporary": "temporary (editor or download)"}
 
 
 def _load(config: Path | None, data_dir: Path | None) -> RagstreamConfig:
@@ -74,9 +75,10 @@ def _open_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragstream:
     except RagstreamError as error:
         server = announcement(index)
         if server is not None:
-            err_console.print(f"ragstream serve at {server.url} (process {server.pid}) holds the index at {index}: "
-                              "search, ask, chat and docs go through it; upload with POST /api/documents or stop it "
-                              "to run this command")
+            err_console.print(f"ragstream {server.kind} at {server.url} (process {server.pid}) holds the index at "
+                              f"{index}: search, ask, chat and docs go through it; upload with POST /api/documents, "
+                              "sync a registered root with POST /api/roots/sync, or stop it to run this command",
+                              soft_wrap=True)
         _fail(error)
     count = len(rs.documents())
     err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'})[/]", soft_wrap=True)
@@ -99,13 +101,14 @@ def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool
     settings = _load(config, data_dir)
     from ragstream.serve_link import announcement
 
-    if announcement(settings.data_dir) is not None:
+    held = announcement(settings.data_dir)
+    if held is not None:
         from ragstream.remote import find_server
 
         remote = find_server(settings)
         if remote is not None:
             with remote:
-                yield from _remote_index(remote, settings, need_documents=need_documents)
+                yield from _remote_index(remote, settings, need_documents=need_documents, kind=held.kind)
             return
     rs = _open_index(settings, must_exist=True)
     if need_documents:
@@ -114,14 +117,15 @@ def _reading(config: Path | None, data_dir: Path | None, *, need_documents: bool
         yield rs
 
 
-def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_documents: bool) -> Iterator[RemoteIndex]:
+def _remote_index(remote: RemoteIndex, settings: RagstreamConfig, *, need_documents: bool,
+                  kind: str = "serve") -> Iterator[RemoteIndex]:
     index = Path(settings.data_dir).resolve()
     try:
         count = len(remote.documents())
     except RagstreamError as error:
         _fail(error)
     err_console.print(f"[dim]index {index} ({count} document{'' if count == 1 else 's'}, "
-                      f"via ragstream serve at {remote.url})[/]", soft_wrap=True)
+                      f"via ragstream {kind} at {remote.url})[/]", soft_wrap=True)
     if need_documents and not count:
         err_console.print(f"the index at {index} is empty: ingest documents first (ragstream ingest PATH)")
         raise typer.Exit(code=EXIT_EMPTY_INDEX)
@@ -163,6 +167,74 @@ def ingest(
         _print_report(report, verbose=verbose)
     if report.documents_failed and not (report.documents_processed or report.documents_skipped):
         raise typer.Exit(code=1)
+
+
+@app.command()
+def sync(
+    paths: Annotated[list[Path], typer.Argument(help="Folders (or files) to keep the index in step with.")],
+    forget: Annotated[bool, typer.Option(
+        "--forget", help="Instead: remove every document of these roots and unregister them (the folders may be gone).")] = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON (every file's outcome).")] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Make the index match folders: ingest new and changed files, re-link renamed ones (without embedding
+    again), remove the documents of files that are gone or now excluded.
+
+    Files are taken as by ingest (ingest.include / exclude, .gitignore / .ragstreamignore), minus editors'
+    temporary files. The documents remember their root and are shared. A root that does not exist is
+    reported and nothing of it is removed; exit 1 then, or when every file failed.
+    """
+    with _open(config, data_dir) as rs:
+        try:
+            report = _forget_roots(rs, paths) if forget else _sync_with_status(rs, paths, quiet=json_output)
+        except RagstreamError as error:  # e.g. insufficient_storage: every document switch before it is whole
+            _fail(error)
+    if json_output:
+        console.print_json(report.model_dump_json())
+    else:
+        from ragstream.cli_sync import print_sync_report
+
+        print_sync_report(report, console, verbose=verbose)
+    missing = any(failure.code == "root_not_found" for failure in report.failures)
+    nothing = report.failures and not (report.changes or report.unchanged or report.adopted)
+    if missing or nothing:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def watch(
+    paths: Annotated[list[Path], typer.Argument(help="Folders (or files) to keep the index in step with.")],
+    port: Annotated[int | None, typer.Option(
+        help="Loopback port of the index's API that other commands use while the watch holds an embedded index "
+        "(default sync.watch_port; 0: a free one).")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Keep the index in step with folders as their files change, until Ctrl-C: a full sync first, then one
+    per batch of changes (debounced; files still being written wait; editors' temporary files never count).
+
+    Other commands on the index keep working meanwhile: on the embedded store this process serves the
+    index's API on loopback and they go through it, as with `ragstream serve`.
+    """
+    from ragstream.cli_sync import watch_here
+    from ragstream.serve_link import announcement
+    from ragstream.store.factory import single_process_reason
+
+    settings = _load(config, data_dir)
+    held = announcement(settings.data_dir)
+    single = single_process_reason(settings) is not None
+    if held is not None and single:
+        err_console.print(f"ragstream {held.kind} at {held.url} (process {held.pid}) holds the index at "
+                          f"{Path(settings.data_dir).resolve()}: watch from inside it (ragstream serve --watch PATH), "
+                          "or stop it first", soft_wrap=True)
+        raise typer.Exit(code=EXIT_ERROR)
+    with _open_index(settings, must_exist=False) as rs:
+        try:
+            watch_here(rs, paths, console, serve_port=(settings.sync.watch_port if port is None else port) if single else None)
+        except RagstreamError as error:
+            _fail(error)
 
 
 @app.command()
@@ -431,6 +503,9 @@ def serve(
     workers: Annotated[int | None, typer.Option(
         min=1, help="Server processes on the port (default server.workers, 1); more than 1 needs a shared store "
         "(store.backend postgres, or qdrant with a PostgreSQL catalog).")] = None,
+    watch_paths: Annotated[list[Path] | None, typer.Option(
+        "--watch", help="Keep this folder (or file) in step with the index while serving, as `ragstream watch` "
+        "does (repeatable).")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -442,19 +517,20 @@ def serve(
     server_config = settings.server.model_copy(update=overrides)
     count = workers or server_config.workers
     if count > 1:
-        _serve_workers(settings, server_config, count, config, data_dir)
+        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [])
         return
     with _open_index(settings, must_exist=False) as rs:
         try:
-            run_server(rs, server_config)
+            run_server(rs, server_config, watch=watch_paths or [])
         except RagstreamError as error:
             _fail(error)
 
 
 def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count: int, config: Path | None,
-                   data_dir: Path | None) -> None:
+                   data_dir: Path | None, watch_paths: list[Path]) -> None:
     """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
-    (its schema made, its settings checked) and then by each worker."""
+    (its schema made, its settings checked) and then by each worker. With ``--watch`` this supervising process
+    runs the one watcher, on an index handle of its own."""
     from ragstream.server.run import WorkerArgs, serve_workers
     from ragstream.server.security import check_binding
     from ragstream.store.factory import single_process_reason
@@ -466,10 +542,24 @@ def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count
         check_binding(server_config)
     except RagstreamError as error:
         _fail(error)
-    _open_index(settings, must_exist=False).close()
+    rs = _open_index(settings, must_exist=False)
+    try:
+        watcher = rs.watcher(watch_paths) if watch_paths else None
+    except RagstreamError as error:
+        rs.close()
+        _fail(error)
+    if watcher is None:
+        rs.close()
+    else:
+        watcher.start()
     args = WorkerArgs(config_file=str(config) if config else None, data_dir=str(data_dir) if data_dir else None,
                       host=server_config.host, port=server_config.port)
-    serve_workers(args, server_config, count, Path(settings.data_dir))
+    try:
+        serve_workers(args, server_config, count, Path(settings.data_dir))
+    finally:
+        if watcher is not None:
+            watcher.stop()
+            rs.close()
 
 
 QuestionArgument = Annotated[str, typer.Argument(help="The question.")]
@@ -549,6 +639,26 @@ def _say_rewrite(answer: Any) -> None:
     rewritten = (answer.metadata.get("pipeline") or {}).get("rewritten_query")
     if rewritten:
         err_console.print(f"follow-up searched as: {rewritten}", style="dim", highlight=False, markup=False)
+
+
+def _sync_with_status(rs: Ragstream, paths: list[Path], *, quiet: bool) -> SyncReport:
+    """Sync with a status line on stderr (files ingested so far)."""
+    if quiet:
+        return rs.sync(paths)
+    done = [0]
+    with err_console.status("syncing: comparing files with the index") as status:
+        def advance(outcome: str, source: str) -> None:
+            done[0] += 1
+            status.update(f"syncing: {done[0]} file(s) ingested, last {Path(source).name}")
+
+        return rs.sync(paths, progress=advance)
+
+
+def _forget_roots(rs: Ragstream, paths: list[Path]) -> SyncReport:
+    """``sync --forget``: every root's documents removed, the roots unregistered, as one report."""
+    from ragstream.sync.report import SyncReport
+
+    return SyncReport().merge(rs.forget_root(path) for path in paths)
 
 
 def _ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:

@@ -122,6 +122,12 @@ class DocumentNotFoundError(RagstreamError):
     code = "document_not_found"
 
 
+class RootNotFoundError(RagstreamError):
+    """A sync or watch root that does not exist (nothing of it is removed), or that no sync has registered."""
+
+    code = "root_not_found"
+
+
 class ConversationNotFoundError(RagstreamError):
     """No conversation with that id is kept for the caller (another user's counts as none)."""
 

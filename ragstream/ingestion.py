@@ -29,7 +29,7 @@ import numpy as np
 
 from ragstream import metrics
 from ragstream.config import RagstreamConfig
-from ragstream.documents.chunk_builder import build_chunks
+from ragstream.documents.chunk_builder import build_chunks, relinked_chunk
 from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.documents.selection import select_files
@@ -97,14 +97,15 @@ class Ingestor:
 
     def ingest_paths(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | None = None, root: str | None = None,
     ) -> IngestReport:
         """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
-        is reported and skipped. The documents belong to ``owner`` (None: shared)."""
+        is reported and skipped. The documents belong to ``owner`` (None: shared) and, when given, to the synced
+        ``root`` (None: they keep the root they have)."""
         report = _new_report()
         selection = select_files(paths, self._config.ingest)
         report.skipped_files = selection.skipped
-        docs = self._load_all(selection.files, metadata, owner, report, progress)
+        docs = self._load_all(selection.files, metadata, owner, report, progress, root)
         return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
@@ -124,6 +125,38 @@ class Ingestor:
         self._on_change()
         self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
         return record
+
+    def relink(self, old: DocumentRecord, doc: LoadedDocument) -> int | None:
+        """Move the live version of ``old`` to ``doc`` (the same file content at a new source, under its own id)
+        without re-embedding: the new version's points carry the old version's texts and vectors, and one catalog
+        switch makes ``doc`` live and removes ``old``. The chunks moved, or None when ``old`` changed meanwhile or
+        ``doc``'s id is already taken (the caller ingests the file instead)."""
+        points = self._store.points_of(old.document_id, old.generation)
+        if not points or len(points) != old.chunk_count:
+            return None
+        vectors = np.stack([vector for _, vector in points]).astype(np.float32)
+        ensure_free_space([self._data_dir], _write_bytes([chunk.text for chunk, _ in points]) + vectors.nbytes,
+                          self._config.limits.min_free_disk_bytes)
+        with self.commit_lock:
+            live = self._catalog.live_generations()
+            if live.get(old.document_id) != old.generation or doc.document_id in live:
+                return None
+            [removal] = self._catalog.add_intents([(old.document_id, None, old.generation)])
+            [generation], [intent] = self._catalog.begin_versions([(doc.document_id, None)])
+            moved_at = datetime.now(UTC).isoformat(timespec="seconds")
+            chunks = [relinked_chunk(chunk, doc, generation=generation, created_at=moved_at) for chunk, _ in points]
+            try:
+                self._store.upsert(chunks, vectors, generation)
+                self._store.flush()
+                version = DocumentVersion(doc, generation, len(chunks), old.fingerprint, moved_at, old.first_ingested_at)
+                sequence = self._catalog.commit_documents([version], removed=[old.document_id])
+            except InsufficientStorageError:
+                self._roll_back([(doc.document_id, generation)], [intent, removal])
+                raise
+        self._on_change()
+        self._snapshots.retire(sequence, [Retired(doc.document_id, None, intent),
+                                          Retired(old.document_id, old.generation, removal)])
+        return len(chunks)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
@@ -156,14 +189,15 @@ class Ingestor:
 
     def _load_all(
         self, paths: Iterable[Path], metadata: dict[str, Any] | None, owner: str | None, report: IngestReport,
-        progress: ProgressCallback | None,
+        progress: ProgressCallback | None, root: str | None = None,
     ) -> Iterator[LoadedDocument]:
         from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
 
+        given = {key: value for key, value in (("owner", owner), ("root", root)) if value is not None}
         for path in paths:
             try:
                 doc = load_file(path, self._config, metadata=metadata)
-                yield doc.model_copy(update={"owner": owner}) if owner is not None else doc
+                yield doc.model_copy(update=given) if given else doc
             except (DocumentError, OSError) as error:
                 _fail(report, str(path), error, progress)
 
@@ -200,6 +234,8 @@ class Ingestor:
                 and existing.owner == doc.owner):
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
+            if doc.root is not None and existing.root != doc.root:  # unchanged, now kept in step with a synced root
+                self._catalog.set_root([doc.document_id], doc.root)
             if progress:
                 progress("skipped", doc.source)
             return None
@@ -277,7 +313,7 @@ class Ingestor:
                         for pending, generation in zip(batch, generations, strict=True)]
             sequence = self._catalog.commit_documents(versions)
         except InsufficientStorageError:
-            self._roll_back(batch, generations, intents)
+            self._roll_back([(p.doc.document_id, g) for p, g in zip(batch, generations, strict=True)], intents)
             raise
         self._on_change()
         self._snapshots.retire(sequence, [Retired(p.doc.document_id, p.old_generation, intent)
@@ -290,11 +326,12 @@ class Ingestor:
             if progress:
                 progress("processed", pending.doc.source)
 
-    def _roll_back(self, batch: list[_Pending], generations: list[int], intents: list[int]) -> None:
-        """Remove what a failed commit wrote, now if the disk allows it; otherwise its intents stay for recovery."""
+    def _roll_back(self, written: list[tuple[str, int]], intents: list[int]) -> None:
+        """Remove what a failed commit wrote ((document_id, generation) pairs), now if the disk allows it;
+        otherwise its intents stay for recovery."""
         try:
-            for pending, generation in zip(batch, generations, strict=True):
-                self._store.delete_generation(pending.doc.document_id, generation)
+            for document_id, generation in written:
+                self._store.delete_generation(document_id, generation)
             self._store.flush()
             self._catalog.clear_intents(intents)
         except (RagstreamError, OSError):

@@ -34,6 +34,9 @@ class LoadedDocument(BaseModel):
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
     warnings: tuple[str, ...] = Field((), description="What the loader could not read (OCR pages left unread); "
                                       "reported by the ingest, never stored.")
+    root: str | None = Field(
+        None, description="The folder (or file) `ragstream sync`/`watch` keeps this document in step with; None: "
+        "ingested otherwise (a re-ingest without a root keeps the one the document has).")
 
     @property
     def text(self) -> str:
@@ -148,6 +151,7 @@ class DocumentRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
     first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
+    root: str | None = Field(None, description="The synced or watched root the document belongs to (None: none).")
 
 
 class FileFailure(BaseModel):
@@ -163,9 +167,10 @@ class SkippedFile(BaseModel):
     """A file or folder that a folder ingest did not take, and why."""
 
     source: str
-    reason: Literal["not_a_document", "excluded", "ignored", "hidden"] = Field(
+    reason: Literal["not_a_document", "excluded", "ignored", "hidden", "temporary"] = Field(
         description="not_a_document: no ingest.include glob matched; excluded: an ingest.exclude glob matched; "
-        "ignored: an ignore file (.gitignore, .ragstreamignore) matched; hidden: the name starts with a dot."
+        "ignored: an ignore file (.gitignore, .ragstreamignore) matched; hidden: the name starts with a dot; "
+        "temporary: an editor's lock, swap or backup file or a partial download (sync.temporary_files; sync only)."
     )
 
 

@@ -1,6 +1,7 @@
-"""How a running ``ragstream serve`` announces itself in its data directory, and how the CLI finds it.
+"""How a running ``ragstream serve`` (or ``ragstream watch``) announces itself in its data directory, and how
+the CLI finds it.
 
-The server writes ``{data_dir}/server.json`` (its URL and process id) once it listens and removes
+The server writes ``{data_dir}/server.json`` (its URL, process id and kind) once it listens and removes
 it when it stops. The CLI reads it: while that process lives, commands go to the server over HTTP
 instead of opening the index (which the server holds). Only the standard library is imported here,
 so the CLI can look before it loads anything heavy.
@@ -25,6 +26,8 @@ class Announcement:
 
     url: str
     pid: int
+    kind: str = "serve"
+    """The command that holds the index: ``serve``, or ``watch`` (which serves the index's API on loopback)."""
 
 
 def client_url(host: str, port: int) -> str:
@@ -33,12 +36,12 @@ def client_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def announce(data_dir: Path, url: str) -> Path:
+def announce(data_dir: Path, url: str, kind: str = "serve") -> Path:
     """Write ``server.json`` for this process (atomically); returns its path."""
     path = Path(data_dir) / SERVER_FILE
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        partial.write_text(json.dumps({"url": url, "pid": os.getpid()}))
+        partial.write_text(json.dumps({"url": url, "pid": os.getpid(), "kind": kind}))
         partial.replace(path)
     except OSError:
         partial.unlink(missing_ok=True)
@@ -58,7 +61,7 @@ def announcement(data_dir: Path) -> Announcement | None:
     """The server announced in ``data_dir`` while its process lives; None otherwise (or when unreadable)."""
     try:
         raw = json.loads((Path(data_dir) / SERVER_FILE).read_text())
-        found = Announcement(url=str(raw["url"]), pid=int(raw["pid"]))
+        found = Announcement(url=str(raw["url"]), pid=int(raw["pid"]), kind=str(raw.get("kind", "serve")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return found if _alive(found.pid) else None

@@ -44,3 +44,13 @@ def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: in
         )
         for index, piece in enumerate(pieces)
     ]
+
+
+def relinked_chunk(chunk: Chunk, doc: LoadedDocument, *, generation: int, created_at: str) -> Chunk:
+    """``chunk`` (its text and place unchanged) as a chunk of ``doc``'s version ``generation``: what a renamed
+    file's document keeps, with the new id, source, title, owner and document metadata."""
+    metadata = chunk.metadata.model_copy(update={
+        "document_id": doc.document_id, "source": doc.source, "title": doc.title, "created_at": created_at,
+        "extra": public_metadata(doc.metadata), "owner": doc.owner, "checksum": doc.checksum, "mime": doc.mime})
+    return Chunk(chunk_id=chunk_id_for(doc.document_id, generation, chunk.metadata.chunk_index), text=chunk.text,
+                 metadata=metadata)

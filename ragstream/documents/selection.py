@@ -66,6 +66,23 @@ class FileSelector:
                 selection.files.append(path)
         return selection
 
+    def skip_reason(self, root: Path, path: Path) -> str | None:
+        """Why a walk of the folder ``root`` would not take the file ``path`` inside it (None: it would), looking
+        only at the folders between them, not at the rest of the tree. ``path`` equal to ``root`` (a file named
+        on its own) is always taken."""
+        if path == root:
+            return None
+        folder, ignores = root, self._ignore_files_in(root)
+        for part in path.relative_to(root).parts[:-1]:
+            folder = folder / part
+            reason = self._skip_reason(root, folder, True, ignores)
+            if reason is not None:
+                return reason
+            ignores = [*ignores, *self._ignore_files_in(folder)]
+        if path.name in self._ignore_names:
+            return IGNORED
+        return self._skip_reason(root, path, False, ignores)
+
     def _walk(self, root: Path, folder: Path, ignores: list[_IgnoreFile]) -> Iterator[tuple[Path, str | None]]:
         ignores = [*ignores, *self._ignore_files_in(folder)]
         try:

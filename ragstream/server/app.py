@@ -13,12 +13,13 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, search, ui
+from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, roots, search, ui
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import RequestGuardMiddleware
 from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
 from ragstream.server.jobs import FileWork, JobRunner
 from ragstream.server.mcp import mount_mcp
+from ragstream.server.root_syncs import RootSyncs
 from ragstream.server.schemas import JobStatus, UploadedFile
 from ragstream.server.security import ApiKeyMiddleware, RequestContextMiddleware, api_key_required, check_binding
 from ragstream.server.state import PromptSessions, ServerState
@@ -42,14 +43,15 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     jobs = JobRunner(rs.catalog, config.jobs, shared=shared, discard=_discard_unindexed(rs, uploads))
     if not shared and not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
         jobs.fail_interrupted()
-    state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs,
+    state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs, root_syncs=RootSyncs(lambda root: rs.sync([root])),
                         prompts=PromptSessions(config.max_pipeline_sessions, config.max_pipeline_session_bytes))
     app.state.ragstream = state
     if not rs.read_only:
         jobs.start(_job_work(state))
     install_error_handlers(app)
     app.router.on_shutdown.append(jobs.shutdown)
-    for module in (documents, job_routes, search, chat, pipeline, openai_compat, metrics, ui):
+    app.router.on_shutdown.append(state.root_syncs.shutdown)
+    for module in (documents, job_routes, roots, search, chat, pipeline, openai_compat, metrics, ui):
         app.include_router(module.router)
     mount_mcp(app, state)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")

@@ -71,6 +71,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (ModelNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.DocumentNotFoundError, HTTPStatus.NOT_FOUND),
     (JobNotFoundError, HTTPStatus.NOT_FOUND),
+    (rse.RootNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.FileTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (rse.DocumentTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (rse.InsufficientStorageError, HTTPStatus.INSUFFICIENT_STORAGE),

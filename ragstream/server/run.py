@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ragstream.errors import ConfigError
 from ragstream.observability import configure_logging
 from ragstream.server.app import UI_PATH, create_app
 from ragstream.store.factory import single_process_reason
+from ragstream.sync.watcher import ReportCallback
 
 logger = logging.getLogger("ragstream.server")
 
@@ -41,18 +43,28 @@ class WorkerArgs:
     port: int
 
 
-def serve(rs: Ragstream, config: ServerConfig) -> None:
+def serve(rs: Ragstream, config: ServerConfig, *, watch: Sequence[str | Path] = (), kind: str = "serve",
+          on_report: ReportCallback | None = None) -> None:
     """Serve ``rs`` on ``config.host:config.port`` until interrupted; one process, many threads.
 
     While it listens, ``{data_dir}/server.json`` names its URL, so CLI commands on the same index go
-    through it (:mod:`ragstream.serve_link`).
+    through it (:mod:`ragstream.serve_link`). ``watch``: roots a watcher keeps in step with the index while
+    the server runs (from when it listens until it stops); RootNotFoundError, before anything starts, for a
+    root that does not exist. ``kind``: ``watch`` when ``ragstream watch`` serves the index for other
+    commands (no UI banner; the URL is printed once it listens). ``on_report``: called with each watch batch's
+    report (by default it is logged).
     """
+    watcher = rs.watcher(watch, on_report=on_report) if watch else None
     app = create_app(rs, config)
     configure_logging(config.log_level)
-    _print_urls(config.host, config.port)
+    if watcher is not None:
+        app.router.on_startup.append(watcher.start)
+        app.router.on_shutdown.insert(0, watcher.stop)  # before the jobs and the index close
+    if kind == "serve":
+        _print_urls(config.host, config.port)
     uvicorn_config = uvicorn.Config(app, host=config.host, port=config.port, log_config=None, access_log=False,
                                     log_level=config.log_level)
-    _AnnouncingServer(uvicorn_config, Path(rs.config.data_dir), config.host).run()
+    _AnnouncingServer(uvicorn_config, Path(rs.config.data_dir), config.host, kind).run()
 
 
 def serve_workers(args: WorkerArgs, config: ServerConfig, workers: int, data_dir: Path) -> None:
@@ -107,19 +119,23 @@ def _print_urls(host: str, port: int) -> None:
 class _AnnouncingServer(uvicorn.Server):
     """uvicorn's server that announces itself in the data directory while it listens."""
 
-    def __init__(self, config: uvicorn.Config, data_dir: Path, host: str) -> None:
+    def __init__(self, config: uvicorn.Config, data_dir: Path, host: str, kind: str = "serve") -> None:
         super().__init__(config)
         self._data_dir = data_dir
         self._host = host
+        self._kind = kind
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started and self.servers and self.servers[0].sockets:
             port = self.servers[0].sockets[0].getsockname()[1]
+            url = serve_link.client_url(self._host, port)
             try:
-                serve_link.announce(self._data_dir, serve_link.client_url(self._host, port))
+                serve_link.announce(self._data_dir, url, self._kind)
             except OSError as error:  # e.g. a full disk: serve anyway, CLI commands just cannot find us
                 logger.warning("could not announce the server in %s: %s", self._data_dir, error)
+            if self._kind == "watch":
+                print(f"other ragstream commands on this index go through {url} while the watch runs", flush=True)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         serve_link.withdraw(self._data_dir)  # before uvicorn re-raises the stopping signal

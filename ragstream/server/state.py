@@ -16,6 +16,7 @@ from ragstream.config import ServerConfig
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.server.errors import PipelineNotFoundError
 from ragstream.server.jobs import JobRunner
+from ragstream.server.root_syncs import RootSyncs
 from ragstream.server.uploads import UploadStore
 
 
@@ -103,6 +104,7 @@ class ServerState:
     uploads: UploadStore
     prompts: PromptSessions
     jobs: JobRunner
+    root_syncs: RootSyncs
     documents: DocumentLocks = field(default_factory=DocumentLocks)
 
 

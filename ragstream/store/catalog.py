@@ -34,6 +34,7 @@ from ragstream.store.catalog_base import (
     UNFINISHED_JOB_STATES,
     DocumentPage,
     DocumentVersion,
+    RootRecord,
     TurnRow,
 )
 
@@ -54,7 +55,8 @@ CREATE TABLE IF NOT EXISTS documents (
     size_bytes INTEGER NOT NULL,
     pages TEXT NOT NULL,
     owner TEXT,
-    first_ingested_at TEXT
+    first_ingested_at TEXT,
+    root TEXT
 );
 CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
 CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
@@ -101,9 +103,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS sync_roots (
+    root TEXT PRIMARY KEY,
+    last_sync_at TEXT,
+    last_summary TEXT NOT NULL DEFAULT '{}',
+    watched_until REAL
+);
 """
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
+CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
 CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
 """
 """Indexes on columns that :func:`_migrate` may have to add first."""
@@ -121,12 +130,15 @@ WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE documents.gene
 
 logger = logging.getLogger("ragstream.store")
 _RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
-                   "metadata, owner, first_ingested_at")
+                   "metadata, owner, first_ingested_at, root")
 _INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
-                   "metadata, owner, size_bytes, pages, first_ingested_at")
-# A new version keeps the time its document was first ingested.
+                   "metadata, owner, size_bytes, pages, first_ingested_at, root")
+# A new version keeps the time its document was first ingested, and its root unless it names one.
 _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?))")
+                    "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?), "
+                    "COALESCE(?, (SELECT root FROM documents WHERE document_id = ?)))")
+_ROOT_COLUMNS = "root, (SELECT COUNT(*) FROM documents WHERE documents.root = sync_roots.root), last_sync_at, " \
+                "last_summary, watched_until"
 
 
 class Catalog:
@@ -264,22 +276,22 @@ class Catalog:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
-        """Make each version live, all in one transaction (the atomic switch of an upsert).
-
-        Returns the commit sequence of the switch.
+    def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
+        """Make each version live and drop the documents ``removed``, all in one transaction (the atomic
+        switch of an upsert, or of a rename). Returns the commit sequence of the switch.
         """
         rows = [
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
                 v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner,
                 v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at,
-                v.doc.document_id, v.ingested_at,
+                v.doc.document_id, v.ingested_at, v.doc.root, v.doc.document_id,
             )
             for v in versions
         ]
         with self.transaction() as db:
             db.executemany(_INSERT_DOCUMENT, rows)
+            db.executemany("DELETE FROM documents WHERE document_id = ?", [(document_id,) for document_id in removed])
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
@@ -346,7 +358,7 @@ class Catalog:
         """The extracted text of a document as it was ingested (for reindexing without the file)."""
         with self._lock:
             row = self._db.execute(
-                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner FROM documents "
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner, root FROM documents "
                 "WHERE document_id = ?",
                 (document_id,),
             ).fetchone()
@@ -355,8 +367,45 @@ class Catalog:
         pages = tuple(Page(**page) for page in json.loads(row[6]))
         return LoadedDocument(
             document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
-            size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8],
+            size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8], root=row[9],
         )
+
+    # -- synced roots ------------------------------------------------------------------------
+
+    def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
+        """Every live document that belongs to ``root``, by source."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE root = ? ORDER BY source",
+                                    (root,)).fetchall()
+        return [_record(row) for row in rows]
+
+    def set_root(self, document_ids: Sequence[str], root: str) -> None:
+        """Make live documents belong to ``root``."""
+        with self.transaction() as db:
+            db.executemany("UPDATE documents SET root = ? WHERE document_id = ?", [(root, i) for i in document_ids])
+
+    def roots(self) -> builtins.list[RootRecord]:
+        """Every registered root with its document count, last sync and watcher lease, by root."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_ROOT_COLUMNS} FROM sync_roots ORDER BY root").fetchall()
+        return [RootRecord(*row) for row in rows]
+
+    def record_sync(self, root: str, synced_at: str, summary: str) -> None:
+        """Register ``root`` (if new) and remember its last sync."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO sync_roots (root, last_sync_at, last_summary) VALUES (?, ?, ?) ON CONFLICT(root) "
+                       "DO UPDATE SET last_sync_at = excluded.last_sync_at, last_summary = excluded.last_summary",
+                       (root, synced_at, summary))
+
+    def watch_roots(self, roots: Sequence[str], until: float | None) -> None:
+        """Set (or drop, with None) a watcher's lease on registered ``roots``."""
+        with self.transaction() as db:
+            db.executemany("UPDATE sync_roots SET watched_until = ? WHERE root = ?", [(until, root) for root in roots])
+
+    def forget_root(self, root: str) -> None:
+        """Unregister ``root``."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM sync_roots WHERE root = ?", (root,))
 
     # -- embedding cache ---------------------------------------------------------------------
 
@@ -567,7 +616,7 @@ def _disk_full_as_error() -> Iterator[None]:
 
 def _migrate(db: sqlite3.Connection) -> None:
     """Bring catalogs written by earlier versions up to the current schema (documents written before
-    owners existed are shared; conversations, held for no user)."""
+    owners existed are shared and belong to no synced root; conversations, held for no user)."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
     if "incomplete" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
@@ -583,6 +632,8 @@ def _migrate(db: sqlite3.Connection) -> None:
     if "first_ingested_at" not in document_columns:  # catalogs before it: the live version's time is the best known
         db.execute("ALTER TABLE documents ADD COLUMN first_ingested_at TEXT")
         db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
+    if "root" not in document_columns:  # catalogs before sync: no document belongs to a synced root yet
+        db.execute("ALTER TABLE documents ADD COLUMN root TEXT")
 
 
 def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:

@@ -66,6 +66,21 @@ SORT_KEYS = tuple(SORT_COLUMNS)
 
 
 @dataclass(frozen=True)
+class RootRecord:
+    """A folder (or file) that ``ragstream sync`` or ``watch`` keeps the index in step with."""
+
+    root: str
+    documents: int
+    """Live documents that belong to it."""
+    last_sync_at: str | None
+    """When its last sync ended (ISO 8601 UTC), None before the first one ended."""
+    last_summary: str
+    """What its last sync did, as JSON text (counts and failures; ``ragstream.sync.report``)."""
+    watched_until: float | None
+    """A watcher's lease on it (seconds since the epoch), renewed while the watcher runs; None when none watches it."""
+
+
+@dataclass(frozen=True)
 class DocumentPage:
     """One page of the document list and how many documents matched in all."""
 
@@ -134,8 +149,10 @@ class CatalogBackend(Protocol):
 
     # -- documents ---------------------------------------------------------------------------
 
-    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
-        """Make each version live, all in one transaction; the commit sequence of the switch."""
+    def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
+        """Make each version live and drop the documents ``removed`` (a rename: the old id goes as the new one
+        comes), all in one transaction; the commit sequence of the switch. A version without a ``root`` keeps
+        the root its document has."""
         ...
 
     def remove_document(self, document_id: str) -> int:
@@ -166,6 +183,32 @@ class CatalogBackend(Protocol):
 
     def stored_document(self, document_id: str) -> LoadedDocument | None:
         """The extracted text of a document as it was ingested."""
+        ...
+
+    # -- synced roots (ragstream sync / watch) ------------------------------------------------
+
+    def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
+        """Every live document that belongs to ``root``, by source."""
+        ...
+
+    def set_root(self, document_ids: Sequence[str], root: str) -> None:
+        """Make live documents belong to ``root`` (no new version: the root is not part of what readers see)."""
+        ...
+
+    def roots(self) -> builtins.list[RootRecord]:
+        """Every root a sync has run on, with its document count, last sync and watcher lease, by root."""
+        ...
+
+    def record_sync(self, root: str, synced_at: str, summary: str) -> None:
+        """Register ``root`` (if new) and remember when its last sync ended and what it did (JSON text)."""
+        ...
+
+    def watch_roots(self, roots: Sequence[str], until: float | None) -> None:
+        """Set (or, with None, drop) a watcher's lease on registered ``roots`` (seconds since the epoch)."""
+        ...
+
+    def forget_root(self, root: str) -> None:
+        """Unregister ``root`` (its documents must be gone first; the caller removes them)."""
         ...
 
     # -- embedding cache ---------------------------------------------------------------------

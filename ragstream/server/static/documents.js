@@ -1,5 +1,6 @@
-// Documents page: upload with progress (large uploads: the background job's progress); the list paged,
-// filtered and sorted by the server; delete, reindex.
+// Documents page: upload with progress (large uploads: the background job's progress); the synced and
+// watched folders with their last sync (refreshed while the page is open); the list paged, filtered and
+// sorted by the server (refreshed when a folder's sync changed documents); delete, reindex.
 import { api, describe, documentHref, el, shortTime, uploadFiles } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -8,6 +9,9 @@ const FILTER_DELAY_MS = 250;
 const DEFAULT_PAGE_SIZE = 25;
 const JOB_POLL_MS = 1000;
 const JOB_ENDED = new Set(["succeeded", "failed"]);
+const ROOTS_POLL_MS = 5000;
+const SYNC_COUNTS = ["added", "changed", "renamed", "removed", "failed"];
+let lastSyncs = null;
 const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
 let filterTimer = null;
 
@@ -168,6 +172,57 @@ async function removeDocument(doc) {
   (buttons[Math.min(index, buttons.length - 1)] || $("refresh")).focus();
 }
 
+/** "2 added, 1 removed" from a root's last sync counts (or "no change"), with its first failures as a title. */
+function syncResult(last) {
+  const parts = SYNC_COUNTS.filter((key) => last[key]).map((key) => `${last[key]} ${key}`);
+  const failures = (last.failures || []).map((item) => `${item.source}: ${item.code}: ${item.message}`).join("\n");
+  return el("td", { class: last.failed ? "error" : "muted", title: failures || null },
+    parts.length ? parts.join(", ") : last.unchanged !== undefined ? "no change" : "");
+}
+
+function rootRow(root) {
+  const state = root.syncing ? "syncing" : root.watching ? "watching" : "synced";
+  const sync = el("button", { class: "secondary", type: "button", "aria-label": `Sync ${root.root} now` }, "Sync now");
+  sync.addEventListener("click", () => syncRoot(root, sync));
+  return el("tr", { "data-root": root.root },
+    el("td", { class: "file", title: root.root }, root.root),
+    el("td", {}, el("span", { class: `badge ${state}` }, state)),
+    el("td", { class: "num" }, root.documents),
+    el("td", { class: "muted date", title: root.last_sync_at || "" }, shortTime(root.last_sync_at)),
+    syncResult(root.last_sync || {}), el("td", {}, sync));
+}
+
+/** Load GET /api/roots; when a folder's sync ran since the last look, reload the document list too. */
+async function refreshRoots() {
+  try {
+    const { roots } = await api("/api/roots");
+    $("roots").tBodies[0].replaceChildren(...roots.map(rootRow));
+    $("roots").hidden = roots.length === 0;
+    const syncs = roots.map((root) => `${root.root}@${root.last_sync_at}`).join("|");
+    if (lastSyncs !== null && syncs !== lastSyncs) await refresh();
+    lastSyncs = syncs;
+    const watching = roots.filter((root) => root.watching).length;
+    setStatus($("roots-status"), roots.length
+      ? `${roots.length} folder(s), ${watching} watched`
+      : "No synced folders yet: run ragstream sync PATH or ragstream watch PATH on the server's machine.");
+  } catch (error) {
+    setStatus($("roots-status"), describe(error), true);
+  }
+}
+
+async function syncRoot(root, button) {
+  button.disabled = true;
+  try {
+    const answer = await api("/api/roots/sync", { method: "POST", body: { root: root.root } });
+    setStatus($("roots-status"), answer.queued ? `Syncing ${root.root}…` : `A sync of ${root.root} is already queued`);
+    await refreshRoots();
+  } catch (error) {
+    setStatus($("roots-status"), describe(error), true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
 async function reindex() {
   $("reindex").disabled = true;
   setStatus($("list-status"), "Reindexing…");
@@ -185,6 +240,7 @@ async function reindex() {
 
 $("upload-form").addEventListener("submit", upload);
 $("refresh").addEventListener("click", () => refresh());
+$("refresh-roots").addEventListener("click", () => refreshRoots());
 $("reindex").addEventListener("click", reindex);
 $("filter").addEventListener("input", onFilter);
 $("filter-form").addEventListener("submit", (event) => event.preventDefault());
@@ -195,3 +251,5 @@ for (const th of $("documents").tHead.querySelectorAll("th[data-sort]")) {
 }
 api("/api/ui").then((settings) => { list.limit = settings.documents_page_size; })
   .catch(() => {}).finally(() => refresh());
+refreshRoots();
+setInterval(() => { if (!document.hidden) refreshRoots(); }, ROOTS_POLL_MS);

@@ -34,6 +34,7 @@ from ragstream.store.catalog_base import (
     UNFINISHED_JOB_STATES,
     DocumentPage,
     DocumentVersion,
+    RootRecord,
     TurnRow,
 )
 from ragstream.store.postgres.connection import Database
@@ -105,6 +106,14 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker TEXT;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(created_at) WHERE state IN ('queued', 'running');
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS root TEXT;
+CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
+CREATE TABLE IF NOT EXISTS sync_roots (
+    root TEXT PRIMARY KEY,
+    last_sync_at TEXT,
+    last_summary TEXT NOT NULL DEFAULT '{}',
+    watched_until DOUBLE PRECISION
+);
 CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
     reader_id BIGSERIAL PRIMARY KEY,
     sequence BIGINT NOT NULL,
@@ -139,15 +148,19 @@ WHERE owner IS NULL OR owner = %s OR NOT EXISTS (
 ORDER BY intent_id
 """
 _RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata, "
-                   "owner, first_ingested_at")
+                   "owner, first_ingested_at, root")
 _INSERT_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, metadata, "
-                   "owner, size_bytes, pages, first_ingested_at")
-# A new version keeps the time its document was first ingested (unless the version names one: a copy).
+                   "owner, size_bytes, pages, first_ingested_at, root")
+# A new version keeps the time its document was first ingested (unless the version names one: a copy), and
+# its root unless it names one.
 _UPSERT_DOCUMENT = (
-    f"INSERT INTO documents ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) ON CONFLICT (document_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _INSERT_COLUMNS.split(", ")[1:-1])
+    f"INSERT INTO documents ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) ON CONFLICT (document_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _INSERT_COLUMNS.split(", ")[1:-2])
     + ", first_ingested_at = COALESCE(%s, documents.first_ingested_at, EXCLUDED.first_ingested_at)"
+    + ", root = COALESCE(EXCLUDED.root, documents.root)"
 )
+_ROOT_COLUMNS = ("root, (SELECT COUNT(*) FROM documents WHERE documents.root = sync_roots.root), last_sync_at, last_summary, "
+                 "watched_until")
 NO_OWNER = ""
 """``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
 _OWNER_KEYS = 2**62  # random advisory-lock keys; a collision needs two live writers drawing the same one
@@ -251,19 +264,21 @@ class PostgresCatalog:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def commit_documents(self, versions: Sequence[DocumentVersion]) -> int:
+    def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
         rows = [
             (
                 v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
                 v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner, v.doc.size_bytes,
                 json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at or v.ingested_at,
-                v.first_ingested_at,
+                v.doc.root, v.first_ingested_at,
             )
             for v in versions
         ]
         with self.db.write() as conn:
             with conn.cursor() as cursor:
                 cursor.executemany(_UPSERT_DOCUMENT, rows)
+            if removed:
+                conn.execute("DELETE FROM documents WHERE document_id = ANY(%s)", (list(removed),))
             return _one(conn, _BUMP, (COMMIT_SEQUENCE, 1))
 
     def remove_document(self, document_id: str) -> int:
@@ -315,14 +330,45 @@ class PostgresCatalog:
     def stored_document(self, document_id: str) -> LoadedDocument | None:
         with self.db.read() as conn:
             row = conn.execute(
-                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner FROM documents "
+                "SELECT document_id, source, title, mime, checksum, size_bytes, pages, metadata, owner, root FROM documents "
                 "WHERE document_id = %s", (document_id,),
             ).fetchone()
         if row is None:
             return None
         pages = tuple(Page(**page) for page in json.loads(row[6]))
         return LoadedDocument(document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
-                              size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8])
+                              size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8], root=row[9])
+
+    # -- synced roots ------------------------------------------------------------------------
+
+    def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM documents WHERE root = %s ORDER BY source",
+                                (root,)).fetchall()
+        return [_record(row) for row in rows]
+
+    def set_root(self, document_ids: Sequence[str], root: str) -> None:
+        with self.db.write() as conn:
+            conn.execute("UPDATE documents SET root = %s WHERE document_id = ANY(%s)", (root, list(document_ids)))
+
+    def roots(self) -> builtins.list[RootRecord]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_ROOT_COLUMNS} FROM sync_roots ORDER BY root").fetchall()
+        return [RootRecord(str(r[0]), int(r[1]), r[2], str(r[3]), None if r[4] is None else float(r[4])) for r in rows]
+
+    def record_sync(self, root: str, synced_at: str, summary: str) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO sync_roots (root, last_sync_at, last_summary) VALUES (%s, %s, %s) ON CONFLICT (root) "
+                         "DO UPDATE SET last_sync_at = EXCLUDED.last_sync_at, last_summary = EXCLUDED.last_summary",
+                         (root, synced_at, summary))
+
+    def watch_roots(self, roots: Sequence[str], until: float | None) -> None:
+        with self.db.write() as conn:
+            conn.execute("UPDATE sync_roots SET watched_until = %s WHERE root = ANY(%s)", (until, list(roots)))
+
+    def forget_root(self, root: str) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM sync_roots WHERE root = %s", (root,))
 
     # -- embedding cache ---------------------------------------------------------------------
 

@@ -1,0 +1,283 @@
+"""Make the index match folders: new and changed files are ingested, renamed files re-linked by content
+hash without re-embedding, documents whose files are gone (or now excluded) removed with their chunks.
+
+Each document a sync writes belongs to its *root* (the folder or file given, resolved; a catalog column), and
+is shared with every user, like the CLI's ingest. A sync of a root only ever removes documents of that root
+that are shared: a user's document, or one another root that holds the file keeps in step, is left alone.
+A root that does not exist is reported (``root_not_found``) and nothing of it is removed: an unmounted disk
+does not empty the index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+
+from ragstream.config import RagstreamConfig
+from ragstream.documents.loaders import default_document_id
+from ragstream.documents.selection import FileSelector
+from ragstream.errors import DocumentError, DocumentNotFoundError, RootNotFoundError
+from ragstream.ingestion import Ingestor, ProgressCallback
+from ragstream.models import DocumentRecord, FileFailure, LoadedDocument, SkippedFile
+from ragstream.store.catalog_base import CatalogBackend
+from ragstream.sync.files import FileDigests, TemporaryFiles, under
+from ragstream.sync.report import RenamedFile, SyncReport
+
+logger = logging.getLogger("ragstream.sync")
+TEMPORARY = "temporary"
+
+
+@dataclass
+class _Plan:
+    """What one root's sync will do, decided before anything is written."""
+
+    present: dict[str, Path] = field(default_factory=dict)
+    """Files of the root (among those looked at) that exist and are taken: resolved source -> path."""
+    load: dict[str, Path] = field(default_factory=dict)
+    """New or changed files to ingest."""
+    new: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    """Files with no document yet: source -> (path, sha256), before renames are matched."""
+    adopt: list[DocumentRecord] = field(default_factory=list)
+    moves: list[tuple[DocumentRecord, str]] = field(default_factory=list)
+    gone: list[DocumentRecord] = field(default_factory=list)
+
+
+def resolve_root(path: str | Path) -> Path:
+    """A root as the catalog keeps it: the absolute path with symlinks resolved. Raises RootNotFoundError."""
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.exists():
+        raise RootNotFoundError(f"{resolved} does not exist (nothing of it was removed from the index)")
+    return resolved
+
+
+class Syncer:
+    """Keeps the index in step with roots; one sync at a time per index handle (thread-safe)."""
+
+    def __init__(self, config: RagstreamConfig, catalog: CatalogBackend, ingestor: Ingestor) -> None:
+        self._config = config
+        self._catalog = catalog
+        self._ingestor = ingestor
+        self._selector = FileSelector(config.ingest)
+        self._temporary = TemporaryFiles(config.sync.temporary_files)
+        self._digests = FileDigests(config.sync.hash_block_bytes, config.limits.max_file_bytes)
+        self._own = [str(Path(folder).expanduser().resolve()) for folder in (config.data_dir, config.server.upload_dir)
+                     if folder is not None]
+        """The index's own folders (data, uploads): never synced, even inside a root."""
+        self._lock = threading.Lock()
+
+    def sync(self, paths: Iterable[str | Path], *, changed: Iterable[str | Path] | None = None,
+             progress: ProgressCallback | None = None) -> SyncReport:
+        """Sync each root in ``paths`` (folders or files); with ``changed`` (absolute paths a watcher saw
+        change), only those paths and what was under them. A root that does not exist is a failure of the report."""
+        started = time.perf_counter()
+        looked_at = None if changed is None else {str(Path(path)) for path in changed}
+        parts: list[SyncReport] = []
+        with self._lock:
+            for path in paths:
+                try:
+                    root = resolve_root(path)
+                except RootNotFoundError as error:
+                    source = str(Path(path).expanduser().absolute())
+                    parts.append(SyncReport(roots=[source], failures=[_failure(source, error)]))
+                    continue
+                part = self._sync_root(root, looked_at, progress)
+                self._catalog.record_sync(str(root), datetime.now(UTC).isoformat(timespec="seconds"),
+                                          json.dumps(part.counts(self._config.sync.failures_kept)))
+                parts.append(part)
+        report = SyncReport().merge(parts)
+        report.duration_seconds = time.perf_counter() - started
+        return report
+
+    def ignores(self, path: str | Path) -> bool:
+        """Whether sync never takes ``path``, wherever it is: an editor's or a download's temporary file, or a file
+        of the index's own folders (its data directory, its uploads)."""
+        return self._temporary.match(path) or any(under(str(path), folder) for folder in self._own)
+
+    def takes(self, root: Path, path: Path) -> bool:
+        """Whether a sync of ``root`` takes the file ``path`` (ingest's selection rules, minus temporary files)."""
+        return not self.ignores(path) and self._selector.skip_reason(root, path) is None
+
+    def lease(self, roots: list[str], until: float | None) -> None:
+        """A watcher's lease on ``roots`` until ``until`` (seconds since the epoch; None drops it)."""
+        self._catalog.watch_roots(roots, until)
+
+    def forget(self, path: str | Path) -> SyncReport:
+        """Remove every document of the root ``path`` (which may no longer exist) and unregister it; raises
+        RootNotFoundError when no sync registered it and no document belongs to it."""
+        started = time.perf_counter()
+        key = str(Path(path).expanduser().resolve())
+        with self._lock:
+            records = self._catalog.documents_in_root(key)
+            if not records and key not in {root.root for root in self._catalog.roots()}:
+                raise RootNotFoundError(f"{key} is not a synced root")
+            report = SyncReport(roots=[key])
+            self._remove(records, key, report)
+            self._catalog.forget_root(key)
+        report.duration_seconds = time.perf_counter() - started
+        return report
+
+    # -- one root ------------------------------------------------------------------------------
+
+    def _sync_root(self, root: Path, changed: set[str] | None, progress: ProgressCallback | None) -> SyncReport:
+        key = str(root)
+        report = SyncReport(roots=[key])
+        plan = _Plan(present=self._files(root, changed, report))
+        known = {record.source: record for record in self._catalog.documents_in_root(key)}
+        self._classify(key, plan, changed, report)
+        plan.gone = [record for source, record in known.items()
+                     if source not in plan.present and _looked_at(source, changed)]
+        self._match_renames(plan)
+        if plan.adopt:
+            self._catalog.set_root([record.document_id for record in plan.adopt], key)
+            report.adopted.extend(record.source for record in plan.adopt)
+        for old, source in plan.moves:
+            if not self._move(old, source, key, report):
+                plan.load[source] = plan.present[source]
+                plan.gone.append(old)
+        if plan.load:
+            self._ingest(plan, key, report, progress)
+        self._remove(plan.gone, key, report)
+        if changed is None:
+            self._digests.prune(root, plan.present)
+        return report
+
+    def _files(self, root: Path, changed: set[str] | None, report: SyncReport) -> dict[str, Path]:
+        """The files of ``root`` a sync takes (all of them, or those among ``changed``): resolved source -> path."""
+        if changed is None:
+            selection = self._selector.select([root])
+            report.skipped_files.extend(selection.skipped)
+            candidates = selection.files
+        else:
+            candidates = [Path(path) for path in sorted(changed) if under(path, str(root)) and Path(path).is_file()
+                          and self._selector.skip_reason(root, Path(path)) is None]
+        files: dict[str, Path] = {}
+        for path in candidates:
+            if self._temporary.match(path):
+                if changed is None:
+                    report.skipped_files.append(SkippedFile(source=str(path), reason=TEMPORARY))
+            elif not self.ignores(path):
+                files[str(path.resolve())] = path
+        return files
+
+    def _classify(self, key: str, plan: _Plan, changed: set[str] | None, report: SyncReport) -> None:
+        """Sort the root's files into unchanged, adopted, new and changed, by content hash."""
+        fingerprint = self._config.index_fingerprint()
+        for source, path in list(plan.present.items()):
+            existing = self._catalog.get(default_document_id(source))
+            if existing is not None and existing.owner is not None:
+                report.warnings.append(f"{source}: user {existing.owner!r}'s document; sync leaves it alone")
+                continue
+            if existing is not None and existing.root not in (None, key) and under(source, existing.root):
+                report.warnings.append(f"{source}: kept in step with the root {existing.root}, which also holds it")
+                continue
+            try:
+                digest = self._digests.digest(Path(source), fresh=changed is not None)
+            except FileNotFoundError:  # gone since the walk: its document goes too
+                del plan.present[source]
+                continue
+            except OSError as error:
+                report.failures.append(_failure(source, DocumentError(f"{source}: cannot read file: {error.strerror or error}")))
+                continue
+            if existing is None:
+                if digest is None:
+                    plan.load[source] = path
+                else:
+                    plan.new[source] = (path, digest)
+            elif existing.checksum == digest and existing.fingerprint == fingerprint:
+                if existing.root == key:
+                    report.unchanged += 1
+                else:
+                    plan.adopt.append(existing)
+            else:
+                plan.load[source] = path
+
+    def _match_renames(self, plan: _Plan) -> None:
+        """Pair each new file with a gone document of the same content (and index settings): a move."""
+        fingerprint = self._config.index_fingerprint()
+        by_checksum: dict[str, list[DocumentRecord]] = {}
+        for record in plan.gone:
+            if record.fingerprint == fingerprint:
+                by_checksum.setdefault(record.checksum, []).append(record)
+        moved: set[str] = set()
+        for source, (path, digest) in plan.new.items():
+            candidates = by_checksum.get(digest)
+            if candidates:
+                old = candidates.pop(0)
+                plan.moves.append((old, source))
+                moved.add(old.document_id)
+            else:
+                plan.load[source] = path
+        plan.gone = [record for record in plan.gone if record.document_id not in moved]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _move(self, old: DocumentRecord, source: str, key: str, report: SyncReport) -> bool:
+        """Re-link ``old`` to the file now at ``source``; False when it cannot be (ingest the file instead)."""
+        stored = self._catalog.stored_document(old.document_id)
+        if stored is None:
+            return False
+        doc = _moved(stored, source, key)
+        chunks = self._ingestor.relink(old, doc)
+        if chunks is None:
+            return False
+        report.renamed.append(RenamedFile(source=source, previous_source=old.source, document_id=doc.document_id,
+                                          previous_document_id=old.document_id, chunks=chunks))
+        return True
+
+    def _ingest(self, plan: _Plan, key: str, report: SyncReport, progress: ProgressCallback | None) -> None:
+        outcomes: dict[str, str] = {}
+
+        def track(outcome: str, source: str) -> None:
+            outcomes[source] = outcome
+            if progress:
+                progress(outcome, source)
+
+        existed = {source for source in plan.load if source not in plan.new}
+        ingest = self._ingestor.ingest_paths(list(plan.load.values()), root=key, progress=track)
+        for source in plan.load:
+            if outcomes.get(source) == "processed":
+                (report.changed if source in existed else report.added).append(source)
+            elif outcomes.get(source) == "skipped":
+                report.unchanged += 1
+        report.failures.extend(ingest.failures)
+        report.warnings.extend(ingest.warnings)
+        report.chunks_written += ingest.chunks_written
+        report.embedding_count += ingest.embedding_count
+        report.embedding_cache_hits += ingest.embedding_cache_hits
+
+    def _remove(self, gone: list[DocumentRecord], key: str, report: SyncReport) -> None:
+        """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root or got an owner."""
+        for record in gone:
+            current = self._catalog.get(record.document_id)
+            if current is None or current.root != key or current.owner is not None:
+                continue
+            try:
+                self._ingestor.delete(record.document_id)
+            except DocumentNotFoundError:
+                continue
+            report.removed.append(record.source)
+
+
+def _looked_at(source: str, changed: set[str] | None) -> bool:
+    """Whether a sync limited to ``changed`` paths looks at ``source`` (it, or a folder above it, changed)."""
+    if changed is None or source in changed:
+        return True
+    return any(str(parent) in changed for parent in PurePath(source).parents)
+
+
+def _moved(stored: LoadedDocument, source: str, root: str) -> LoadedDocument:
+    """The stored document as the file at ``source``: its id follows the source, and a title that was the old file
+    name becomes the new one (what loading the file would give: the content is the same)."""
+    title = PurePath(source).stem if stored.title == PurePath(stored.source).stem else stored.title
+    return stored.model_copy(update={"document_id": default_document_id(source), "source": source, "title": title,
+                                     "root": root, "owner": None})
+
+
+def _failure(source: str, error: DocumentError | RootNotFoundError) -> FileFailure:
+    return FileFailure(source=source, error_type=type(error).__name__, code=error.code, message=error.message)
