@@ -151,6 +151,7 @@ class Migration:
         ``max_generation``), the embedding cache and the conversations; then verify."""
         self._prepare(records, max_generation, report)
         self._copy_documents(records, report)
+        self._copy_roots()
         report.embeddings_copied = self._copy_embeddings()
         report.turns_copied = self._copy_turns()
         self.verify(records, report)
@@ -179,6 +180,11 @@ class Migration:
                 self._target.store.flush()
                 target.clear_intents([intent])
                 report.documents_removed += 1
+
+    def _copy_roots(self) -> None:
+        """The synced roots' registry (their documents carry their root already); a watcher's lease stays behind."""
+        for root in self._source.catalog.roots():
+            self._target.catalog.record_sync(root.root, root.last_sync_at or "", root.last_summary)
 
     def _copy_documents(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
         batch: list[tuple[DocumentRecord, int | None, list[tuple[Chunk, np.ndarray]]]] = []

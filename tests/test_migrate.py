@@ -256,3 +256,19 @@ def test_a_killed_migration_resumes_and_verifies(tmp_path: Path, hash_embedder: 
     _assert_same_index(copy, source, {key: value for key, value in results.items() if key[1] in modes})
     copy.close()
     source.close()
+
+
+def test_synced_roots_come_along(tmp_path: Path, hash_embedder: HashEmbedder):
+    source = _open(tmp_path / "source", hash_embedder)
+    folder = _corpus(tmp_path / "corpus", 3)
+    assert len(source.sync([folder]).added) == 3
+    assert source.migrate(str(tmp_path / "copy")).ok
+    copy = _open(tmp_path / "copy", hash_embedder)
+    assert [r.model_dump() for r in copy.documents()] == [r.model_dump() for r in source.documents()]
+    assert {record.root for record in copy.documents()} == {str(folder.resolve())}
+    assert [(root.root, root.documents, root.last_summary) for root in copy.roots()] == [
+        (root.root, root.documents, root.last_summary) for root in source.roots()]
+    (folder / "doc00.txt").rename(folder / "renamed.txt")
+    assert [Path(moved.source).name for moved in copy.sync([folder]).renamed] == ["renamed.txt"]
+    copy.close()
+    source.close()

@@ -190,3 +190,25 @@ def test_recovery_replays_only_intents_of_writers_that_are_gone(postgres_url: st
         assert starting.intents() == [(intent, "a", generation, None)]
     finally:
         starting.close()
+
+
+def test_a_database_from_before_sync_gets_the_root_column(postgres_url: str):
+    import psycopg
+
+    config = StoreConfig(backend="postgres", url=postgres_url)
+    PostgresCatalog(config).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the schema before roots existed
+        conn.execute("DROP TABLE sync_roots")
+        conn.execute("ALTER TABLE documents DROP COLUMN root")
+        conn.execute("INSERT INTO documents (document_id, source, title, mime, checksum, generation, chunk_count, "
+                     "fingerprint, ingested_at, metadata, size_bytes, pages) VALUES ('old', '/docs/old.md', 'Old', "
+                     "'text/markdown', 'c', 1, 1, 'fp', '2026-01-01T00:00:00+00:00', '{}', 1, '[]')")
+    catalog = PostgresCatalog(config)
+    try:
+        record = catalog.get("old")
+        assert record is not None and record.root is None
+        catalog.set_root(["old"], "/docs")
+        catalog.record_sync("/docs", "2026-01-02T00:00:00+00:00", "{}")
+        assert [(root.root, root.documents) for root in catalog.roots()] == [("/docs", 1)]
+    finally:
+        catalog.close()

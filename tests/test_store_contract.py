@@ -381,3 +381,49 @@ def test_job_queue_gives_each_job_to_one_worker(opened):
         thread.join()
     everything = [job_id for ids in taken for job_id in ids]
     assert sorted(everything) == jobs  # every job taken, none twice
+
+
+def _rooted(document_id: str, generation: int, root: str | None, checksum: str = "c") -> DocumentVersion:
+    version = _version(document_id, generation, checksum)
+    return DocumentVersion(version.doc.model_copy(update={"root": root}), generation, 1, "fp", version.ingested_at)
+
+
+def test_catalog_roots_registry_and_atomic_rename(opened):
+    catalog, _ = opened
+    generations, intents = catalog.begin_versions([("a", None), ("b", None), ("c", None)])
+    catalog.commit_documents([_rooted("a", generations[0], "/docs"), _rooted("b", generations[1], "/docs"),
+                              _rooted("c", generations[2], None)])
+    catalog.clear_intents(intents)
+    assert [record.document_id for record in catalog.documents_in_root("/docs")] == ["a", "b"]
+    assert catalog.get("a").root == "/docs" and catalog.get("c").root is None
+    stored = catalog.stored_document("a")
+    assert stored is not None and stored.root == "/docs"
+
+    # a version that names no root keeps the document's; one that names one moves it
+    [again], intents = catalog.begin_versions([("a", generations[0])])
+    catalog.commit_documents([_rooted("a", again, None)])
+    assert catalog.get("a").root == "/docs"
+    catalog.set_root(["c"], "/docs")
+    assert [record.document_id for record in catalog.documents_in_root("/docs")] == ["a", "b", "c"]
+
+    # a rename: the new id comes and the old one goes in one switch (one commit sequence)
+    [moved], _ = catalog.begin_versions([("b2", None)])
+    before = catalog.snapshot().sequence
+    sequence = catalog.commit_documents([_rooted("b2", moved, "/docs")], removed=["b"])
+    assert sequence == before + 1
+    assert catalog.get("b") is None and catalog.get("b2").generation == moved
+    assert [record.document_id for record in catalog.documents_in_root("/docs")] == ["a", "b2", "c"]
+
+    assert catalog.roots() == []
+    catalog.record_sync("/docs", "2026-01-01T00:00:00+00:00", '{"added": 3}')
+    catalog.record_sync("/other", "2026-01-02T00:00:00+00:00", "{}")
+    catalog.watch_roots(["/docs"], 123.5)
+    first, second = catalog.roots()
+    assert (first.root, first.documents, first.last_sync_at, first.last_summary, first.watched_until) == (
+        "/docs", 3, "2026-01-01T00:00:00+00:00", '{"added": 3}', 123.5)
+    assert (second.root, second.documents, second.watched_until) == ("/other", 0, None)
+    catalog.record_sync("/docs", "2026-01-03T00:00:00+00:00", '{"removed": 1}')
+    catalog.watch_roots(["/docs"], None)
+    assert (catalog.roots()[0].last_summary, catalog.roots()[0].watched_until) == ('{"removed": 1}', None)
+    catalog.forget_root("/other")
+    assert [root.root for root in catalog.roots()] == ["/docs"]

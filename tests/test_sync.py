@@ -243,3 +243,19 @@ def test_cli_sync_prints_one_line_and_json(tmp_path: Path, folder: Path, monkeyp
     forgot = runner.invoke(app, ["sync", "--forget", str(folder), "--json"])
     assert forgot.exit_code == 0, forgot.output
     assert len(json.loads(forgot.stdout)["removed"]) == 5
+
+
+def test_sync_on_postgres_renames_and_removes_the_same_way(tmp_path: Path, folder: Path, postgres_url: str):
+    embedder = CountingEmbedder()
+    with _open(tmp_path, embedder, store={"backend": "postgres", "url": postgres_url}) as rs:
+        assert len(rs.sync([folder]).added) == 5
+        before = embedder.passages
+        (folder / "guide.md").rename(folder / "ops" / "timeouts.md")
+        (folder / "site.html").unlink()
+        report = rs.sync([folder])
+        assert [Path(moved.source).name for moved in report.renamed] == ["timeouts.md"]
+        assert [Path(source).name for source in report.removed] == ["site.html"]
+        assert embedder.passages == before
+        hit = rs.search("stalled server read timeout", mode="dense", top_k=1).hits[0]
+        assert Path(hit.chunk.metadata.source).name == "timeouts.md"
+        assert [(root.root, root.documents) for root in rs.roots()] == [(str(folder.resolve()), 4)]
