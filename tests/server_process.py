@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +54,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_command(host: str, port: int, *, hash_embedder: bool = False, workers: int | None = None) -> list[str]:
+def serve_command(host: str, port: int, *, hash_embedder: bool = False, workers: int | None = None,
+                  args: Sequence[str] = ()) -> list[str]:
     code = SERVE_WITH_HASH_EMBEDDER if hash_embedder else SERVE
     more = ["--workers", str(workers)] if workers else []
-    return [sys.executable, "-c", code, "serve", "--host", host, "--port", str(port), *more]
+    return [sys.executable, "-c", code, "serve", "--host", host, "--port", str(port), *more, *args]
 
 
 def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
@@ -70,12 +71,13 @@ def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
 
 @contextmanager
 def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False, data_dir: Path | None = None,
-                   workers: int | None = None, **settings: str) -> Iterator[RunningServer]:
+                   workers: int | None = None, args: Sequence[str] = (), **settings: str) -> Iterator[RunningServer]:
     """``ragstream serve --host host`` on a free port with its own data dir (``tmp/data`` unless given);
     stopped afterwards (unless the test killed it already).
 
     ``hash_embedder=True``: the server embeds with the hash embedder (fast tier), not the real model.
     ``workers``: ``serve --workers N`` (the worker processes get the hash embedder through :data:`HASH_SITE`).
+    ``args``: more options of ``serve`` (e.g. ``--watch FOLDER``).
     """
     port = free_port()
     tmp.mkdir(parents=True, exist_ok=True)
@@ -85,7 +87,7 @@ def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = Fal
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HASH_SITE), env.get("PYTHONPATH")]))
         env["RAGSTREAM_TEST_HASH_EMBEDDER"] = "1"
     with log.open("wb") as out:
-        process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder, workers=workers),
+        process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder, workers=workers, args=args),
                                    env=env, stdout=out, stderr=subprocess.STDOUT)
     server = RunningServer(url=f"http://{LOOPBACK}:{port}", data_dir=data_dir, log=log, process=process)
     try:
