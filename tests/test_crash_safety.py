@@ -165,3 +165,28 @@ def test_sigkill_at_random_moments(make_index, tmp_path):
         reopened = make_index(data_dir=data_dir)
         _assert_consistent(reopened)
         reopened.close()
+
+
+@pytest.mark.parametrize("crash_point", CRASH_POINTS)
+def test_interrupted_rename_recovers_on_reopen(make_fast_index, tmp_path, monkeypatch, crash_point):
+    """A sync's rename stopped at any write step leaves the document at its old source or at its new one,
+    whole, never both or neither; the next sync finishes the move (without embedding)."""
+    folder, data_dir = tmp_path / "docs", tmp_path / "index"
+    _write_version(folder, "alpha")
+    rs = make_fast_index(data_dir=data_dir)
+    rs.sync([folder])
+    (folder / "doc0.txt").rename(folder / "moved.txt")
+    _install_crash(monkeypatch, crash_point)
+    with pytest.raises(_CrashError):
+        rs.sync([folder])
+    monkeypatch.undo()
+    rs.close()
+
+    reopened = make_fast_index(data_dir=data_dir)
+    sources = {Path(source).name for source in _assert_consistent(reopened)}
+    expected = "moved.txt" if crash_point == "before_old_delete" else "doc0.txt"
+    assert len(sources) == DOCUMENTS and expected in sources
+    report = reopened.sync([folder])
+    assert report.embedding_count == 0 and report.failures == []
+    assert {Path(source).name for source in _assert_consistent(reopened)} == {f"doc{n}.txt" for n in range(1, DOCUMENTS)} | {
+        "moved.txt"}
