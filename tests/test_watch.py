@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,15 @@ def test_the_watcher_follows_adds_edits_renames_deletes(tmp_path: Path, folder: 
             (folder / "new.md").unlink()
             wait_for(lambda: "new.md" not in _sources(rs), "a deleted file's document removed")
 
+            # a folder moved in whole, then deleted whole
+            outside = tmp_path / "outside"
+            _write(outside / "one.md", "# One\n\nGannets dive for herring.\n")
+            _write(outside / "two.md", "# Two\n\nTerns nest on shingle.\n")
+            outside.rename(folder / "birds")
+            wait_for(lambda: {"one.md", "two.md"} <= _sources(rs), "a folder moved in")
+            shutil.rmtree(folder / "birds")
+            wait_for(lambda: not {"one.md", "two.md"} & _sources(rs), "a deleted folder's documents removed")
+
             # a file written in pieces: the document ends up whole
             with (folder / "log.md").open("w") as handle:
                 handle.write("# Log\n\nbeginning of the log; ")
@@ -199,11 +209,12 @@ def _search(data_dir: Path, query: str) -> list[str]:
 def test_watch_process_while_other_commands_use_the_index(tmp_path: Path, folder: Path):
     data_dir, log = tmp_path / "index", tmp_path / "watch.log"
     with watching(folder, data_dir, log) as process:
-        wait_for(lambda: "notes.md" in _search(data_dir, "lighthouse keeper") or process.poll() is not None,
-                 "the first sync, searched by another process")
+        # as a person would: the other commands start once the watch has opened (here: created) the index
+        wait_for(lambda: (data_dir / "server.json").is_file() or process.poll() is not None, "the watch listening")
         assert process.poll() is None, log.read_text()
         announced = json.loads((data_dir / "server.json").read_text())
         assert announced["kind"] == "watch" and announced["pid"] == process.pid
+        wait_for(lambda: "notes.md" in _search(data_dir, "lighthouse keeper"), "the first sync, searched by another process")
 
         _write(folder / "fresh.md", "# Fresh\n\nA puffin colony nests on the cliffs.\n")
         wait_for(lambda: "fresh.md" in _search(data_dir, "puffin colony"), "a new file, searched by another process")
