@@ -4,7 +4,8 @@ File events come from watchfiles (inotify, FSEvents, ReadDirectoryChangesW). The
 (``sync.debounce_ms``, at most ``sync.max_debounce_ms``), so a rename's delete and create, or an editor's
 save-by-rename, land in one batch. A changed file is synced once its size and modification time have
 held still for ``sync.stable_seconds`` (a file still being copied waits and is looked at again every
-``sync.poll_seconds``); editors' temporary files never count. Each batch is one sync limited to the paths
+``sync.poll_seconds``), a deleted one once it stayed gone that long or beside a file that is ready (a
+rename's two sides sync together); editors' temporary files never count. Each batch is one sync limited to the paths
 that changed; a new folder or a changed ignore file makes it a full sync of that root, as does the start
 and every ``sync.rescan_seconds``. While it runs, the watcher holds a lease on its roots in the catalog
 (``sync.lease_seconds``, renewed every ``sync.heartbeat_seconds``), which the Documents page shows.
@@ -30,6 +31,8 @@ from ragstream.sync.syncer import Syncer, resolve_root
 
 logger = logging.getLogger("ragstream.sync")
 MS_PER_SECOND = 1000
+_GONE = (-1, -1)
+"""The (size, time) a pending path that does not exist is remembered with."""
 ReportCallback = Callable[[SyncReport], None]
 
 
@@ -132,10 +135,10 @@ class Watcher:
         root = self._root_of(path)
         if root is None:
             return
-        if change == watchfiles.Change.deleted:
-            pending[path] = None
-        elif Path(path).name in self._ignore_files:
+        if Path(path).name in self._ignore_files:
             full.add(root)
+        elif change == watchfiles.Change.deleted:
+            pending[path] = None
         elif os.path.isdir(path):
             if change == watchfiles.Change.added:
                 full.add(root)
@@ -148,15 +151,25 @@ class Watcher:
         return max(holding, key=len) if holding else None
 
     def _settled(self, pending: dict[str, tuple[int, int, float] | None]) -> set[str]:
-        """The pending paths ready to sync: gone, or a file whose size and time held for ``sync.stable_seconds``
-        (or were last changed that long ago when first seen). The others are remembered as seen now."""
+        """The pending paths ready to sync: a file whose size and time held for ``sync.stable_seconds`` (or were
+        last changed that long ago when first seen), and a path gone for that long (an editor that deletes and
+        writes again keeps its document) or gone while another path is ready (a rename's two sides sync together).
+        The others are remembered as seen now."""
         stable = self._config.stable_seconds
         ready: set[str] = set()
+        missing: list[str] = []
         now = time.monotonic()
         for path, seen in list(pending.items()):
             try:
                 status = os.stat(path)
             except OSError:
+                missing.append(path)
+                if seen is None or seen[:2] != _GONE:
+                    pending[path] = (*_GONE, now)
+                    if stable > 0:
+                        continue
+                elif now - seen[2] < stable:
+                    continue
                 ready.add(path)
                 continue
             if stat.S_ISDIR(status.st_mode):
@@ -170,6 +183,8 @@ class Watcher:
                 ready.add(path)
             else:
                 pending[path] = (*mark, now)
+        if ready:
+            ready.update(missing)
         return ready
 
     def _sync(self, roots: Sequence[Path], changed: set[str] | None) -> None:
