@@ -42,7 +42,7 @@ from ragstream.errors import (
     InsufficientStorageError,
     RagstreamError,
 )
-from ragstream.models import DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
+from ragstream.models import Chunk, DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog_base import CatalogBackend, DocumentVersion
@@ -69,6 +69,16 @@ class _Pending:
     old_generation: int | None
     from_store: bool = False
     """Re-embedding the catalog's stored text (reindex): yields to a version another writer committed meanwhile."""
+
+
+@dataclass
+class _Move:
+    """A renamed file's document, waiting in a relink batch with the points it keeps."""
+
+    index: int
+    old: DocumentRecord
+    doc: LoadedDocument
+    points: list[tuple[Chunk, np.ndarray]]
 
 
 class Ingestor:
@@ -126,37 +136,74 @@ class Ingestor:
         self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
         return record
 
-    def relink(self, old: DocumentRecord, doc: LoadedDocument) -> int | None:
-        """Move the live version of ``old`` to ``doc`` (the same file content at a new source, under its own id)
-        without re-embedding: the new version's points carry the old version's texts and vectors, and one catalog
-        switch makes ``doc`` live and removes ``old``. The chunks moved, or None when ``old`` changed meanwhile or
-        ``doc``'s id is already taken (the caller ingests the file instead)."""
-        points = self._store.points_of(old.document_id, old.generation)
-        if not points or len(points) != old.chunk_count:
-            return None
-        vectors = np.stack([vector for _, vector in points]).astype(np.float32)
-        ensure_free_space([self._data_dir], _write_bytes([chunk.text for chunk, _ in points]) + vectors.nbytes,
+    def delete_many(self, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+        """Remove the documents of ``records`` that are still at the version named there, and purge their
+        chunks, in one switch (one commit sequence, one store flush); the records removed."""
+        with self.commit_lock:
+            live = self._catalog.live_generations()
+            gone = [record for record in records if live.get(record.document_id) == record.generation]
+            if not gone:
+                return []
+            intents = self._catalog.add_intents([(record.document_id, None, record.generation) for record in gone])
+            sequence = self._catalog.commit_documents([], removed=[record.document_id for record in gone])
+        self._on_change()
+        self._snapshots.retire(sequence, [Retired(record.document_id, record.generation, intent)
+                                          for record, intent in zip(gone, intents, strict=True)])
+        return gone
+
+    def relink(self, moves: Sequence[tuple[DocumentRecord, LoadedDocument]]) -> list[int | None]:
+        """Move the live version of each ``old`` document to its ``doc`` (the same file content at a new source,
+        under its own id) without re-embedding: the new versions' points carry the old versions' texts and vectors,
+        and one catalog switch per batch of about ``ingest.write_batch_chunks`` chunks makes the new ids live and
+        removes the old ones. Per move, the chunks moved, or None when ``old`` changed meanwhile or ``doc``'s id is
+        already taken (the caller ingests the file instead)."""
+        moved: dict[int, int] = {}
+        batch: list[_Move] = []
+        for index, (old, doc) in enumerate(moves):
+            points = self._store.points_of(old.document_id, old.generation)
+            if not points or len(points) != old.chunk_count:
+                continue
+            batch.append(_Move(index, old, doc, points))
+            if sum(len(move.points) for move in batch) >= self._config.ingest.write_batch_chunks:
+                moved.update(self._relink_batch(batch))
+                batch = []
+        if batch:
+            moved.update(self._relink_batch(batch))
+        return [moved.get(index) for index in range(len(moves))]
+
+    def _relink_batch(self, batch: list[_Move]) -> dict[int, int]:
+        vectors = [np.stack([vector for _, vector in move.points]).astype(np.float32) for move in batch]
+        texts = [chunk.text for move in batch for chunk, _ in move.points]
+        ensure_free_space([self._data_dir], _write_bytes(texts) + sum(v.nbytes for v in vectors),
                           self._config.limits.min_free_disk_bytes)
         with self.commit_lock:
             live = self._catalog.live_generations()
-            if live.get(old.document_id) != old.generation or doc.document_id in live:
-                return None
-            [removal] = self._catalog.add_intents([(old.document_id, None, old.generation)])
-            [generation], [intent] = self._catalog.begin_versions([(doc.document_id, None)])
+            kept = [(move, rows) for move, rows in zip(batch, vectors, strict=True)
+                    if live.get(move.old.document_id) == move.old.generation and move.doc.document_id not in live]
+            if not kept:
+                return {}
+            removals = self._catalog.add_intents([(move.old.document_id, None, move.old.generation) for move, _ in kept])
+            generations, intents = self._catalog.begin_versions([(move.doc.document_id, None) for move, _ in kept])
             moved_at = datetime.now(UTC).isoformat(timespec="seconds")
-            chunks = [relinked_chunk(chunk, doc, generation=generation, created_at=moved_at) for chunk, _ in points]
             try:
-                self._store.upsert(chunks, vectors, generation)
+                for (move, rows), generation in zip(kept, generations, strict=True):
+                    chunks = [relinked_chunk(chunk, move.doc, generation=generation, created_at=moved_at)
+                              for chunk, _ in move.points]
+                    self._store.upsert(chunks, rows, generation)
                 self._store.flush()
-                version = DocumentVersion(doc, generation, len(chunks), old.fingerprint, moved_at, old.first_ingested_at)
-                sequence = self._catalog.commit_documents([version], removed=[old.document_id])
+                sequence = self._catalog.commit_documents(
+                    [DocumentVersion(move.doc, generation, len(move.points), move.old.fingerprint, moved_at,
+                                     move.old.first_ingested_at) for (move, _), generation in zip(kept, generations, strict=True)],
+                    removed=[move.old.document_id for move, _ in kept])
             except InsufficientStorageError:
-                self._roll_back([(doc.document_id, generation)], [intent, removal])
+                self._roll_back([(move.doc.document_id, generation) for (move, _), generation in zip(kept, generations, strict=True)],
+                                [*intents, *removals])
                 raise
         self._on_change()
-        self._snapshots.retire(sequence, [Retired(doc.document_id, None, intent),
-                                          Retired(old.document_id, old.generation, removal)])
-        return len(chunks)
+        self._snapshots.retire(sequence, [
+            *(Retired(move.doc.document_id, None, intent) for (move, _), intent in zip(kept, intents, strict=True)),
+            *(Retired(move.old.document_id, move.old.generation, removal) for (move, _), removal in zip(kept, removals, strict=True))])
+        return {move.index: len(move.points) for move, _ in kept}
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Re-chunk and re-embed every document from its stored text under the current settings."""

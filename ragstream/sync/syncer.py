@@ -22,7 +22,7 @@ from pathlib import Path, PurePath
 from ragstream.config import RagstreamConfig
 from ragstream.documents.loaders import default_document_id
 from ragstream.documents.selection import FileSelector
-from ragstream.errors import DocumentError, DocumentNotFoundError, RootNotFoundError
+from ragstream.errors import DocumentError, RootNotFoundError
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import DocumentRecord, FileFailure, LoadedDocument, SkippedFile
 from ragstream.store.catalog_base import CatalogBackend
@@ -136,10 +136,9 @@ class Syncer:
         if plan.adopt:
             self._catalog.set_root([record.document_id for record in plan.adopt], key)
             report.adopted.extend(record.source for record in plan.adopt)
-        for old, source in plan.moves:
-            if not self._move(old, source, key, report):
-                plan.load[source] = plan.present[source]
-                plan.gone.append(old)
+        for old, source in self._move(plan.moves, key, report):  # those that could not be moved
+            plan.load[source] = plan.present[source]
+            plan.gone.append(old)
         if plan.load:
             self._ingest(plan, key, report, progress)
         self._remove(plan.gone, key, report)
@@ -217,18 +216,25 @@ class Syncer:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def _move(self, old: DocumentRecord, source: str, key: str, report: SyncReport) -> bool:
-        """Re-link ``old`` to the file now at ``source``; False when it cannot be (ingest the file instead)."""
-        stored = self._catalog.stored_document(old.document_id)
-        if stored is None:
-            return False
-        doc = _moved(stored, source, key)
-        chunks = self._ingestor.relink(old, doc)
-        if chunks is None:
-            return False
-        report.renamed.append(RenamedFile(source=source, previous_source=old.source, document_id=doc.document_id,
-                                          previous_document_id=old.document_id, chunks=chunks))
-        return True
+    def _move(self, moves: list[tuple[DocumentRecord, str]], key: str,
+              report: SyncReport) -> list[tuple[DocumentRecord, str]]:
+        """Re-link each gone document to the file now at its new source; the moves that could not be made
+        (the caller ingests those files instead)."""
+        docs: list[tuple[DocumentRecord, LoadedDocument]] = []
+        failed: list[tuple[DocumentRecord, str]] = []
+        for old, source in moves:
+            stored = self._catalog.stored_document(old.document_id)
+            if stored is None:
+                failed.append((old, source))
+            else:
+                docs.append((old, _moved(stored, source, key)))
+        for (old, doc), chunks in zip(docs, self._ingestor.relink(docs), strict=True):
+            if chunks is None:
+                failed.append((old, doc.source))
+            else:
+                report.renamed.append(RenamedFile(source=doc.source, previous_source=old.source, document_id=doc.document_id,
+                                                  previous_document_id=old.document_id, chunks=chunks))
+        return failed
 
     def _ingest(self, plan: _Plan, key: str, report: SyncReport, progress: ProgressCallback | None) -> None:
         outcomes: dict[str, str] = {}
@@ -252,16 +258,11 @@ class Syncer:
         report.embedding_cache_hits += ingest.embedding_cache_hits
 
     def _remove(self, gone: list[DocumentRecord], key: str, report: SyncReport) -> None:
-        """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root or got an owner."""
-        for record in gone:
-            current = self._catalog.get(record.document_id)
-            if current is None or current.root != key or current.owner is not None:
-                continue
-            try:
-                self._ingestor.delete(record.document_id)
-            except DocumentNotFoundError:
-                continue
-            report.removed.append(record.source)
+        """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root, got an owner
+        or a new version; in one switch."""
+        current = [record for record in (self._catalog.get(old.document_id) for old in gone)
+                   if record is not None and record.root == key and record.owner is None]
+        report.removed.extend(record.source for record in self._ingestor.delete_many(current))
 
 
 def _looked_at(source: str, changed: set[str] | None) -> bool:
