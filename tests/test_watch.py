@@ -289,3 +289,42 @@ def test_serve_watch_makes_new_files_searchable_over_http(tmp_path: Path, folder
 
 def _document_id(client: httpx.Client, name: str) -> str:
     return next(doc["document_id"] for doc in client.get("/api/documents").json() if Path(doc["source"]).name == name)
+
+
+def test_watch_on_a_shared_store_holds_nothing(tmp_path: Path, folder: Path, postgres_url: str):
+    """On PostgreSQL every process opens the index itself: the watch serves no API, and a search in another
+    process, opening the same database, sees the watched folder's changes."""
+    data_dir, log = tmp_path / "index", tmp_path / "watch.log"
+    env = {**_quick_env(data_dir), "RAGSTREAM_STORE__BACKEND": "postgres", "RAGSTREAM_STORE__URL": postgres_url}
+
+    def search(query: str) -> list[str]:
+        done = subprocess.run([*_cli(), "search", query, "--mode", "bm25", "--json"], env=env, capture_output=True,
+                              text=True, timeout=WAIT_SECONDS)
+        return [Path(hit["chunk"]["metadata"]["source"]).name for hit in json.loads(done.stdout)["hits"]] \
+            if done.returncode == 0 else []
+
+    with log.open("wb") as out:
+        process = subprocess.Popen([*_cli(), "watch", str(folder)], env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "notes.md" in search("lighthouse keeper") or process.poll() is not None, "the first sync")
+        assert process.poll() is None, log.read_text()
+        assert not (data_dir / "server.json").exists()
+        _write(folder / "gulls.md", "# Gulls\n\nHerring gulls steal chips on the promenade.\n")
+        wait_for(lambda: "gulls.md" in search("herring gulls promenade"), "a new file, seen by another process")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(STOP_SECONDS)
+    assert process.returncode == 0 and "Traceback" not in log.read_text(), log.read_text()
+
+
+def test_a_missing_root_stops_watch_and_serve_before_they_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                hash_embedder_by_default: HashEmbedder):
+    from typer.testing import CliRunner
+
+    from ragstream.cli import app
+
+    monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(tmp_path / "index"))
+    for command in (["watch", str(tmp_path / "nope")], ["serve", "--watch", str(tmp_path / "nope")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2 and "root_not_found" in result.output, result.output
+    assert not (tmp_path / "index" / "server.json").exists()
