@@ -89,24 +89,24 @@ class Watcher:
                 now = time.monotonic()
                 if config.rescan_seconds and now - last_full >= config.rescan_seconds:
                     full.update(self._keys)
-                if now < retry_at:
-                    continue
-                try:
-                    if full:
-                        self._sync([root for root in self.roots if str(root) in full], None)
-                        pending = {path: seen for path, seen in pending.items() if self._root_of(path) not in full}
-                        full.clear()
-                        last_full = now
-                        self.ready.set()
-                    ready = self._settled(pending)
-                    if ready:
-                        self._sync([root for root in self.roots if any(under(path, str(root)) for path in ready)], ready)
-                        for path in ready:
-                            pending.pop(path, None)
-                except (RagstreamError, OSError) as error:  # the embedder or the disk: try again later
-                    logger.warning("sync failed, retrying in %.0f s: %s", config.heartbeat_seconds, error)
-                    retry_at = now + config.heartbeat_seconds
-                if now - last_lease >= config.heartbeat_seconds:
+                if now >= retry_at:
+                    try:
+                        if full:
+                            self._sync([root for root in self.roots if str(root) in full], None)
+                            pending = {path: seen for path, seen in pending.items() if self._root_of(path) not in full}
+                            full.clear()
+                            last_full = now
+                            self.ready.set()
+                        ready = self._settled(pending)
+                        if ready:
+                            self._sync([root for root in self.roots if any(under(path, str(root)) for path in ready)],
+                                       ready)
+                            for path in ready:
+                                pending.pop(path, None)
+                    except (RagstreamError, OSError) as error:  # the embedder or the disk: try again later
+                        logger.warning("sync failed, retrying in %.0f s: %s", config.heartbeat_seconds, error)
+                        retry_at = now + config.heartbeat_seconds
+                if now - last_lease >= config.heartbeat_seconds:  # a root is registered by its first sync
                     self._syncer.lease(self._keys, time.time() + config.lease_seconds)
                     last_lease = now
         except KeyboardInterrupt:  # Ctrl-C while a sync ran on the main thread: stop as asked
