@@ -259,3 +259,29 @@ def test_sync_on_postgres_renames_and_removes_the_same_way(tmp_path: Path, folde
         hit = rs.search("stalled server read timeout", mode="dense", top_k=1).hits[0]
         assert Path(hit.chunk.metadata.source).name == "timeouts.md"
         assert [(root.root, root.documents) for root in rs.roots()] == [(str(folder.resolve()), 4)]
+
+
+def test_office_files_sync_like_any_other(tmp_path: Path):
+    """The formats ingest reads come with sync: a Word handbook, a deck and a sheet are added, moved without
+    embedding again and removed; Office's ``~$`` owner file beside an open document never counts."""
+    from office_files import deck_pptx, handbook_docx, ledger_xlsx
+
+    folder = tmp_path / "office"
+    folder.mkdir()
+    (folder / "handbook.docx").write_bytes(handbook_docx())
+    (folder / "deck.pptx").write_bytes(deck_pptx())
+    (folder / "ledger.xlsx").write_bytes(ledger_xlsx())
+    (folder / "~$handbook.docx").write_bytes(b"\x05ragstream-dev" + bytes(148))  # Word's lock while it is open
+    embedder = CountingEmbedder()
+    with _open(tmp_path, embedder) as rs:
+        report = rs.sync([folder])
+        assert sorted(Path(source).name for source in report.added) == ["deck.pptx", "handbook.docx", "ledger.xlsx"]
+        assert report.failures == [] and "temporary" in report.model_dump()["skipped_files"][0]["reason"]
+        before = embedder.passages
+        (folder / "handbook.docx").rename(folder / "policies.docx")
+        (folder / "deck.pptx").unlink()
+        moved = rs.sync([folder])
+        assert [Path(item.source).name for item in moved.renamed] == ["policies.docx"]
+        assert [Path(source).name for source in moved.removed] == ["deck.pptx"]
+        assert embedder.passages == before
+        assert _sources(rs) == {"policies.docx", "ledger.xlsx"}
