@@ -77,6 +77,12 @@ class LimitsConfig(ConfigSection):
         5000, ge=1, description="Documents cut into more chunks are refused (document_too_large) before embedding.")
     max_json_body_bytes: int = Field(
         1024 * 1024, ge=1, description="Largest JSON (non-upload) request body; larger ones get 413 request_too_large.")
+    max_json_depth: int = Field(
+        32, ge=2, le=500, description="Deepest nesting of objects and arrays in a JSON request body (the body itself "
+        "is level 1); deeper ones get 400 json_too_deep. At most 500: the JSON parser recurses once per level.")
+    max_json_number_chars: int = Field(
+        100, ge=20, description="Longest number in a JSON request body, in characters as written (sign, digits, "
+        "point, exponent); longer ones get 400 json_number_too_large (a 64-bit integer takes 20).")
     min_free_disk_bytes: int = Field(
         64 * 1024 * 1024, ge=0, description="Writes (uploads, ingest batches, job records) first check that the data "
         "and upload directories keep this much free space after the write; else 507 insufficient_storage.")

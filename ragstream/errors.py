@@ -112,6 +112,18 @@ class InvalidNumberError(InvalidQueryError):
     code = "invalid_number"
 
 
+class JSONTooDeepError(InvalidQueryError):
+    """A JSON body nests objects and arrays deeper than ``limits.max_json_depth``."""
+
+    code = "json_too_deep"
+
+
+class JSONNumberTooLargeError(InvalidQueryError):
+    """A JSON body holds a number written with more than ``limits.max_json_number_chars`` characters."""
+
+    code = "json_number_too_large"
+
+
 class InsufficientStorageError(RagstreamError):
     """The disk has less free space than ``limits.min_free_disk_bytes`` (plus what a write needs); nothing was written."""
 

@@ -33,6 +33,8 @@ MAX_PDF_PAGES = 50
 MAX_DOCUMENT_CHARS = 20_000
 MAX_CHUNKS = 10
 MAX_JSON_BYTES = 64 * 1024
+MAX_JSON_DEPTH = 8
+MAX_JSON_NUMBER_CHARS = 30
 MAX_SELECTED_CHARS = 100
 MAX_SESSIONS = 3
 MAX_SESSION_BYTES = 30_000
@@ -41,6 +43,8 @@ LIMITS = {
     "LIMITS__MAX_DOCUMENT_CHARS": str(MAX_DOCUMENT_CHARS),
     "LIMITS__MAX_CHUNKS_PER_DOCUMENT": str(MAX_CHUNKS),
     "LIMITS__MAX_JSON_BODY_BYTES": str(MAX_JSON_BYTES),
+    "LIMITS__MAX_JSON_DEPTH": str(MAX_JSON_DEPTH),
+    "LIMITS__MAX_JSON_NUMBER_CHARS": str(MAX_JSON_NUMBER_CHARS),
     "ANSWER__MAX_SELECTED_TEXT_CHARS": str(MAX_SELECTED_CHARS),
     "SERVER__MAX_PIPELINE_SESSIONS": str(MAX_SESSIONS),
     "SERVER__MAX_PIPELINE_SESSION_BYTES": str(MAX_SESSION_BYTES),
@@ -206,6 +210,45 @@ def test_upload_file_name_not_utf8_is_not_a_500(api: httpx.Client):
     response = api.post("/api/documents", files={"files": (b"\xed\xa0\x80.md".decode("latin-1"), b"# N\n\nname test\n")})
     assert response.status_code == 201, response.text
     json.dumps(response.json(), ensure_ascii=False).encode("utf-8")
+
+
+DEEP = "[" * 2000 + "]" * 2000  # a 4 KB body: past the JSON parser's recursion limit
+HUGE_INTEGER = "9" * 5000  # past Python's limit on integer digits (4300)
+
+
+@pytest.mark.parametrize("content_type", ["application/json", None])
+@pytest.mark.parametrize("path", sorted(SURROGATE_BODIES))
+def test_deep_json_and_huge_numbers_are_400(api: httpx.Client, path: str, content_type: str | None):
+    """Issue 25.1: they were 500s (a RecursionError / ValueError in the body check); with no Content-Type the
+    route still reads the body as JSON, so the check must too."""
+    headers = {"content-type": content_type} if content_type else {}
+    deep = SURROGATE_BODIES[path] % DEEP
+    assert len(deep) < 4200
+    body = assert_error(api.post(path, content=deep, headers=headers), 400, "json_too_deep")
+    assert "limits.max_json_depth" in body["error"]["message"]
+    huge = SURROGATE_BODIES[path] % HUGE_INTEGER
+    body = assert_error(api.post(path, content=huge, headers=headers), 400, "json_number_too_large")
+    assert "limits.max_json_number_chars" in body["error"]["message"]
+    for where in ('{"query": "x", "top_k": @}', '{"query": "x", "score_threshold": 0.@}', '{"query": "x", "f": [{"g": @}]}'):
+        body = where.replace("@", HUGE_INTEGER)
+        assert_error(api.post("/api/search", content=body, headers=headers), 400, "json_number_too_large")
+
+
+def test_json_depth_and_number_limits_are_the_configured_ones(api: httpx.Client):
+    headers = {"content-type": "application/json"}
+
+    def nested(depth: int) -> str:  # the body object is level 1, the filters object level 2
+        return '{"query": "cats", "filters": {"title": ' + "[" * (depth - 2) + '"Seed"' + "]" * (depth - 2) + "}}"
+
+    assert api.post("/api/search", content=nested(MAX_JSON_DEPTH), headers=headers).status_code == 422  # not a list
+    assert_error(api.post("/api/search", content=nested(MAX_JSON_DEPTH + 1), headers=headers), 400, "json_too_deep")
+    fits = "-0." + "0" * (MAX_JSON_NUMBER_CHARS - 4) + "1"  # as written: sign, digits, point and exponent count
+    assert len(fits) == MAX_JSON_NUMBER_CHARS
+    assert api.post("/api/search", content=f'{{"query": "cats", "score_threshold": {fits}}}',
+                    headers=headers).status_code == 200
+    too_long = "1" * (MAX_JSON_NUMBER_CHARS + 1)
+    assert_error(api.post("/api/search", content=f'{{"query": "cats", "top_k": {too_long}}}', headers=headers),
+                 400, "json_number_too_large")
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])

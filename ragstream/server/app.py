@@ -15,7 +15,7 @@ from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
 from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, roots, search, ui
 from ragstream.server.errors import install_error_handlers
-from ragstream.server.guard import RequestGuardMiddleware
+from ragstream.server.guard import JSONLimits, RequestGuardMiddleware
 from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
 from ragstream.server.jobs import FileWork, JobRunner
 from ragstream.server.mcp import mount_mcp
@@ -60,7 +60,9 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse(f"{UI_PATH}/")
 
-    app.add_middleware(RequestGuardMiddleware, max_json_bytes=rs.config.limits.max_json_body_bytes,
+    limits = rs.config.limits
+    app.add_middleware(RequestGuardMiddleware, max_json_bytes=limits.max_json_body_bytes,
+                       json_limits=JSONLimits(limits.max_json_depth, limits.max_json_number_chars),
                        user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
     if api_key_required(config, keys):
         app.add_middleware(ApiKeyMiddleware, keys=keys)

@@ -76,6 +76,8 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.DocumentTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (rse.InsufficientStorageError, HTTPStatus.INSUFFICIENT_STORAGE),
     (rse.InvalidUnicodeError, HTTPStatus.BAD_REQUEST),
+    (rse.JSONTooDeepError, HTTPStatus.BAD_REQUEST),
+    (rse.JSONNumberTooLargeError, HTTPStatus.BAD_REQUEST),
     (rse.UnsupportedFileTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     (rse.DocumentError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (rse.InvalidQueryError, HTTPStatus.UNPROCESSABLE_ENTITY),

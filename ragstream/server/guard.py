@@ -1,32 +1,54 @@
-"""Checks every request body passes before a route sees it: size, UTF-8, finite numbers, no lone surrogates.
+"""Checks every request body passes before a route sees it: size, UTF-8, nesting, numbers, no lone surrogates.
 
 Bodies are read whole up to ``limits.max_json_body_bytes`` (413 ``request_too_large`` past it,
 before the rest is read); only multipart bodies sent to the upload route pass, under its own limits.
 A body that is not valid UTF-8, or JSON holding a lone surrogate escape (``"\\ud800"``, which no UTF-8 text can
 carry), is 400 ``invalid_unicode``; ``NaN`` / ``Infinity`` (not JSON, though Python reads them) is 422
-``invalid_number``. The user id header must be UTF-8 too.
+``invalid_number``. JSON nested deeper than ``limits.max_json_depth`` is 400 ``json_too_deep`` and a number
+written with more than ``limits.max_json_number_chars`` characters 400 ``json_number_too_large`` (before,
+2,000 levels overflowed the parser's recursion and 5,000 digits Python's integer conversion: 500s). A body
+is read as JSON when its Content-Type says JSON or when it has none (the routes read such bodies as JSON
+too). The user id header must be UTF-8 too.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragstream.errors import InvalidNumberError, InvalidUnicodeError, RagstreamError
+from ragstream.errors import (
+    InvalidNumberError,
+    InvalidUnicodeError,
+    JSONNumberTooLargeError,
+    JSONTooDeepError,
+    RagstreamError,
+)
 from ragstream.server.errors import RequestTooLargeError, error_response
 
 MULTIPART = "multipart/"
 
 
+@dataclass(frozen=True)
+class JSONLimits:
+    """How deep a JSON body may nest (``limits.max_json_depth``) and how long its numbers may be written
+    (``limits.max_json_number_chars``)."""
+
+    max_depth: int
+    max_number_chars: int
+
+
 class RequestGuardMiddleware:
     """Bounds and validates request bodies and the user id header (see the module doc)."""
 
-    def __init__(self, app: ASGIApp, *, max_json_bytes: int, user_id_header: str, upload_paths: frozenset[str]) -> None:
+    def __init__(self, app: ASGIApp, *, max_json_bytes: int, json_limits: JSONLimits, user_id_header: str,
+                 upload_paths: frozenset[str]) -> None:
         self.app = app
         self._max = max_json_bytes
+        self._json_limits = json_limits
         self._upload_paths = upload_paths
         self._user_header = user_id_header.lower().encode("latin-1")
 
@@ -42,7 +64,7 @@ class RequestGuardMiddleware:
             self._check_headers(scope)
             if not passes:
                 body = await self._read(headers, receive)
-                _check_body(body, headers.get("content-type", ""))
+                _check_body(body, headers.get("content-type", ""), self._json_limits)
         except RagstreamError as error:
             await error_response(error)(scope, receive, send)
             return
@@ -78,24 +100,73 @@ class RequestGuardMiddleware:
         return b"".join(parts)
 
 
-def _check_body(body: bytes, content_type: str) -> None:
+def _check_body(body: bytes, content_type: str, limits: JSONLimits) -> None:
     if not body:
         return
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidUnicodeError(f"the request body is not UTF-8 (byte {error.start})") from None
-    if "json" not in content_type.lower():
+    if content_type.strip() and "json" not in content_type.lower():
         return
-    try:
-        parsed = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError:
+    parsed = _parse_json(text, limits)
+    if parsed is _NOT_JSON:
         return  # the route's validation answers 422 with where the JSON breaks
     try:
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidUnicodeError("the JSON body holds a lone surrogate escape (e.g. \"\\ud800\"): "
                                   "not valid Unicode") from None
+
+
+_NOT_JSON = object()
+
+
+def _parse_json(text: str, limits: JSONLimits) -> Any:
+    """The JSON value of ``text`` within ``limits`` (``_NOT_JSON`` when it does not parse); raises
+    JSONTooDeepError or JSONNumberTooLargeError past them."""
+
+    def bounded(kind: type[int] | type[float]) -> Any:
+        def parse(number: str) -> int | float:
+            if len(number) > limits.max_number_chars:
+                raise JSONNumberTooLargeError(
+                    f"a number in the JSON body is written with {len(number)} characters; the limit is "
+                    f"{limits.max_number_chars} (limits.max_json_number_chars)")
+            return kind(number)
+        return parse
+
+    try:
+        parsed = json.loads(text, parse_constant=_reject_constant, parse_int=bounded(int), parse_float=bounded(float))
+    except json.JSONDecodeError:
+        return _NOT_JSON
+    except RecursionError:  # deeper than the parser can go, so deeper than the limit (at most 500)
+        raise _too_deep("more levels than the parser can follow", limits) from None
+    depth = json_depth(parsed)
+    if depth > limits.max_depth:
+        raise _too_deep(f"{depth} levels deep", limits)
+    return parsed
+
+
+def _too_deep(found: str, limits: JSONLimits) -> JSONTooDeepError:
+    return JSONTooDeepError(f"the JSON body nests objects and arrays {found}; the limit is {limits.max_depth} "
+                            "levels (limits.max_json_depth)")
+
+
+def json_depth(value: Any) -> int:
+    """How deep ``value`` nests dicts and lists (a scalar is 0, ``{}`` and ``[]`` are 1); without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def _reject_constant(name: str) -> Any:
