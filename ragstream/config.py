@@ -172,6 +172,9 @@ class EmbeddingConfig(ConfigSection):
     retry_base_seconds: float = Field(1.0, description="First backoff delay; doubles per retry.")
     retry_max_seconds: float = Field(10.0, description="Backoff cap.")
     timeout_seconds: float = Field(30.0, description="HTTP timeout for remote embedders.")
+    retry_budget_seconds: float = Field(
+        10.0, ge=0, description="Remote embedder: what retries (their waits and attempts) may add to one embedding "
+        "call after its first attempt, in seconds; a call ends by timeout_seconds + this.")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL (provider=openai).")
     api_key: str | None = Field(None, description="API key for the OpenAI-compatible embedder.")
     dimensions: int | None = Field(None, description="Vector size; detected from the model when unset.")
@@ -183,6 +186,10 @@ class EmbeddingConfig(ConfigSection):
         30.0, ge=0,
         description="Remote embedder: how long an open breaker fails fast before one trial call is let through.",
     )
+    breaker_opens_on_timeout: bool = Field(
+        True, description="Remote embedder: a request that got no answer within timeout_seconds is not retried and "
+        "opens the breaker at once (a hung endpoint would cost every retry and every later question that timeout "
+        "again); false: a timeout is retried and counts like any other failure.")
 
     def backend(self) -> Literal["sentence_transformers", "onnx", "openai"]:
         """The provider that runs: ``provider``, with ``auto`` resolved by what is installed (and ONNX for a
@@ -397,6 +404,10 @@ class LLMConfig(ConfigSection):
     breaker_cooldown_seconds: float = Field(
         30.0, ge=0, description="How long an open breaker fails fast before one trial call is let through."
     )
+    breaker_opens_on_timeout: bool = Field(
+        True, description="A request (or a stream) that got no answer within timeout_seconds is not retried and opens "
+        "the breaker at once: the question's other LLM calls and the next questions answer extractively without "
+        "waiting; false: a timeout is retried and counts like any other failure.")
 
     @property
     def enabled(self) -> bool:

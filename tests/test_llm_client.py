@@ -166,12 +166,21 @@ def test_connection_refused_is_retried_then_unavailable() -> None:
     assert client.calls == 3 and delays == [1.0, 2.0] and caught.value.status_code is None
 
 
-def test_timeout_is_retried() -> None:
+def test_timeout_is_retried_when_it_does_not_open_the_breaker() -> None:
+    with ScriptedServer([200], delay=1.0) as server:
+        client, delays = make_client(server.base_url, max_retries=1, timeout_seconds=0.2,
+                                     breaker_opens_on_timeout=False)
+        with pytest.raises(LLMUnavailableError):
+            client.chat(MESSAGES)
+    assert client.calls == 2 and delays == [1.0]
+
+
+def test_timeout_is_not_retried_by_default() -> None:
     with ScriptedServer([200], delay=1.0) as server:
         client, delays = make_client(server.base_url, max_retries=1, timeout_seconds=0.2)
         with pytest.raises(LLMUnavailableError):
             client.chat(MESSAGES)
-    assert client.calls == 2 and delays == [1.0]
+    assert client.calls == 1 and delays == [] and client.breaker.state == "open"
 
 
 def test_request_carries_model_temperature_seed_and_max_tokens() -> None:

@@ -383,8 +383,9 @@ def test_call_with_retries_does_not_sleep_past_the_deadline() -> None:
 
 
 def test_hanging_llm_fails_within_the_deadline() -> None:
-    with Provider([hang]) as provider:
-        client = llm(provider, sleep=time.sleep, max_retries=5, retry_base_seconds=0.1, timeout_seconds=0.5)
+    with Provider([hang]) as provider:  # timeouts retried (not the default): the deadline still bounds them
+        client = llm(provider, sleep=time.sleep, max_retries=5, retry_base_seconds=0.1, timeout_seconds=0.5,
+                     breaker_opens_on_timeout=False)
         started = time.monotonic()
         with pytest.raises(DeadlineExceededError) as caught:
             client.chat(MESSAGES, deadline=Deadline(1.0))
@@ -403,6 +404,54 @@ def test_hanging_llm_without_deadline_fails_on_the_per_request_timeout() -> None
             client.chat(MESSAGES)
         assert time.monotonic() - started < 0.3 + SLACK_SECONDS
     assert type(caught.value) is LLMUnavailableError and caught.value.attempts == 1
+
+
+def test_a_timed_out_attempt_is_not_retried_and_opens_the_breaker() -> None:
+    """Issue 25.3: a hung LLM cost four timeouts and three backoffs per question; now one timeout, and the
+    breaker answers the question's other calls and the next questions at once."""
+    with Provider([hang]) as provider:
+        client = llm(provider, max_retries=3, timeout_seconds=0.3, breaker_failures=3)
+        with pytest.raises(LLMUnavailableError) as caught:
+            client.chat(MESSAGES, deadline=Deadline(30.0))
+        assert "llm.timeout_seconds" in caught.value.message and caught.value.attempts == 1
+        assert provider.count == client.calls == 1 and client.retries == 0
+        assert client.breaker.state == "open"
+        for call in (lambda: client.chat(MESSAGES), lambda: client.stream_chat(MESSAGES),
+                     lambda: client.complete_json(MESSAGES, Answer)):
+            with pytest.raises(LLMCircuitOpenError):
+                call()
+        assert provider.count == 1
+
+
+def test_a_stream_open_that_times_out_opens_the_breaker() -> None:
+    with Provider([hang]) as provider:
+        client = llm(provider, max_retries=3, timeout_seconds=0.3, breaker_failures=3)
+        with pytest.raises(LLMUnavailableError):
+            client.stream_chat(MESSAGES)
+        with pytest.raises(LLMCircuitOpenError):
+            client.stream_chat(MESSAGES)
+    assert provider.count == 1
+
+
+def test_a_stream_stalled_for_a_whole_timeout_opens_the_breaker() -> None:
+    with Provider([stream(["first"], then_hang=True)]) as provider:
+        client = llm(provider, timeout_seconds=0.3, breaker_failures=3)
+        chat = client.stream_chat(MESSAGES, deadline=Deadline(30.0))
+        with pytest.raises(LLMUnavailableError):
+            list(chat)
+        assert chat.text == "first" and client.breaker.state == "open"
+        with pytest.raises(LLMCircuitOpenError):
+            client.chat(MESSAGES)
+    assert provider.count == 1
+
+
+def test_timeouts_count_like_other_failures_when_configured() -> None:
+    with Provider([hang]) as provider:
+        client = llm(provider, max_retries=2, timeout_seconds=0.2, breaker_failures=3, breaker_opens_on_timeout=False)
+        with pytest.raises(LLMUnavailableError):
+            client.chat(MESSAGES)
+        assert provider.count == 3 and client.breaker.state == "closed"
+        assert client.breaker.consecutive_failures == 1
 
 
 def test_expired_deadline_sends_no_request() -> None:
@@ -686,6 +735,31 @@ def test_embedder_closed_port_fails_then_breaker_fails_fast() -> None:
     with pytest.raises(EmbedderCircuitOpenError) as fast:
         client.embed_queries(["hello"])
     assert fast.value.code == "embedder_unavailable" and isinstance(fast.value, EmbeddingFailureError)
+
+
+def test_hung_embedder_costs_one_timeout_then_fails_fast() -> None:
+    """Issue 25.2: four timed-out attempts and three backoffs per embedding call before; now one."""
+    with Provider([hang]) as provider:
+        client = embedder(provider.base_url, max_retries=3, breaker_failures=3, timeout_seconds=0.3, dimensions=DIMS)
+        with pytest.raises(EmbedderUnavailableError) as caught:
+            client.embed_queries(["hello"])
+        assert type(caught.value) is EmbedderUnavailableError
+        assert "embedding.timeout_seconds" in caught.value.message
+        assert provider.count == 1 and client.breaker.state == "open"
+        with pytest.raises(EmbedderCircuitOpenError):
+            client.embed_documents(["a", "b"])
+    assert provider.count == 1
+
+
+def test_embedder_retries_stop_at_the_retry_budget() -> None:
+    with Provider([hang]) as provider:  # timeouts retried (not the default): the budget bounds the call
+        client = embedder(provider.base_url, max_retries=50, breaker_failures=3, timeout_seconds=0.2,
+                          retry_budget_seconds=0.3, breaker_opens_on_timeout=False, dimensions=DIMS)
+        with pytest.raises(EmbedderUnavailableError) as caught:
+            client.embed_queries(["hello"])
+    assert "retry_budget_seconds" in caught.value.message
+    assert 2 <= provider.count <= 4  # 0.2 s attempts within 0.2 + 0.3 s, the last one cut short
+    assert client.breaker.state == "closed" and client.breaker.consecutive_failures == 1
 
 
 def test_embedder_breaker_opens_on_503_and_half_opens() -> None:

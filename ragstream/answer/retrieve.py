@@ -3,8 +3,9 @@
 Relevance is the dense cosine similarity between the query and chunk embeddings of the index's
 embedder (all-MiniLM-L6-v2 by default), clipped to 0..1: vectors are L2-normalised, so cosine is
 in -1..1 and anything at or below 0 is "unrelated". The search runs in dense mode so the order
-*is* the relevance order; when the embedder is unavailable the search degrades to BM25, which has
-no calibrated relevance, and every chunk counts as relevance 0 (nothing qualifies).
+*is* the relevance order. Without the query's embedding there is no relevance to judge (BM25 scores
+are not calibrated): when the embedder is unavailable, retrieve raises :class:`EmbedderUnavailableError`
+(HTTP 503 ``embedder_unavailable``) rather than answer "nothing relevant", and the search is not run.
 
 Chunks below ``min_relevance`` are dropped, at most ``max_chunks`` kept; ``meets_threshold`` is
 ``avg_relevance >= min_relevance``. When nothing qualifies the chunks are empty and
@@ -23,7 +24,7 @@ import numpy as np
 
 from ragstream.answer.models import DocumentChunk, RAGContext
 from ragstream.config import AnswerConfig
-from ragstream.errors import EmbeddingFailureError, RagstreamError, VectorDBUnavailableError
+from ragstream.errors import EmbedderUnavailableError, RagstreamError, VectorDBUnavailableError
 from ragstream.models import Chunk, SearchResult
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
@@ -89,8 +90,10 @@ class Retriever:
         started = time.perf_counter()
         try:  # outside the timeout: it covers the vector store, not loading the embedding model
             vector = self._embed_query(query)
-        except EmbeddingFailureError:
-            vector = None  # the search degrades to BM25: no calibrated relevance, nothing qualifies
+        except EmbedderUnavailableError as error:
+            raise EmbedderUnavailableError(
+                "retrieve ranks chunks by their cosine to the query's embedding, and the embedder is unavailable "
+                f"(BM25 scores give no calibrated relevance): {error.message}") from error
         result = run_with_timeout(
             lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector,
                                  snapshot=snapshot, user=user),

@@ -9,8 +9,9 @@ States:
 
 Only failures that say "the endpoint is unavailable" should be recorded (network errors,
 timeouts, 5xx, 429 after retries, bodies that are not the expected JSON); an endpoint that
-answers a 4xx is alive. :func:`breaker_for` keeps one breaker per endpoint for the whole process,
-so every client of the same base URL shares it.
+answers a 4xx is alive. A request that got no answer for a whole timeout may :meth:`CircuitBreaker.trip`
+the breaker instead: a hung endpoint would cost every later call that timeout again. :func:`breaker_for`
+keeps one breaker per endpoint for the whole process, so every client of the same base URL shares it.
 """
 
 from __future__ import annotations
@@ -113,6 +114,16 @@ class CircuitBreaker:
                 self._state = OPEN
                 self._opened_at = self._clock()
                 self._trial_started = None
+
+    def trip(self) -> None:
+        """The endpoint hung (no answer for a whole timeout): open at once, whatever the threshold."""
+        with self._lock:
+            self._failures += 1
+            if not self.enabled:
+                return
+            self._state = OPEN
+            self._opened_at = self._clock()
+            self._trial_started = None
 
     def release(self) -> None:
         """The call ended without saying anything about the endpoint: free the trial slot."""

@@ -14,7 +14,9 @@ Bounds: every call takes an optional :class:`Deadline` (the answer path makes on
 left)``, a backoff that would end past the deadline is not slept, and running out of time raises
 :class:`DeadlineExceededError`. A circuit breaker shared by every client of the same ``base_url``
 opens after ``breaker_failures`` calls in a row failed as unavailable; while open, calls raise
-:class:`LLMCircuitOpenError` at once, with no HTTP request.
+:class:`LLMCircuitOpenError` at once, with no HTTP request. An attempt (or a stream) that got no answer
+for a whole ``timeout_seconds`` is not retried and opens the breaker at once (``breaker_opens_on_timeout``):
+a hung endpoint costs one timeout, then the question's other calls and the next questions fail fast.
 """
 
 from __future__ import annotations
@@ -103,8 +105,10 @@ class ChatStream(Iterator[str]):
         *,
         deadline: Deadline | None = None,
         breaker: CircuitBreaker | None = None,
+        trip_on_timeout: bool = False,
     ) -> None:
         self._chunks = chunks
+        self._trip_on_timeout = trip_on_timeout
         self._parts: list[str] = []
         self._model = model
         self._attempts = attempts
@@ -133,8 +137,15 @@ class ChatStream(Iterator[str]):
             self.done = True
             self._settle(True)
         except (openai.APIError, httpx.HTTPError, ValueError) as error:
-            self._settle(False)
-            raise self._failure(error) from error
+            failure = self._failure(error)
+            stalled = isinstance(error, (httpx.TimeoutException, openai.APITimeoutError))
+            out_of_time = isinstance(failure, DeadlineExceededError) or (
+                self._deadline is not None and self._deadline.expired())
+            if stalled and self._trip_on_timeout and not out_of_time:
+                self._settle(False, trip=True)  # no token for a whole timeout: the endpoint hangs
+            else:
+                self._settle(False)
+            raise failure from error
         except LLMUnavailableError:
             self._settle(False)
             raise
@@ -174,8 +185,9 @@ class ChatStream(Iterator[str]):
         return (f"LLM stream ended early: the connection closed after {len(self._parts)} deltas "
                 "without a finish reason or [DONE]")
 
-    def _settle(self, ok: bool | None) -> None:
-        """Tell the breaker, once, how the stream ended (``None``: it says nothing about the endpoint)."""
+    def _settle(self, ok: bool | None, *, trip: bool = False) -> None:
+        """Tell the breaker, once, how the stream ended (``None``: it says nothing about the endpoint;
+        ``trip``: it hung, open the breaker at once)."""
         if self._settled or self._breaker is None:
             return
         self._settled = True
@@ -183,6 +195,8 @@ class ChatStream(Iterator[str]):
             self._breaker.release()
         elif ok:
             self._breaker.record_success()
+        elif trip:
+            self._breaker.trip()
         else:
             self._breaker.record_failure()
 
@@ -306,13 +320,17 @@ class LLMClient:
             try:
                 chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
                 self._stream_usage = True
-                return ChatStream(chunks, self.config.model, attempts, deadline=deadline, breaker=self.breaker)
+                return self._stream(chunks, attempts, deadline)
             except LLMRequestError as error:
                 if self._stream_usage or error.status_code not in (400, 422):
                     raise
                 self._stream_usage = False
         chunks, attempts = self._send(deadline, stream=True, **kwargs)
-        return ChatStream(chunks, self.config.model, attempts, deadline=deadline, breaker=self.breaker)
+        return self._stream(chunks, attempts, deadline)
+
+    def _stream(self, chunks: Any, attempts: int, deadline: Deadline | None) -> ChatStream:
+        return ChatStream(chunks, self.config.model, attempts, deadline=deadline, breaker=self.breaker,
+                          trip_on_timeout=self.config.breaker_opens_on_timeout)
 
     def complete_json(
         self,
@@ -390,6 +408,7 @@ class LLMClient:
         """
         attempts = 0
         last_timeout = self.config.timeout_seconds
+        hung = False  # an attempt got no answer for a whole llm.timeout_seconds
         if deadline is not None:
             try:
                 deadline.check("the LLM call")
@@ -399,19 +418,26 @@ class LLMClient:
         self.breaker.before_call()
 
         def once() -> Any:
-            nonlocal attempts, last_timeout
+            nonlocal attempts, last_timeout, hung
             timeout = deadline.timeout(self.config.timeout_seconds) if deadline else self.config.timeout_seconds
             last_timeout = timeout
             if attempts:
                 self.retries += 1
             attempts += 1
             self.calls += 1
-            with metrics.timed_llm_call():
-                return self._create(stream=stream, timeout=timeout, **kwargs)
+            try:
+                with metrics.timed_llm_call():
+                    return self._create(stream=stream, timeout=timeout, **kwargs)
+            except openai.APITimeoutError:
+                hung = self.config.breaker_opens_on_timeout and timeout >= self.config.timeout_seconds
+                raise
+
+        def retryable(error: BaseException) -> bool:
+            return is_retryable(error) and not hung
 
         try:
             response = call_with_retries(
-                once, self._policy, is_retryable=is_retryable, sleep=self._sleep, deadline=deadline,
+                once, self._policy, is_retryable=retryable, sleep=self._sleep, deadline=deadline,
                 retry_after=retry_after_seconds, retry_after_max=self.config.retry_after_max_seconds,
             )
             if not stream:
@@ -429,7 +455,14 @@ class LLMClient:
                     status_code=failure.status_code, attempts=attempts)
                 # the question's budget, not the endpoint, ended an attempt shorter than llm.timeout_seconds
                 cut_by_deadline = last_timeout < self.config.timeout_seconds
-            self._record(None if cut_by_deadline else failure)
+            if hung:
+                self.breaker.trip()
+                failure.message = (f"{failure.message}; no answer within {self.config.timeout_seconds:g}s "
+                                   "(llm.timeout_seconds): not retried, and its circuit breaker fails further "
+                                   f"calls at once for {self.breaker.cooldown_seconds:g}s")
+                failure.args = (failure.message,)
+            else:
+                self._record(None if cut_by_deadline else failure)
             raise failure from error
         except LLMError as error:
             self._record(error)

@@ -84,6 +84,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.InvariantViolationError, HTTPStatus.INTERNAL_SERVER_ERROR),
     (rse.StageOrderError, HTTPStatus.CONFLICT),
     (rse.PipelineError, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (rse.EmbedderUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE),
     (rse.EmbeddingFailureError, HTTPStatus.SERVICE_UNAVAILABLE),
     (rse.VectorDBUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE),
     (rse.LLMRateLimitError, HTTPStatus.TOO_MANY_REQUESTS),

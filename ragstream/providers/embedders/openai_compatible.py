@@ -1,7 +1,10 @@
 """Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, vLLM, llama.cpp).
 
-Requests are retried on 429, 5xx and network errors. A circuit breaker shared by every embedder of
-the same ``base_url`` opens after ``embedding.breaker_failures`` requests in a row failed as
+Requests are retried on 429, 5xx and network errors, within ``embedding.retry_budget_seconds`` after the
+first attempt: one call ends by ``timeout_seconds`` + that budget. A request that got no answer within
+``timeout_seconds`` is not retried and opens the circuit breaker at once (``breaker_opens_on_timeout``): a
+hung endpoint costs one timeout, not one per retry and per question. The breaker, shared by every embedder
+of the same ``base_url``, also opens after ``embedding.breaker_failures`` calls in a row failed as
 unavailable; while open, calls raise :class:`EmbedderCircuitOpenError` at once. A 200 whose body is
 not the expected ``{"data": [{"index", "embedding"}, ...]}`` raises :class:`EmbedderUnavailableError`.
 """
@@ -18,9 +21,15 @@ import numpy as np
 
 from ragstream import metrics
 from ragstream.config import EmbeddingConfig
-from ragstream.errors import EmbedderCircuitOpenError, EmbedderUnavailableError, EmbeddingFailureError
+from ragstream.errors import (
+    DeadlineExceededError,
+    EmbedderCircuitOpenError,
+    EmbedderUnavailableError,
+    EmbeddingFailureError,
+)
 from ragstream.observability import request_id_headers
 from ragstream.providers.circuit import breaker_for
+from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
@@ -39,6 +48,9 @@ class OpenAICompatibleEmbedder:
         self._model = config.model
         self._batch_size = config.batch_size
         self._policy = RetryPolicy(config.max_retries, config.retry_base_seconds, config.retry_max_seconds)
+        self._timeout = config.timeout_seconds
+        self._retry_budget = config.retry_budget_seconds
+        self._trip_on_timeout = config.breaker_opens_on_timeout
         self.model_id = f"openai:{config.base_url}:{config.model}"
         self._dimensions = config.dimensions or 0
         self.breaker = breaker_for(BREAKER_KIND, config.base_url.rstrip("/"), config.breaker_failures,
@@ -69,27 +81,52 @@ class OpenAICompatibleEmbedder:
         return normalise(np.vstack(batches))
 
     def _request(self, batch: list[str]) -> np.ndarray:
+        deadline = Deadline(self._timeout + self._retry_budget)
+        hung = False  # an attempt got no answer for a whole timeout
+
         def post() -> httpx.Response:
-            response = self._client.post("/embeddings", json={"model": self._model, "input": batch},
-                                         headers=request_id_headers())
+            nonlocal hung
+            timeout = deadline.timeout(self._timeout)
+            try:
+                response = self._client.post("/embeddings", json={"model": self._model, "input": batch},
+                                             headers=request_id_headers(), timeout=timeout)
+            except httpx.TimeoutException:
+                hung = timeout >= self._timeout  # not when the retry budget cut the attempt short
+                raise
             response.raise_for_status()
             return response
 
+        def retryable(error: BaseException) -> bool:
+            return _is_retryable(error) and not (hung and self._trip_on_timeout)
+
         self.breaker.before_call()
         try:
-            response = call_with_retries(post, self._policy, is_retryable=_is_retryable)
+            response = call_with_retries(post, self._policy, is_retryable=retryable, deadline=deadline)
             vectors = parse_embeddings(response, len(batch), self._dimensions)
         except httpx.HTTPStatusError as error:
             status = error.response.status_code
             if _is_retryable(error):
                 self.breaker.record_failure()
-                raise EmbedderUnavailableError(
-                    f"embedding endpoint answered {status} after {self._policy.max_retries} retries") from error
+                raise EmbedderUnavailableError(f"embedding endpoint answered {status} after its retries") from error
             self.breaker.record_success()  # the endpoint is up; it refused this request
             raise EmbeddingFailureError(f"embedding endpoint answered {status}") from error
+        except httpx.TimeoutException as error:
+            if hung and self._trip_on_timeout:
+                self.breaker.trip()
+                raise EmbedderUnavailableError(
+                    f"embedding endpoint did not answer within {self._timeout:g}s (embedding.timeout_seconds); "
+                    f"its circuit breaker fails further calls at once for "
+                    f"{self.breaker.cooldown_seconds:g}s") from error
+            self.breaker.record_failure()
+            raise EmbedderUnavailableError(f"embedding endpoint unreachable: {error}") from error
         except httpx.HTTPError as error:
             self.breaker.record_failure()
             raise EmbedderUnavailableError(f"embedding endpoint unreachable: {error}") from error
+        except DeadlineExceededError as error:  # the retry budget ran out
+            self.breaker.record_failure()
+            raise EmbedderUnavailableError(
+                f"embedding endpoint still failing after {self._timeout + self._retry_budget:g}s "
+                f"(embedding.timeout_seconds + retry_budget_seconds): {error.__cause__ or error}") from error
         except EmbedderUnavailableError:
             self.breaker.record_failure()
             raise
