@@ -282,11 +282,45 @@ def wait_for_job(api: httpx.Client, job_id: str) -> tuple[dict, list[int]]:
     raise AssertionError(f"job {job_id} still {job['state']} after {JOB_DEADLINE_SECONDS} s")
 
 
+JOBS_MAX_FILE_BYTES = 100_000
+
+
 @pytest.fixture(scope="module")
 def jobs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with running_server(tmp_path_factory.mktemp("jobs"), hash_embedder=True,
-                        SERVER__BACKGROUND_INGEST_BYTES="2000") as running:
+    with running_server(tmp_path_factory.mktemp("jobs"), hash_embedder=True, SERVER__BACKGROUND_INGEST_BYTES="2000",
+                        LIMITS__MAX_FILE_BYTES=str(JOBS_MAX_FILE_BYTES)) as running:
         yield running
+
+
+def test_upload_whose_files_are_all_refused_before_any_work_is_413_not_a_job(jobs_server: RunningServer):
+    """Issue 25.4: an oversize upload past server.background_ingest_bytes was 202 with a job that 'succeeded'."""
+    big = b"# Big\n\n" + b"word " * (JOBS_MAX_FILE_BYTES // 5)
+    with httpx.Client(base_url=jobs_server.url, timeout=TIMEOUT) as api:
+        before = api.get("/api/documents").json()
+        for files in ([("files", ("big.md", big))], [("files", ("big.md", big)), ("files", ("bigger.md", big * 2))]):
+            body = assert_error(api.post("/api/documents", files=files), 413, "file_too_large")
+            assert [item["status"] for item in body["files"]] == ["failed"] * len(files)
+            assert body["error"]["message"].count(str(JOBS_MAX_FILE_BYTES)) == len(files)  # one sentence per file
+        assert api.get("/api/documents").json() == before
+        assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
+
+
+def test_job_whose_files_all_failed_is_failed(jobs_server: RunningServer):
+    broken = b"%PDF-1.7\n1 0 obj <<" + b" " * 1500
+    with httpx.Client(base_url=jobs_server.url, timeout=TIMEOUT) as api:
+        response = api.post("/api/documents", files=[("files", ("one.pdf", broken)), ("files", ("two.pdf", broken + b" "))])
+        assert response.status_code == 202, response.text
+        job, _ = wait_for_job(api, response.json()["id"])
+        assert job["state"] == "failed", job
+        assert job["error"]["code"] == "corrupt_document" and job["files_done"] == 2
+        assert {item["status"] for item in job["files"]} == {"failed"}
+        mixed = api.post("/api/documents", files=[("files", ("three.pdf", broken)),
+                                                  ("files", ("big.md", b"w " * JOBS_MAX_FILE_BYTES))])
+        assert mixed.status_code == 202, mixed.text
+        job, _ = wait_for_job(api, mixed.json()["id"])
+        assert job["state"] == "failed" and job["error"]["code"] == "upload_failed", job
+        assert {item["error"]["code"] for item in job["files"]} == {"corrupt_document", "file_too_large"}
+        assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
 
 
 def test_large_upload_becomes_a_job(jobs_server: RunningServer):

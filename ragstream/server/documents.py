@@ -18,6 +18,7 @@ from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import ingest_upload, public_record, store_upload, stored_upload
+from ragstream.server.jobs import combined_error
 from ragstream.server.schemas import (
     DeleteResponse,
     DocumentDetail,
@@ -29,7 +30,7 @@ from ragstream.server.schemas import (
     UploadResponse,
 )
 from ragstream.server.state import ServerState, get_state
-from ragstream.server.uploads import check_content_length, display_name, limited_receive
+from ragstream.server.uploads import check_content_length, display_name, limited_receive, too_large
 from ragstream.server.users import Caller, get_caller
 from ragstream.store.disk import ensure_free_space
 
@@ -72,7 +73,8 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     (with the per-file results) when every file failed; 507 ``insufficient_storage`` before anything is
     read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. When the files
     together pass ``server.background_ingest_bytes``, they are stored and a background job ingests them:
-    202 with the job (``GET /api/jobs/{id}`` shows its progress).
+    202 with the job (``GET /api/jobs/{id}`` shows its progress), unless every file was refused before any
+    work (e.g. each over ``limits.max_file_bytes``): then the 4xx error body at once, and no job.
     """
     if shared and not caller.admin:
         raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
@@ -91,6 +93,7 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
         background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
         if background:
             results = [await run_in_threadpool(_named(store_upload), state, item, owner) for item in files]
+            background = any(result.status == "pending" for result in results)  # else all refused: answer now
         else:
             results = [await run_in_threadpool(_named(ingest_upload), state, item, caller.user, owner)
                        for item in files]
@@ -110,6 +113,10 @@ def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:
         except InvalidUnicodeError as error:
             metrics.record_failed_file()
             return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
+        limit = state.rs.config.limits.max_file_bytes
+        if item.size is not None and item.size > limit:  # refused before it is copied
+            metrics.record_failed_file()
+            return UploadedFile(filename=name, status="failed", error=ErrorDetail(**too_large(name, limit).to_dict()))
         source: BinaryIO = item.file
         return step(state, source, name, *args)
     return run
@@ -199,10 +206,7 @@ def _upload_response(results: list[UploadedFile]) -> JSONResponse:
 
 
 def _all_failed(body: UploadResponse) -> JSONResponse:
-    errors = [r.error for r in body.files if r.error]
-    shared = len({e.code for e in errors}) == 1
-    code, error_type = (errors[0].code, errors[0].type) if shared else ("upload_failed", "UploadFailed")
-    status = STATUS_BY_FILE_ERROR.get(code, HTTPStatus.UNPROCESSABLE_ENTITY)
-    message = "; ".join(error.message for error in errors)
+    error = combined_error([r.error for r in body.files if r.error])
+    status = STATUS_BY_FILE_ERROR.get(error.code, HTTPStatus.UNPROCESSABLE_ENTITY)
     files = [r.model_dump(mode="json") for r in body.files]
-    return JSONResponse(error_body(code, error_type, message, files=files), status_code=status)
+    return JSONResponse(error_body(error.code, error.type, error.message, files=files), status_code=status)

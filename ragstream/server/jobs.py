@@ -47,6 +47,14 @@ Discard = Callable[[list[UploadedFile]], None]
 """Removes the stored files of uploads that will not be ingested."""
 
 
+def combined_error(errors: list[ErrorDetail]) -> ErrorDetail:
+    """One error standing for several files' errors: their shared code (else ``upload_failed``), and each
+    distinct message once (ten files refused for one full disk give one sentence, not ten)."""
+    codes = {error.code for error in errors}
+    code, error_type = (errors[0].code, errors[0].type) if len(codes) == 1 else ("upload_failed", "UploadFailed")
+    return ErrorDetail(code=code, type=error_type, message="; ".join(dict.fromkeys(error.message for error in errors)))
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -183,7 +191,11 @@ class JobRunner:
                 files = [*job.files[:index], outcome, *job.files[index + 1:]]
                 job = self._update(job.model_copy(update={"files": files, "files_done": job.files_done + 1,
                                                           "chunks": job.chunks + (outcome.chunks or 0)}))
-            self._update(job.model_copy(update={"state": SUCCEEDED}))
+            errors = [item.error for item in job.files if item.status == "failed" and item.error is not None]
+            if job.files and len(errors) == len(job.files):  # nothing landed: the job failed, and says why
+                self._update(job.model_copy(update={"state": FAILED, "error": combined_error(errors)}))
+            else:
+                self._update(job.model_copy(update={"state": SUCCEEDED}))
         except LeaseLostError:
             raise
         except Exception as error:  # the job fails, never the worker: its record says why

@@ -67,7 +67,7 @@ class UploadStore:
                 while block := source.read(self._read_bytes):
                     size += len(block)
                     if size > self._max_file_bytes:
-                        raise FileTooLargeError(f"{display_name}: larger than the limit of {self._max_file_bytes} bytes")
+                        raise too_large(display_name, self._max_file_bytes)
                     ensure_free_space([self.root], len(block), self._min_free_bytes)
                     digest.update(block)
                     out.write(block)
@@ -88,6 +88,11 @@ class UploadStore:
             return False
         path.unlink()
         return True
+
+
+def too_large(display_name: str, limit: int) -> FileTooLargeError:
+    """The error of a file over ``limits.max_file_bytes``."""
+    return FileTooLargeError(f"{display_name}: larger than the limit of {limit} bytes (limits.max_file_bytes)")
 
 
 def user_folder(owner: str | None) -> str:
