@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
     DocumentNotFoundError,
     EmbedderUnavailableError,
+    InsufficientStorageError,
     InvalidNumberError,
     PermissionDeniedError,
     check_unicode,
@@ -40,6 +41,7 @@ from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog import DocumentPage
 from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.disk import free_bytes
 from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 
@@ -73,7 +75,9 @@ class Ragstream:
             raise
         self.read_only = self.catalog.read_only or self.store.read_only
         """Opened on a full disk: searches and answers work over the committed index; writes raise
-        InsufficientStorageError until it is opened again with room to write."""
+        InsufficientStorageError until the disk has room again (:meth:`ensure_writable`)."""
+        self._writable_lock = threading.Lock()
+        self._on_writable: list[Callable[[], None]] = []
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
@@ -87,6 +91,39 @@ class Ragstream:
         self._folder_syncer: Syncer | None = None
         if not self.read_only:  # a read-only index (full disk) is searched as committed
             self.ingestor.recover()
+
+    # -- a full disk -----------------------------------------------------------------------------
+
+    def ensure_writable(self) -> None:
+        """Let a write go on. An index opened read-only on a full disk opens for writing once the disk has
+        ``limits.min_free_disk_bytes`` free again (no restart; what an interrupted write left is recovered
+        first); while it has not, InsufficientStorageError, before any work such as embedding."""
+        if not self.read_only:
+            return
+        with self._writable_lock:
+            if not self.read_only:
+                return
+            minimum = self.config.limits.min_free_disk_bytes
+            free = free_bytes(Path(self.config.data_dir))
+            if free < minimum:
+                raise InsufficientStorageError(
+                    f"the index is read-only: it was opened on a full disk and {free} bytes are free, less than "
+                    f"limits.min_free_disk_bytes ({minimum}); writes resume by themselves once there is room")
+            self.store.reopen_writable(minimum)
+            self.catalog.reopen_writable(minimum)
+            self.read_only = False
+            self.ingestor.recover()
+            callbacks = list(self._on_writable)
+        for callback in callbacks:
+            callback()
+
+    def when_writable(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the index takes writes: now, or when a read-only index opens for writing."""
+        with self._writable_lock:
+            if self.read_only:
+                self._on_writable.append(callback)
+                return
+        callback()
 
     # -- models ----------------------------------------------------------------------------------
 
@@ -126,6 +163,7 @@ class Ragstream:
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
         to ``owner`` (None: shared with every user)."""
+        self.ensure_writable()
         self._changed = True
         return self.ingestor.ingest_paths(paths, metadata=metadata, owner=owner, progress=progress)
 
@@ -142,6 +180,7 @@ class Ragstream:
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
+        self.ensure_writable()
         self._changed = True
         return self.ingestor.ingest_documents(docs, progress=progress)
 
@@ -225,11 +264,13 @@ class Ragstream:
             record = self.document(document_id, user=user)
             if record.owner is None and not allow_shared:
                 raise PermissionDeniedError(f"document {document_id!r} is shared; only an admin may delete it")
+        self.ensure_writable()
         self._changed = True
         return self.ingestor.delete(document_id)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Rebuild every document under the current chunking and embedding settings."""
+        self.ensure_writable()
         self._changed = True
         return self.ingestor.reindex(progress=progress)
 

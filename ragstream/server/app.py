@@ -41,13 +41,16 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     uploads = _upload_store(rs, config)
     shared = single_process_reason(rs.config) is None
     jobs = JobRunner(rs.catalog, config.jobs, shared=shared, discard=_discard_unindexed(rs, uploads))
-    if not shared and not rs.read_only:  # a read-only index (full disk) reports them once it opens with room to write
-        jobs.fail_interrupted()
     state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs, root_syncs=RootSyncs(lambda root: rs.sync([root])),
                         prompts=PromptSessions(config.max_pipeline_sessions, config.max_pipeline_session_bytes))
     app.state.ragstream = state
-    if not rs.read_only:
+
+    def start_jobs() -> None:  # a read-only index (full disk): once it opens for writing
+        if not shared:
+            jobs.fail_interrupted()
         jobs.start(_job_work(state))
+
+    rs.when_writable(start_jobs)
     install_error_handlers(app)
     app.router.on_shutdown.append(jobs.shutdown)
     app.router.on_shutdown.append(state.root_syncs.shutdown)

@@ -84,6 +84,7 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     check_content_length(declared, limits.max_request_bytes)
     ensure_free_space([state.uploads.root, Path(state.rs.config.data_dir)],
                       int(declared) if declared and declared.isdigit() else 0, limits.min_free_disk_bytes)
+    await run_in_threadpool(state.rs.ensure_writable)  # a read-only index (it was full) opens now there is room
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
     cfg = state.config
     async with bounded.form(max_files=cfg.max_files_per_request) as form:

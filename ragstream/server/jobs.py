@@ -48,11 +48,16 @@ Discard = Callable[[list[UploadedFile]], None]
 
 
 def combined_error(errors: list[ErrorDetail]) -> ErrorDetail:
-    """One error standing for several files' errors: their shared code (else ``upload_failed``), and each
-    distinct message once (ten files refused for one full disk give one sentence, not ten)."""
-    codes = {error.code for error in errors}
-    code, error_type = (errors[0].code, errors[0].type) if len(codes) == 1 else ("upload_failed", "UploadFailed")
-    return ErrorDetail(code=code, type=error_type, message="; ".join(dict.fromkeys(error.message for error in errors)))
+    """One error standing for several files' errors: their shared code (else ``upload_failed``) and one
+    sentence per distinct error code (ten files refused for one full disk give one sentence, not ten; each
+    file's own message stays in its result)."""
+    by_code: dict[str, list[ErrorDetail]] = {}
+    for error in errors:
+        by_code.setdefault(error.code, []).append(error)
+    sentences = [group[0].message + (f" (and {len(group) - 1} more file(s) with {code})" if len(group) > 1 else "")
+                 for code, group in by_code.items()]
+    code, error_type = (errors[0].code, errors[0].type) if len(by_code) == 1 else ("upload_failed", "UploadFailed")
+    return ErrorDetail(code=code, type=error_type, message="; ".join(sentences))
 
 
 def _now() -> str:

@@ -79,6 +79,12 @@ class VectorStore(Protocol):
     read_only: bool
     """Opened for reading only (the embedded store on a full disk): searches work, writes are refused."""
 
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only: open for writing now (the disk has room again, ``min_free_bytes`` kept free), readers
+        going on meanwhile; InsufficientStorageError when it still cannot. A store never opened read-only does
+        nothing."""
+        ...
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
         """Write chunks with their dense vectors (BM25 vectors are computed by the store)."""
         ...

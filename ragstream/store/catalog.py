@@ -37,6 +37,7 @@ from ragstream.store.catalog_base import (
     RootRecord,
     TurnRow,
 )
+from ragstream.store.disk import ensure_free_space
 
 __all__ = ["COMMIT_SEQUENCE", "GENERATION_COUNTER", "Catalog", "DocumentPage", "DocumentVersion"]
 
@@ -147,6 +148,7 @@ class Catalog:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
         self.read_only = False
         """True when the catalog could only be opened read-only (e.g. a full disk): reads work, writes raise
         InsufficientStorageError."""
@@ -160,6 +162,22 @@ class Catalog:
             logger.warning("catalog opened read-only (%s): searches work, writes fail until there is room", error)
         self._lock = threading.RLock()
         self._read_depth = 0
+
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only (a full disk): open the database for writing now, between two transactions, once
+        ``min_free_bytes`` stay free; InsufficientStorageError while they would not, or SQLite still cannot."""
+        with self._lock:
+            if not self.read_only:
+                return
+            ensure_free_space([self._path.parent], 0, min_free_bytes)
+            try:
+                writable = _open_writable(self._path)
+            except sqlite3.OperationalError as error:
+                raise InsufficientStorageError(f"the catalog still cannot be opened for writing: {error}") from error
+            old, self._db = self._db, writable
+            self.read_only = False
+            old.close()
+            logger.warning("catalog open for writing again: the disk has room")
 
     def close(self) -> None:
         """Close the database."""

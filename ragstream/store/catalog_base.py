@@ -94,6 +94,11 @@ class CatalogBackend(Protocol):
     read_only: bool
     """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
 
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only: open for writing now (the disk has room again, ``min_free_bytes`` kept free);
+        InsufficientStorageError when it still cannot. A catalog never opened read-only does nothing."""
+        ...
+
     def close(self) -> None:
         """Release the database."""
         ...

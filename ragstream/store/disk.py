@@ -23,6 +23,20 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
+def unallocated_bytes(folder: Path) -> int:
+    """Bytes the files under ``folder`` hold as holes (their size past the blocks the filesystem allocated):
+    what writing into them, through memory maps too, may still take from the disk (0 for a missing folder)."""
+    total = 0
+    for path in folder.rglob("*") if folder.is_dir() else ():
+        try:
+            stats = path.lstat()
+        except OSError:
+            continue
+        if path.is_file():
+            total += max(0, stats.st_size - stats.st_blocks * 512)
+    return total
+
+
 def ensure_free_space(paths: Iterable[Path], needed: int, minimum: int) -> None:
     """Raise InsufficientStorageError unless each path's filesystem has ``needed + minimum`` bytes free."""
     for path in paths:

@@ -43,13 +43,15 @@ def _sqlite_catalog(config: RagstreamConfig) -> CatalogBackend:
 
 def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
     """The embedded store; read-only when its catalog is, or when the disk has less than
-    ``limits.min_free_disk_bytes`` free (a full disk: searches still work, writes are refused)."""
+    ``limits.min_free_disk_bytes`` free besides what loading the shard may allocate (a full disk: searches
+    still work, writes are refused; loading it for writing then would be a SIGBUS)."""
     from ragstream.store.disk import free_bytes
-    from ragstream.store.qdrant_edge import QdrantEdgeStore
+    from ragstream.store.qdrant_edge import QdrantEdgeStore, room_to_load
 
     data_dir = Path(config.data_dir)
-    read_only = catalog.read_only or free_bytes(data_dir) < config.limits.min_free_disk_bytes
-    return QdrantEdgeStore(data_dir / QDRANT_EDGE_DIR, dimensions, config.store, read_only=read_only)
+    shard = data_dir / QDRANT_EDGE_DIR
+    read_only = catalog.read_only or free_bytes(data_dir) < config.limits.min_free_disk_bytes + room_to_load(shard)
+    return QdrantEdgeStore(shard, dimensions, config.store, read_only=read_only)
 
 
 def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:

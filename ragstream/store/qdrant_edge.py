@@ -31,6 +31,7 @@ from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError,
 from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
 from ragstream.store import hnsw_build
 from ragstream.store.base import RANKING_FIELDS, Filters, RankedId, Snapshot
+from ragstream.store.disk import free_bytes, unallocated_bytes
 from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, payload_key, to_payload
 
 DENSE = "dense"
@@ -57,6 +58,8 @@ class QdrantEdgeStore:
         self._write_lock = threading.RLock()
         """Serialises writers; an index build holds it (not ``_lock``) for its duration, so reads go on."""
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._origin = path
+        """Where the shard lives (a read-only store searches a copy of it)."""
         if not read_only:
             hnsw_build.recover(path)
         folder = hnsw_build.active_path(path)
@@ -65,7 +68,7 @@ class QdrantEdgeStore:
         if read_only:
             self._scratch = tempfile.TemporaryDirectory(prefix="ragstream-read-only-", dir=config.read_only_copy_dir)
             path = folder = _sparse_copy(folder, Path(self._scratch.name) / path.name)
-            logger.warning("disk full: the vector store is searched from a read-only copy; writes fail until restart")
+            logger.warning("disk full: the vector store is searched from a read-only copy; writes fail until there is room")
         self._path = path
         """The shard's name: the pointer, the build state and built folders sit beside it."""
         self._folder = folder
@@ -134,8 +137,37 @@ class QdrantEdgeStore:
 
     def _check_writable(self) -> None:
         if self._scratch is not None:
-            raise InsufficientStorageError("the index was opened read-only (the disk was full): restart it once "
-                                           "there is room to write")
+            raise InsufficientStorageError("the index was opened read-only (the disk was full); it opens for writing "
+                                           "again once the disk has room")
+
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only (a full disk): load the shard itself for writing and drop the scratch copy, once the
+        disk has :func:`room_to_load` plus ``min_free_bytes`` free (else InsufficientStorageError: loading into a
+        full disk is a SIGBUS). Readers keep searching the copy while the shard loads, then the handle is swapped
+        (the data is the same: nothing was written meanwhile). VectorDBUnavailableError when it does not load."""
+        with self._write_lock:
+            if self._scratch is None:
+                return
+            needed = room_to_load(self._origin) + min_free_bytes
+            free = free_bytes(self._origin)
+            if free < needed:
+                raise InsufficientStorageError(
+                    f"the index stays read-only: {free} bytes are free and opening its vector store for writing "
+                    f"needs {needed} (what loading it may allocate plus limits.min_free_disk_bytes)")
+            hnsw_build.recover(self._origin)
+            folder = hnsw_build.active_path(self._origin)
+            try:
+                fresh = self._load(folder)
+            except RuntimeError as error:
+                raise VectorDBUnavailableError(f"cannot open the index for writing: {error}") from error
+            with self._lock:
+                old, scratch = self._shard, self._scratch
+                self._shard, self._path, self._folder, self._scratch = fresh, self._origin, folder, None
+                self.read_only = False
+                self._add_owner_index()
+            old.close()
+            scratch.cleanup()
+            logger.warning("vector store open for writing again: the disk has room")
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
         self._check_writable()
@@ -331,6 +363,13 @@ class QdrantEdgeStore:
             self._shard.close()
             if self._scratch is not None:
                 self._scratch.cleanup()
+
+
+def room_to_load(path: Path) -> int:
+    """Disk bytes loading the shard at ``path`` may take: Qdrant Edge fills holes of its preallocated, sparse
+    files as it loads (a one-document shard's first load took 106 MB of its 244 MB of holes), so the holes are
+    the bound."""
+    return unallocated_bytes(hnsw_build.active_path(path))
 
 
 def _dense_query(vector: np.ndarray) -> qe.Query:

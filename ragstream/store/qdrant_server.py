@@ -58,6 +58,9 @@ class QdrantServerStore:
     read_only = False
     """A database server's disk is not this machine's: never opened read-only here."""
 
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Nothing to do: never opened read-only."""
+
     def __init__(self, url: str, dimensions: int, config: StoreConfig) -> None:
         settings = config.qdrant
         self._config = config

@@ -174,6 +174,9 @@ class PostgresCatalog:
     read_only = False
     """A database server's disk is not this machine's: never opened read-only here."""
 
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Nothing to do: never opened read-only."""
+
     def __init__(self, config: StoreConfig) -> None:
         self.db = Database(config, SCHEMA)
         self._reader_lease_seconds = config.reader_lease_seconds

@@ -73,6 +73,9 @@ class PostgresStore:
     read_only = False
     """A database server's disk is not this machine's: never opened read-only here."""
 
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Nothing to do: never opened read-only."""
+
     def __init__(self, db: Database, dimensions: int, config: StoreConfig, *, owns_db: bool = False) -> None:
         self._db = db
         self._config = config
