@@ -24,7 +24,7 @@ from index_fixtures import (  # noqa: F401 - re-exported fixtures
     make_fast_index,
     make_index,
 )
-from llm_server import qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
+from llm_server import llama_servers_alive, qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
 from qdrant_backend import qdrant  # noqa: F401 - re-exported fixture
 
 from ragstream.providers.circuit import reset_breakers
