@@ -103,6 +103,21 @@ def test_every_local_backend_keeps_the_embedder_contract(backend, onnx, torch_bf
 
 
 @pytest.mark.slow
+def test_onnx_vector_of_a_text_does_not_depend_on_its_batch_mates(onnx):
+    """Issue 25.6: exactly the same vector alone, among texts of other lengths, in any order or batch size.
+    Texts of one token length run together and are never padded (the packaged export quantizes its weights
+    only: no activation scale is computed over a batch)."""
+    texts = [*PASSAGES, *QUERIES, "short", "Cats purr."]
+    together = onnx.embed_documents(texts)
+    alone = np.vstack([onnx.embed_documents([text]) for text in texts])
+    assert np.array_equal(together, alone)
+    assert np.array_equal(onnx.embed_documents(texts[::-1])[::-1], alone)
+    small_batches = OnnxEmbedder(EmbeddingConfig(provider="onnx", onnx_batch_size=3))
+    assert np.array_equal(small_batches.embed_documents(texts), alone)
+    assert np.array_equal(onnx.embed_queries(QUERIES), alone[len(PASSAGES):len(PASSAGES) + len(QUERIES)])
+
+
+@pytest.mark.slow
 def test_onnx_vectors_agree_with_torch_bfloat16(onnx, torch_bf16):
     for texts, embed in ((QUERIES, "embed_queries"), (PASSAGES, "embed_documents")):
         cosine = np.sum(getattr(onnx, embed)(texts) * getattr(torch_bf16, embed)(texts), axis=1)

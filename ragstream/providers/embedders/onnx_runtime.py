@@ -64,7 +64,7 @@ class OnnxEmbedder:
         self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._counter.no_truncation()
         self._counter.no_padding()
-        max_length = _max_seq_length(folder)
+        self._max_length = max_length = _max_seq_length(folder)
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0)
         self._settings = model_settings(config, folder)
@@ -95,12 +95,12 @@ class OnnxEmbedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
-        # Like sentence-transformers: batch texts of similar length together, so little padding is run.
-        order = np.argsort([-len(text) for text in texts], kind="stable")
+        # Only texts of one token length run together, never padded: a text's vector is then the same whatever
+        # its batch mates (padding lengthens its attention rows, and so changes the order of their float sums).
+        lengths = [min(len(encoding.ids), self._max_length) for encoding in self._counter.encode_batch(list(texts))]
         vectors = np.empty((len(texts), self._dimensions), dtype=np.float32)
-        for start in range(0, len(texts), self._batch_size):
-            batch = order[start : start + self._batch_size]
-            vectors[batch] = self._run([texts[i] for i in batch])
+        for group in _same_length_batches(lengths, self._batch_size):
+            vectors[group] = self._run([texts[i] for i in group])
         return normalise(vectors)
 
     def _run(self, texts: list[str]) -> np.ndarray:
@@ -114,6 +114,14 @@ class OnnxEmbedder:
         if tokens.ndim == 2:  # the export already pools
             return np.asarray(tokens, dtype=np.float32)
         return _pool(tokens.astype(np.float32, copy=False), mask, self._settings.pooling)
+
+
+def _same_length_batches(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices of texts by token length, in batches of at most ``size`` texts of one length each."""
+    by_length: dict[int, list[int]] = {}
+    for index, length in enumerate(lengths):
+        by_length.setdefault(length, []).append(index)
+    return [group[start : start + size] for group in by_length.values() for start in range(0, len(group), size)]
 
 
 def _pool(tokens: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
