@@ -300,7 +300,7 @@ def test_upload_whose_files_are_all_refused_before_any_work_is_413_not_a_job(job
         for files in ([("files", ("big.md", big))], [("files", ("big.md", big)), ("files", ("bigger.md", big * 2))]):
             body = assert_error(api.post("/api/documents", files=files), 413, "file_too_large")
             assert [item["status"] for item in body["files"]] == ["failed"] * len(files)
-            assert body["error"]["message"].count(str(JOBS_MAX_FILE_BYTES)) == 1  # one sentence per error
+            assert body["error"]["message"].count(str(JOBS_MAX_FILE_BYTES)) == len(files)  # one sentence per file
         assert api.get("/api/documents").json() == before
         assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
 

@@ -47,16 +47,22 @@ Discard = Callable[[list[UploadedFile]], None]
 """Removes the stored files of uploads that will not be ingested."""
 
 
+SERVER_CONDITIONS = frozenset({"insufficient_storage"})
+"""Error codes that tell the server's state, not the file's: one sentence says it for every file."""
+
+
 def combined_error(errors: list[ErrorDetail]) -> ErrorDetail:
-    """One error standing for several files' errors: their shared code (else ``upload_failed``) and one
-    sentence per distinct error code (ten files refused for one full disk give one sentence, not ten; each
-    file's own message stays in its result)."""
-    by_code: dict[str, list[ErrorDetail]] = {}
+    """One error standing for several files' errors: their shared code (else ``upload_failed``), and one
+    sentence per distinct error: a message repeated for several files, or a full disk refusing them all, is
+    said once (ten files refused for one full disk gave the same sentence ten times); each file's own message
+    stays in its result."""
+    groups: dict[str, list[ErrorDetail]] = {}
     for error in errors:
-        by_code.setdefault(error.code, []).append(error)
-    sentences = [group[0].message + (f" (and {len(group) - 1} more file(s) with {code})" if len(group) > 1 else "")
-                 for code, group in by_code.items()]
-    code, error_type = (errors[0].code, errors[0].type) if len(by_code) == 1 else ("upload_failed", "UploadFailed")
+        groups.setdefault(error.code if error.code in SERVER_CONDITIONS else error.message, []).append(error)
+    sentences = [group[0].message + (f" (and {len(group) - 1} more file(s))" if len(group) > 1 else "")
+                 for group in groups.values()]
+    shared = len({error.code for error in errors}) == 1
+    code, error_type = (errors[0].code, errors[0].type) if shared else ("upload_failed", "UploadFailed")
     return ErrorDetail(code=code, type=error_type, message="; ".join(sentences))
 
 
