@@ -38,12 +38,14 @@ def sse_events(response: httpx.Response) -> list[tuple[str, dict]]:
     return events
 
 
-@pytest.fixture
-def seeded_index(tmp_path: Path) -> Path:
-    """A data dir holding the seed document, indexed with the hash embedder (256 dimensions)."""
-    with running_server(tmp_path / "build", hash_embedder=True, data_dir=tmp_path / "data") as server:
+@pytest.fixture(scope="module")
+def seeded_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir holding the seed document, indexed with the hash embedder (256 dimensions); the tests' servers
+    open it one after the other."""
+    tmp = tmp_path_factory.mktemp("seeded")
+    with running_server(tmp / "build", hash_embedder=True, data_dir=tmp / "data") as server:
         httpx.post(f"{server.url}/api/documents", files={"files": SEED}, timeout=TIMEOUT).raise_for_status()
-    return tmp_path / "data"
+    return tmp / "data"
 
 
 @pytest.fixture
