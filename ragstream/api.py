@@ -82,7 +82,7 @@ class Ragstream:
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.snapshots,
-                                 on_change=self._index_changed)
+                                 on_change=self._index_changed, before_write=self.ensure_writable)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -97,7 +97,8 @@ class Ragstream:
     def ensure_writable(self) -> None:
         """Let a write go on. An index opened read-only on a full disk opens for writing once the disk has
         ``limits.min_free_disk_bytes`` free again (no restart; what an interrupted write left is recovered
-        first); while it has not, InsufficientStorageError, before any work such as embedding."""
+        first); while it has not, InsufficientStorageError, before any work such as embedding. Every write of
+        the ingestor (ingest, delete, reindex, sync) runs it first."""
         if not self.read_only:
             return
         with self._writable_lock:
@@ -163,7 +164,6 @@ class Ragstream:
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
         to ``owner`` (None: shared with every user)."""
-        self.ensure_writable()
         self._changed = True
         return self.ingestor.ingest_paths(paths, metadata=metadata, owner=owner, progress=progress)
 
@@ -180,7 +180,6 @@ class Ragstream:
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
-        self.ensure_writable()
         self._changed = True
         return self.ingestor.ingest_documents(docs, progress=progress)
 
@@ -264,13 +263,11 @@ class Ragstream:
             record = self.document(document_id, user=user)
             if record.owner is None and not allow_shared:
                 raise PermissionDeniedError(f"document {document_id!r} is shared; only an admin may delete it")
-        self.ensure_writable()
         self._changed = True
         return self.ingestor.delete(document_id)
 
     def reindex(self, *, progress: ProgressCallback | None = None) -> IngestReport:
         """Rebuild every document under the current chunking and embedding settings."""
-        self.ensure_writable()
         self._changed = True
         return self.ingestor.reindex(progress=progress)
 
@@ -286,12 +283,14 @@ class Ragstream:
         is re-linked by content hash without re-embedding, and documents whose files are gone or now excluded are
         removed with their chunks. The documents remember their root and are shared (as with the CLI's ingest);
         a user's document is never touched. ``changed``: only these paths changed (a watcher's batch)."""
+        self.ensure_writable()
         self._changed = True
         return self._syncer().sync(paths, changed=changed, progress=progress)
 
     def forget_root(self, path: str | Path) -> SyncReport:
         """Remove every document of a synced root (which may no longer exist) and unregister it; raises
         RootNotFoundError for a path no sync registered."""
+        self.ensure_writable()
         self._changed = True
         return self._syncer().forget(path)
 

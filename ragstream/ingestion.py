@@ -92,13 +92,17 @@ class Ingestor:
         embedder: Callable[[], CachedEmbedder],
         snapshots: Snapshots,
         on_change: Callable[[], None] = lambda: None,
+        before_write: Callable[[], None] = lambda: None,
     ) -> None:
+        """``before_write`` runs before every write, before any file is read or embedded: it raises to refuse the
+        write (an index on a full disk) or makes the index writable again."""
         self._config = config
         self._catalog = catalog
         self._store = store
         self._embedder = embedder
         self._snapshots = snapshots
         self._on_change = on_change
+        self._before_write = before_write
         self._data_dir = Path(config.data_dir)
         self.commit_lock = threading.RLock()
         """Serialises the short write phase of every operation (a batch's switch, a delete, recovery)."""
@@ -112,6 +116,7 @@ class Ingestor:
         """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
         is reported and skipped. The documents belong to ``owner`` (None: shared) and, when given, to the synced
         ``root`` (None: they keep the root they have)."""
+        self._before_write()
         report = _new_report()
         selection = select_files(paths, self._config.ingest)
         report.skipped_files = selection.skipped
@@ -122,10 +127,12 @@ class Ingestor:
         self, docs: Iterable[LoadedDocument], *, force: bool = False, progress: ProgressCallback | None = None
     ) -> IngestReport:
         """Ingest already-loaded documents (upsert by document_id, unchanged ones skipped)."""
+        self._before_write()
         return self._run(docs, _new_report(), force=force, progress=progress)
 
     def delete(self, document_id: str) -> DocumentRecord:
         """Remove a document and purge every one of its chunks; the record it had."""
+        self._before_write()
         with self.commit_lock:
             record = self._catalog.get(document_id)
             if record is None:
@@ -139,6 +146,7 @@ class Ingestor:
     def delete_many(self, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
         """Remove the documents of ``records`` that are still at the version named there, and purge their
         chunks, in one switch (one commit sequence, one store flush); the records removed."""
+        self._before_write()
         with self.commit_lock:
             live = self._catalog.live_generations()
             gone = [record for record in records if live.get(record.document_id) == record.generation]
@@ -157,6 +165,7 @@ class Ingestor:
         and one catalog switch per batch of about ``ingest.write_batch_chunks`` chunks makes the new ids live and
         removes the old ones. Per move, the chunks moved, or None when ``old`` changed meanwhile or ``doc``'s id is
         already taken (the caller ingests the file instead)."""
+        self._before_write()
         moved: dict[int, int] = {}
         batch: list[_Move] = []
         for index, (old, doc) in enumerate(moves):
