@@ -170,7 +170,7 @@ def test_torch_cross_encoder_scores_in_batches(cross_encoder_dir):
 
 @pytest.mark.slow
 def test_reranker_stage_runs_the_torch_cross_encoder(make_index, cross_encoder_dir):
-    rs = make_index(pipeline=CAPS, reranker={"backend": "cross_encoder", "model": str(cross_encoder_dir)})
+    rs = make_index(pipeline=CAPS, reranker={"backend": "cross_encoder", "model": str(cross_encoder_dir), "min_logit": -100})
     rs.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
     sp = rs.run_pipeline(QUESTION, until="ReRanker")
     report = sp.stage_reports["reranked"]
