@@ -240,15 +240,19 @@ async def warm_up(url: str) -> dict[str, Any]:
 
 
 def start_server(data_dir: Path, hash_embedder: bool, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSTREAM_")}
     env.update({"RAGSTREAM_DATA_DIR": str(data_dir), "RAGSTREAM_SERVER__LOG_LEVEL": "warning",
                 "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
     if hash_embedder:
         env["RAGSTREAM_RERANKER__BACKEND"] = "none"
-    code = SERVE_WITH_HASH_EMBEDDER if hash_embedder else SERVE
+    return launch(SERVE_WITH_HASH_EMBEDDER if hash_embedder else SERVE, env, log)
+
+
+def launch(code: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -c code serve`` on a free loopback port (its output in ``log``); returns once /healthz answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     with log.open("wb") as out:
         process = subprocess.Popen([sys.executable, "-c", code, "serve", "--host", "127.0.0.1", "--port", str(port)],
                                    env=env, stdout=out, stderr=subprocess.STDOUT)

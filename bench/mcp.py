@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import launch
 
 from ragstream import Ragstream, load_config
 
@@ -98,26 +100,7 @@ def open_direct(data_dir: Path, hash_embedder: bool) -> Ragstream:
 
 
 def start_server(data_dir: Path, hash_embedder: bool, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    code = (HASH_EMBEDDER if hash_embedder else "") + CLI
-    with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-c", code, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                   env=settings_env(data_dir, hash_embedder), stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{log.read_text(errors='replace')}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.25)
-    process.kill()
-    raise RuntimeError("server did not start")
+    return launch((HASH_EMBEDDER if hash_embedder else "") + CLI, settings_env(data_dir, hash_embedder), log)
 
 
 def summary(values: list[float]) -> dict[str, float]:

@@ -26,6 +26,13 @@ SCRIPT = "document.addEventListener('DOMContentLoaded', () => { console.log('tim
 STYLESHEET = "body { font-family: sans-serif; }\n.timeout { color: red; }\n"
 
 
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` (UTF-8), creating its folders; returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def png_bytes(width: int = 2, height: int = 2) -> bytes:
     """A valid PNG (RGB, all white) built from its chunks."""
     def chunk(kind: bytes, data: bytes) -> bytes:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from folder_corpus import write_text
 from hash_embedder import HashEmbedder
 from index_fixtures import FAST_DEFAULTS
 from typer.testing import CliRunner
@@ -36,24 +37,18 @@ class CountingEmbedder(HashEmbedder):
         return super().embed_documents(texts)
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """A small documentation folder: Markdown, text and HTML, a subfolder, and editors' temporary files."""
     docs = tmp_path / "docs"
-    _write(docs / "guide.md", "# Timeouts guide\n\nSet a read timeout so a stalled server never blocks the client.\n")
-    _write(docs / "notes.txt", "Connection pools keep sockets open between requests to the same host.\n")
-    _write(docs / "ops" / "retries.md", "# Retries\n\nRetry idempotent requests with exponential backoff and jitter.\n")
-    _write(docs / "drafts" / "idea.md", "# Idea\n\nA draft about zeppelin caching that is not ready.\n")
-    _write(docs / "site.html", "<html><head><title>Proxies</title></head><body><p>Route traffic through a proxy "
+    write_text(docs / "guide.md", "# Timeouts guide\n\nSet a read timeout so a stalled server never blocks the client.\n")
+    write_text(docs / "notes.txt", "Connection pools keep sockets open between requests to the same host.\n")
+    write_text(docs / "ops" / "retries.md", "# Retries\n\nRetry idempotent requests with exponential backoff and jitter.\n")
+    write_text(docs / "drafts" / "idea.md", "# Idea\n\nA draft about zeppelin caching that is not ready.\n")
+    write_text(docs / "site.html", "<html><head><title>Proxies</title></head><body><p>Route traffic through a proxy "
                                "with authentication.</p></body></html>")
     for temporary in (".#guide.md", "guide.md~", ".guide.md.swp", "4913", "~$report.md", ".~lock.notes.txt#"):
-        _write(docs / temporary, "an editor's scratch: zeppelin lockfile\n")
+        write_text(docs / temporary, "an editor's scratch: zeppelin lockfile\n")
     return docs
 
 
@@ -90,7 +85,7 @@ def test_sync_adds_edits_removes_and_renames_without_embedding_again(tmp_path: P
         assert again.changes == 0 and again.unchanged == 5 and again.embedding_count == 0
 
         # edit one file, delete another
-        _write(folder / "guide.md", "# Timeouts guide\n\nA connect timeout of five seconds; quokka marker.\n")
+        write_text(folder / "guide.md", "# Timeouts guide\n\nA connect timeout of five seconds; quokka marker.\n")
         (folder / "ops" / "retries.md").unlink()
         edited = rs.sync([folder])
         assert [Path(source).name for source in edited.changed] == ["guide.md"]
@@ -131,7 +126,7 @@ def test_sync_adds_edits_removes_and_renames_without_embedding_again(tmp_path: P
 def test_files_now_excluded_are_removed(tmp_path: Path, folder: Path, hash_embedder: HashEmbedder):
     with _open(tmp_path, hash_embedder) as rs:
         rs.sync([folder])
-        _write(folder / ".ragstreamignore", "drafts/\n")
+        write_text(folder / ".ragstreamignore", "drafts/\n")
         report = rs.sync([folder])
         assert [Path(source).name for source in report.removed] == ["idea.md"]
         assert any(entry.reason == "ignored" for entry in report.skipped_files)
@@ -210,7 +205,7 @@ def test_an_index_from_before_sync_opens_and_its_documents_are_adopted(tmp_path:
 
 def test_a_file_that_cannot_be_read_is_reported_and_the_rest_lands(tmp_path: Path, folder: Path,
                                                                    hash_embedder: HashEmbedder):
-    _write(folder / "empty.md", "   \n")
+    write_text(folder / "empty.md", "   \n")
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nnot really a pdf")
     with _open(tmp_path, hash_embedder) as rs:
         report = rs.sync([folder])

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from folder_corpus import write_text
 from hash_embedder import HashEmbedder
 from index_fixtures import FAST_DEFAULTS
 from server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, STOP_SECONDS, running_server, server_env
@@ -60,17 +61,11 @@ def wait_for(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS)
         time.sleep(POLL_SECONDS)
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     docs = tmp_path / "docs"
-    _write(docs / "notes.md", "# Notes\n\nThe lighthouse keeper logs every passing ship.\n")
-    _write(docs / "deep" / "guide.txt", "Harbour pilots board ships outside the breakwater.\n")
+    write_text(docs / "notes.md", "# Notes\n\nThe lighthouse keeper logs every passing ship.\n")
+    write_text(docs / "deep" / "guide.txt", "Harbour pilots board ships outside the breakwater.\n")
     return docs
 
 
@@ -85,8 +80,8 @@ def test_a_file_syncs_once_its_size_and_time_hold(tmp_path: Path, folder: Path, 
     config = load_config(data_dir=tmp_path / "index", **FAST_DEFAULTS, sync={"stable_seconds": 3600})
     with Ragstream(config, embedder=hash_embedder) as rs:
         watcher = rs.watcher([folder])
-        growing = _write(folder / "growing.md", "# Growing\n\nfirst half")
-        old = _write(folder / "old.md", "# Old\n\nwritten long ago")
+        growing = write_text(folder / "growing.md", "# Growing\n\nfirst half")
+        old = write_text(folder / "old.md", "# Old\n\nwritten long ago")
         past = time.time() - 7200
         os.utime(old, (past, past))
         gone = str(folder / "gone.md")
@@ -128,11 +123,11 @@ def test_the_watcher_follows_adds_edits_renames_deletes(tmp_path: Path, folder: 
             assert root.watched_until is not None and root.watched_until > time.time()
 
             for name in TEMPORARY_NAMES:
-                _write(folder / name, "scratch of an editor: albatross\n")
-            _write(folder / "new.md", "# New\n\nThe albatross circles the lighthouse.\n")
+                write_text(folder / name, "scratch of an editor: albatross\n")
+            write_text(folder / "new.md", "# New\n\nThe albatross circles the lighthouse.\n")
             wait_for(lambda: "new.md" in _sources(rs), "a new file")
 
-            _write(folder / "notes.md", "# Notes\n\nThe keeper now logs cormorants too.\n")
+            write_text(folder / "notes.md", "# Notes\n\nThe keeper now logs cormorants too.\n")
             wait_for(lambda: any("cormorants" in hit.chunk.text for hit in rs.search("cormorants", mode="bm25").hits),
                      "an edited file's new text")
 
@@ -147,8 +142,8 @@ def test_the_watcher_follows_adds_edits_renames_deletes(tmp_path: Path, folder: 
 
             # a folder moved in whole, then deleted whole
             outside = tmp_path / "outside"
-            _write(outside / "one.md", "# One\n\nGannets dive for herring.\n")
-            _write(outside / "two.md", "# Two\n\nTerns nest on shingle.\n")
+            write_text(outside / "one.md", "# One\n\nGannets dive for herring.\n")
+            write_text(outside / "two.md", "# Two\n\nTerns nest on shingle.\n")
             outside.rename(folder / "birds")
             wait_for(lambda: {"one.md", "two.md"} <= _sources(rs), "a folder moved in")
             shutil.rmtree(folder / "birds")
@@ -218,7 +213,7 @@ def test_watch_process_while_other_commands_use_the_index(tmp_path: Path, folder
         assert announced["kind"] == "watch" and announced["pid"] == process.pid
         wait_for(lambda: "notes.md" in _search(data_dir, "lighthouse keeper"), "the first sync, searched by another process")
 
-        _write(folder / "fresh.md", "# Fresh\n\nA puffin colony nests on the cliffs.\n")
+        write_text(folder / "fresh.md", "# Fresh\n\nA puffin colony nests on the cliffs.\n")
         wait_for(lambda: "fresh.md" in _search(data_dir, "puffin colony"), "a new file, searched by another process")
         (folder / "fresh.md").rename(folder / "deep" / "puffins.md")
         wait_for(lambda: _search(data_dir, "puffin colony")[:1] == ["puffins.md"], "a renamed file")
@@ -260,7 +255,7 @@ def test_serve_watch_makes_new_files_searchable_over_http(tmp_path: Path, folder
             return [Path(hit["chunk"]["metadata"]["source"]).name for hit in answer.json()["hits"]]
 
         wait_for(lambda: "notes.md" in hits(user, "lighthouse keeper"), "the first sync")
-        _write(folder / "tides.md", "# Tides\n\nSpring tides flood the estuary marshes twice a month.\n")
+        write_text(folder / "tides.md", "# Tides\n\nSpring tides flood the estuary marshes twice a month.\n")
         wait_for(lambda: "tides.md" in hits(user, "estuary marshes"), "a file added while serving")
         (folder / "deep" / "guide.txt").unlink()
         wait_for(lambda: "guide.txt" not in hits(user, "harbour pilots breakwater"), "a deleted file")
@@ -309,7 +304,7 @@ def test_watch_on_a_shared_store_holds_nothing(tmp_path: Path, folder: Path, pos
         wait_for(lambda: "notes.md" in search("lighthouse keeper") or process.poll() is not None, "the first sync")
         assert process.poll() is None, log.read_text()
         assert not (data_dir / "server.json").exists()
-        _write(folder / "gulls.md", "# Gulls\n\nHerring gulls steal chips on the promenade.\n")
+        write_text(folder / "gulls.md", "# Gulls\n\nHerring gulls steal chips on the promenade.\n")
         wait_for(lambda: "gulls.md" in search("herring gulls promenade"), "a new file, seen by another process")
     finally:
         process.send_signal(signal.SIGTERM)
