@@ -48,9 +48,10 @@ function supportTip(sentence) {
   const span = sentence.span;
   const label = VERDICT_LABEL[sentence.verdict] || sentence.verdict;
   const where = span ? ` by [${span.number}]` : "";
-  const lines = [el("strong", {}, sentence.verdict === "supported" ? `${label}${where}` : label), ` ${sentence.reason}`];
-  if (span && sentence.verdict === "supported") lines.push(el("q", { class: "support-span" }, span.text));
-  return lines;
+  if (span && sentence.verdict === "supported") {
+    return [el("strong", {}, `${label}${where}`), el("q", { class: "support-span" }, span.text)];
+  }
+  return [el("strong", {}, label), ` ${sentence.reason}`];
 }
 
 /** One sentence of the answer wrapped with its verdict: a mark after an unsupported one, a tip on hover/focus. */
