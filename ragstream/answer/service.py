@@ -34,7 +34,6 @@ from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
 from ragstream.answer.extractive import extractive_answer, quotes
-from ragstream.answer.judge import judge, judge_candidates
 from ragstream.answer.models import (
     Answer,
     Citation,
@@ -50,7 +49,7 @@ from ragstream.answer.models import (
 from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, stream_events
 from ragstream.answer.support import SupportChecker, SupportModels
-from ragstream.answer.support_run import SupportRun
+from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
 from ragstream.config import RagstreamConfig
 from ragstream.errors import (
     EmbeddingFailureError,
@@ -105,8 +104,7 @@ class _Turn:
     degraded: list[str] = field(default_factory=list)
     incomplete: bool = False
     truncated: bool = False
-    judge_calls: int = 0
-    support_notes: list[str] = field(default_factory=list)
+    support: SupportOutcome | None = None
 
     def lap(self, stage: str, since: float) -> float:
         """Record ``stage``'s latency since ``since``; returns now."""
@@ -412,19 +410,10 @@ class AnswerService:
     def _check_support(self, turn: _Turn, run: SupportRun, text: str, mode: Mode) -> list[SentenceSupport]:
         """Verdicts for the sentences that had none, then the LLM judge's revisions (when configured): those to send."""
         started = time.perf_counter()
-        verdicts = run.finish(text, mode)
-        config = self._config.support
-        asked = judge_candidates(run.verdicts, config) if config.llm_judge and mode == "llm" else []
-        if asked and self.llm is not None:
-            turn.judge_calls += 1
-            revised, failure = judge(self.llm, asked, turn.chunks, config, turn.deadline)
-            run.revise(revised)
-            verdicts = [*verdicts, *revised]
-            if failure:
-                turn.support_notes.append(failure)
-        turn.support_notes.extend(note for note in run.errors if note not in turn.support_notes)
+        turn.support = finish_support(run, text, mode, self._config.support, llm=self.llm, chunks=turn.chunks,
+                                      deadline=turn.deadline)
         turn.lap("support", started)
-        return verdicts
+        return turn.support.sent
 
     def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
                 tracker: CitationTracker, run: SupportRun | None = None) -> Answer:
@@ -468,8 +457,9 @@ class AnswerService:
                              "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
                              "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
-                "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results") + turn.judge_calls,
-                "support": _support_summary(sentences, turn, enabled=run is not None),
+                "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results")
+                + (turn.support.judge_calls if turn.support else 0),
+                "support": support_summary(sentences, turn.support),
                 "tokens": tokens,
                 "latencies_ms": {stage: round(ms, 1) for stage, ms in turn.latencies.items()},
             },
@@ -481,14 +471,6 @@ def _llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
     """Logical LLM calls of the question (retries not counted): the agent stages', plus the answer's
     (made whenever an LLM is configured and there is context, whether it succeeded or not)."""
     return sum(report.llm_calls for report in sp.stage_reports.values()) + int(answer_call)
-
-
-def _support_summary(sentences: list[SentenceSupport], turn: _Turn, *, enabled: bool) -> dict[str, Any] | None:
-    """How many sentences each verdict got, and what the check could not use (None: the check is off)."""
-    if not enabled:
-        return None
-    counts = {verdict: sum(s.verdict == verdict for s in sentences) for verdict in ("supported", "unsupported", "uncertain")}
-    return {**counts, "judge_calls": turn.judge_calls, "notes": turn.support_notes}
 
 
 def _llm_reason(error: LLMError) -> str:

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ragstream.answer.models import SentenceSupport
+from ragstream.answer.judge import judge, judge_candidates
+from ragstream.answer.models import DocumentChunk, SentenceSupport
 from ragstream.answer.sentences import AnswerSentence, complete_sentences, split_answer
 from ragstream.answer.support import SupportChecker
+from ragstream.config import SupportConfig
+from ragstream.providers.deadline import Deadline
+
+if TYPE_CHECKING:
+    from ragstream.providers.llm_client import LLMClient
 
 _WORD = re.compile(r"[^\W_]")
 EXTRACTIVE = "extractive"
 NO_RESULTS = "no_results"
+LLM = "llm"
+VERDICTS = ("supported", "unsupported", "uncertain")
 
 
 class SupportRun:
@@ -89,3 +99,38 @@ class SupportRun:
         for verdict in verdicts:
             self._given[verdict.index] = verdict
         return verdicts
+
+
+@dataclass
+class SupportOutcome:
+    """What finishing an answer's check produced: verdicts to send, LLM judge calls made, notes for the metadata."""
+
+    sent: list[SentenceSupport] = field(default_factory=list)
+    judge_calls: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def finish_support(run: SupportRun, text: str, mode: str, config: SupportConfig, *, llm: LLMClient | None,
+                   chunks: Sequence[DocumentChunk], deadline: Deadline) -> SupportOutcome:
+    """Verdicts for the sentences of the whole ``text`` that had none, then (``config.llm_judge``, an LLM answer)
+    the judge's revisions in one call bounded by ``deadline``."""
+    outcome = SupportOutcome(sent=run.finish(text, mode))
+    asked = judge_candidates(run.verdicts, config) if config.llm_judge and mode == LLM else []
+    if asked and llm is not None:
+        outcome.judge_calls += 1
+        revised, failure = judge(llm, asked, chunks, config, deadline)
+        run.revise(revised)
+        outcome.sent += revised
+        if failure:
+            outcome.notes.append(failure)
+    outcome.notes += [note for note in run.errors if note not in outcome.notes]
+    return outcome
+
+
+def support_summary(sentences: Sequence[SentenceSupport], outcome: SupportOutcome | None) -> dict[str, Any] | None:
+    """``metadata.support``: how many sentences got each verdict, the judge's calls, what the check could not use
+    (None when the check is off)."""
+    if outcome is None:
+        return None
+    counts = {verdict: sum(s.verdict == verdict for s in sentences) for verdict in VERDICTS}
+    return {**counts, "judge_calls": outcome.judge_calls, "notes": outcome.notes}
