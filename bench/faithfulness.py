@@ -2,7 +2,7 @@
 
 Usage:
     python bench/faithfulness.py generate [--corpus httpx-docs --corpus scifact] [--questions 30]
-    python bench/faithfulness.py evaluate [--cache FILE] [--labels FILE] [--no-cross-encoder] [--repeat 1]
+    python bench/faithfulness.py evaluate [--cache FILE] [--labels FILE] [--variants words,words+sentences+ce]
 
 ``generate`` (slow: the packaged Qwen2.5-Coder-0.5B on llama.cpp) asks the questions of each corpus
 through ``Ragstream.ask`` and appends the answers, with their attachments, to the cache
@@ -50,7 +50,7 @@ from ragstream.answer.citations import CitationResolver
 from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.models import Confidence, DocumentChunk, SentenceSupport
 from ragstream.answer.sentences import AnswerSentence, split_answer
-from ragstream.answer.signals import entities, negated, number_values, numbers
+from ragstream.answer.signals import Mention, entities, negated, number_values, numbers
 from ragstream.answer.support import SupportChecker, SupportModels, passage_units
 from ragstream.config import RagstreamConfig
 
@@ -135,37 +135,56 @@ def perturb_negation(text: str) -> str | None:
     return f"{text[: match.end()]} not{text[match.end() :]}"
 
 
-def perturb_entity(text: str, pool: list[str], hay: str, rng: random.Random) -> str | None:
-    """A name of ``text`` swapped for one of ``pool`` (other questions' names) that ``hay`` does not hold."""
-    names = [m.text for m in entities(text) if len(m.text) > 2]
+def perturb_entity(text: str, pool: list[Mention], hay: str, rng: random.Random) -> str | None:
+    """A name of ``text`` swapped, where it stands, for a name of the same kind from ``pool`` (the names of the
+    corpus's attachments) that ``hay`` (the checked passages) does not hold."""
+    names = [m for m in entities(text) if len(m.text) > 2]
     if not names:
         return None
     name = rng.choice(names)
-    shaped = [other for other in pool if _shape(other) == _shape(name) and other.casefold() not in hay.casefold()]
-    choices = shaped or [other for other in pool if other.casefold() not in hay.casefold()]
-    if not choices:
+    folded = hay.casefold()
+    choices = [other.text for other in pool if _shape(other) == _shape(name) and other.text.casefold() not in folded]
+    where = _place(text, name)
+    if not choices or where is None:
         return None
-    return text.replace(name, rng.choice(choices), 1)
+    return f"{text[:where]}{rng.choice(choices)}{text[where + len(name.text):]}"
 
 
-def _shape(name: str) -> str:
-    """The kind of a name: dotted identifier, snake_case, acronym, CamelCase or capitalised word."""
-    if "." in name or "(" in name:
+def _place(text: str, name: Mention) -> int | None:
+    """Where ``name`` stands in ``text`` (inside inline code when it was found there)."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name.text)}(?![\w])")
+    code = [match.span() for match in re.finditer(r"(`+)(.+?)\1", text)]
+    for match in pattern.finditer(text):
+        inside = any(start < match.start() < end for start, end in code)
+        if inside == name.in_code:
+            return match.start()
+    return None
+
+
+def _shape(name: Mention) -> str:
+    """The kind of a name: inline code, dotted identifier, snake_case, acronym, CamelCase or capitalised word."""
+    text = name.text
+    if name.in_code:
+        return "code"
+    if "." in text or "(" in text:
         return "dotted"
-    if "_" in name:
+    if "_" in text:
         return "snake"
-    if name.isupper() or any(ch.isdigit() for ch in name):
+    if text.isupper() or any(ch.isdigit() for ch in text):
         return "acronym"
-    return "camel" if any(ch.isupper() for ch in name[1:]) else "word"
+    return "camel" if any(ch.isupper() for ch in text[1:]) else "word"
 
 
 def borrowed_sentence(case: Case, cited: list[int], others: list[Case], rng: random.Random) -> str | None:
-    """A sentence of an attachment the sentence does not cite (of another answer when it cites them all)."""
-    pool = [text for number, chunk in enumerate(case.chunks, start=1) if number not in cited
+    """A sentence of an attachment the sentence does not cite. A sentence citing none is checked against every
+    attachment, so its stand-in comes from another answer's attachments (one no attachment of this answer holds);
+    so does a sentence citing every attachment."""
+    pool = [text for number, chunk in enumerate(case.chunks, start=1) if cited and number not in cited
             for text, _, _ in passage_units(chunk.text) if _prose_sentence(text)]
     if not pool:
-        pool = [text for other in others for chunk in other.chunks for text, _, _ in passage_units(chunk.text)
-                if _prose_sentence(text)]
+        own = {text for chunk in case.chunks for text, _, _ in passage_units(chunk.text)}
+        pool = sorted({text for other in others for chunk in other.chunks for text, _, _ in passage_units(chunk.text)
+                       if _prose_sentence(text) and text not in own})
     return rng.choice(pool) if pool else None
 
 
@@ -181,19 +200,22 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
     """Verdicts on originals and perturbations; precision, recall, confidence and latency."""
     rng = random.Random(SEED)
     support = config.answer.support
-    pools = {corpus: sorted({m.text for case in cases if case.record["corpus"] == corpus for chunk in case.chunks
-                             for m in entities(chunk.text) if len(m.text) > 2}) for corpus in CORPORA}
+    pools = {corpus: sorted({m for case in cases if case.record["corpus"] == corpus for chunk in case.chunks
+                             for m in entities(chunk.text) if len(m.text) > 2}, key=lambda m: (m.text, m.in_code))
+             for corpus in CORPORA}
     originals: list[dict[str, Any]] = []
     perturbed: list[dict[str, Any]] = []
     latencies: list[float] = []
+    cpu_times: list[float] = []
     confidence_rows: list[tuple[Confidence, list[SentenceSupport], bool]] = []
     for case in cases:
         question = case.record["question"]
         resolver = CitationResolver(case.chunks, config.answer.citations)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         checker = SupportChecker(case.chunks, question, resolver, support, models)
         verdicts = checker.check(case.sentences)
         latencies.append((time.perf_counter() - started) * 1000)
+        cpu_times.append((time.process_time() - cpu) * 1000)
         before = _old_confidence(case, config)
         sentence_labels = [labels.get((*case.key, s.text), "unlabelled") for s in case.sentences]
         for sentence, verdict, label in zip(case.sentences, verdicts, sentence_labels, strict=True):
@@ -222,7 +244,9 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
                                   "score": result.score, "reason": result.reason})
                 swapped = [result if v.index == sentence.index else v for v in verdicts]
                 confidence_rows.append((before, swapped, True))
-    return _report(originals, perturbed, latencies, confidence_rows, checker.errors)
+    report = _report(originals, perturbed, latencies, confidence_rows, checker.errors)
+    report["cpu_ms_per_answer"] = {f"p{p}": percentile(cpu_times, p) for p in PERCENTILES}
+    return report
 
 
 def _old_confidence(case: Case, config: RagstreamConfig) -> Confidence:
@@ -258,7 +282,6 @@ def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], la
     high_before = [(c, v, bad) for c, v, bad in confidence_rows if c.level == "High"]
     high_after = [(c, v, bad) for c, v, bad in confidence_rows if with_support(c, v).level == "High"]
     return {
-        "benchmark": "faithfulness",
         "answers_checked": len({(row["corpus"], row["qid"]) for row in originals}),
         "sentences": {"original": len(originals), "labels": dict(Counter(row["label"] for row in originals)),
                       "perturbed": {kind: len(rows) for kind, rows in by_kind.items()}},
@@ -292,8 +315,9 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=500, help="generate: other SciFact documents indexed.")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--n-threads", type=int, default=2)
-    parser.add_argument("--no-cross-encoder", action="store_true", help="evaluate: embedder and words only.")
-    parser.add_argument("--details", action="store_true", help="evaluate: print every verdict on originals too.")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="evaluate: comma-separated variants to run.")
+    parser.add_argument("--details", action="store_true", help="evaluate: list missed perturbations, false positives "
+                        "and the verdicts on originals labelled unsupported.")
     args = parser.parse_args()
     if args.command == "generate":
         args.cache.parent.mkdir(parents=True, exist_ok=True)
@@ -304,22 +328,48 @@ def main() -> None:
     if not args.cache.exists():
         sys.exit(f"no cached answers at {args.cache}: run `python bench/faithfulness.py generate` first")
     cases = load_cases(args.cache)
-    overrides = {"answer": {"support": {"cross_encoder": not args.no_cross_encoder}}}
+    labels = load_labels(args.labels)
+    report: dict[str, Any] = {"benchmark": "faithfulness", "cache": str(args.cache), "variants": {}}
+    for name in args.variants.split(","):
+        report["variants"][name] = _run_variant(name, cases, labels, details=args.details)
+    default = load_config().answer.support
+    report["default_variant"] = next((name for name, settings in VARIANTS.items()
+                                      if all(getattr(default, k) == v for k, v in settings.items())), None)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "words": {"similarity": "off", "cross_encoder": "off"},
+    "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
+    "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
+    "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain"},
+    "words+sentences+ce": {"similarity": "sentences", "cross_encoder": "uncertain"},
+    "words+sentences+ce_all": {"similarity": "sentences", "cross_encoder": "all", "cross_encoder_max_pairs": 100},
+}
+"""Which signals score a sentence (answer.support settings); the hard checks (numbers, entities, negation) always run."""
+
+
+def _run_variant(name: str, cases: list[Case], labels: dict[tuple[str, str, str], str], *,
+                 details: bool) -> dict[str, Any]:
+    """One variant on a fresh index folder: the passage sentences' vectors are not cached yet (as for a new
+    answer); the attachments' own vectors are (the index holds them)."""
     with tempfile.TemporaryDirectory(prefix="ragstream-faithfulness-") as scratch:
-        config = load_config(data_dir=Path(scratch), **overrides)
+        config = load_config(data_dir=Path(scratch), answer={"support": VARIANTS[name]})
         with Ragstream(config) as rs:
             reranker, _ = rs.reranker()
-            models = SupportModels(rs.embedder(), None if args.no_cross_encoder else reranker)
-            models.embedder.embed_queries(["warm up"])  # type: ignore[union-attr]
+            embedder = rs.embedder()
+            embedder.embed_queries(["warm up"])
+            embedder.embed_documents([chunk.text for case in cases for chunk in case.chunks])  # as ingest did
+            models = SupportModels(embedder, reranker)
             load_before = os.getloadavg()
-            report = evaluate(cases, load_labels(args.labels), config, models)
+            report = evaluate(cases, labels, config, models)
     report["load_average"] = {"before": [round(x, 2) for x in load_before],
                               "after": [round(x, 2) for x in os.getloadavg()]}
-    report["config"] = config.answer.support.model_dump()
-    report["cross_encoder"] = None if models.cross_encoder is None else models.cross_encoder.model
-    if not args.details:
-        report.pop("real_unsupported")
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    report["settings"] = VARIANTS[name]
+    if not details:
+        for key in ("missed", "false_positives", "real_unsupported"):
+            report[key] = len(report[key])
+    return report
 
 
 if __name__ == "__main__":

@@ -836,10 +836,14 @@ class SupportConfig(ConfigSection):
         True, description="A negated sentence needs a negated passage sentence among its closest ones; an "
         "affirmative copy of a negated passage sentence is a contradiction.")
     negation_candidates: int = Field(
-        2, ge=1, description="Passage sentences (closest first) in which a negated sentence looks for its negation.")
+        1, ge=1, description="Passage sentences (closest first) in which a negated sentence looks for its negation.")
     negation_copy_min_coverage: float = Field(
         0.8, ge=0.0, le=1.0, description="An affirmative sentence contradicts its closest passage sentence (which is "
         "negated) only when at least this share of its words are that sentence's: it copies it without the negation.")
+    question_clause_min_share: float = Field(
+        0.6, ge=0.0, le=1.0, description="An opening clause ('To send JSON with httpx, ...', 'If ..., ') taking at least "
+        "this share of its content words from the question restates it: its words, numbers and names are not checked "
+        "against the passages (1 or more: always checked).")
     word_prefix_chars: int = Field(
         5, ge=1, description="A sentence word is in a passage when a passage word equals it or shares its first this "
         "many letters ('infection'/'infections').")
@@ -853,11 +857,20 @@ class SupportConfig(ConfigSection):
     failed_score_cap: float = Field(
         0.2, ge=0.0, le=1.0, description="The score of a sentence with a missing number or entity, or a contradicted "
         "negation, is at most this.")
-    cross_encoder: bool = Field(
-        True, description="Also score the closest passage sentences with the ReRanker's cross-encoder when the ReRanker "
-        "is one (reranker.backend onnx or cross_encoder); off, or with another ReRanker: embedder and words only.")
+    similarity: Literal["sentences", "attachments", "off"] = Field(
+        "sentences", description="The embedder's share of the score. sentences: the best cosine between the "
+        "sentence and a passage sentence (passage sentences are embedded once, then cached in the catalog). "
+        "attachments: the best cosine to a checked attachment as a whole (the index's own vectors, nothing new to "
+        "embed). off: words alone.")
+    cross_encoder: Literal["uncertain", "all", "off"] = Field(
+        "uncertain", description="When the ReRanker's cross-encoder (reranker.backend onnx or cross_encoder) also "
+        "scores a sentence against its closest passage sentences: uncertain: only a sentence the other signals left "
+        "uncertain; all: every sentence that passed the hard checks; off: never. With another ReRanker it never runs.")
     cross_encoder_candidates: int = Field(
-        2, ge=1, description="Passage sentences (closest by cosine) the cross-encoder scores per answer sentence.")
+        1, ge=1, description="Passage sentences (closest first) the cross-encoder scores per answer sentence.")
+    cross_encoder_max_pairs: int = Field(
+        2, ge=0, description="Cross-encoder pairs per answer at most (each costs about 10 ms on 2 idle cores); the "
+        "sentences after that are decided without it.")
     llm_judge: bool = Field(
         False, description="Ask the configured LLM once per answer about the sentences the cheap check left "
         "uncertain (judge_verdicts); the call is bounded by the question's deadline. Off by default: it costs one "

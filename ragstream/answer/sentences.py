@@ -5,7 +5,8 @@ table rows, rules and source lists (a line that is only a short label like "Sour
 a marker like "[1] guide.md") are not sentences; each paragraph and list item is read on its own (a list
 marker is not part of its sentence), split at ``.``, ``!`` or ``?`` before a space (not after
 "e.g.", "i.e.", "vs.", "cf."). A citation marker opening a sentence belongs to the one before it
-(``... x. [2] Next``), as in :func:`~ragstream.answer.citations.uncited_sentences`. Offsets are
+(``... x. [2] Next``), as in :func:`~ragstream.answer.citations.uncited_sentences`. A short lead-in
+ending in a colon ("For example:") and a fragment without a letter (``[1``) are no sentences. Offsets are
 kept, so a sentence can be marked in the answer text as written.
 
 While an answer streams in, a sentence is complete once the next one has begun with text (a marker
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ragstream.answer.markers import split_markers
+from ragstream.answer.signals import content_words
 from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 
 _SKIPPED_LINE = re.compile(r"^\s*(?:#|\||(?:[-*_]\s*){3,}$)")
@@ -25,7 +27,10 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 _LEADING_SPACE = re.compile(r"\s*")
-_HAS_WORD = re.compile(r"[^\W_]")
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+LEAD_IN_MAX_WORDS = 2
+"""A sentence ending in a colon with at most this many content words ("For example:", "Here's how:") leads
+in to what follows; it is no sentence."""
 _LABEL_LINE = re.compile(r"(?:\*\*)?[\w ]{1,30}:(?:\*\*)?", re.UNICODE)
 """A line that is only a short label ending in a colon ("Sources:", "**Answer:**"): no sentence."""
 
@@ -59,7 +64,7 @@ def split_answer(text: str) -> list[AnswerSentence]:
         prose = " ".join("".join(piece.text for piece in pieces if piece.kind == "text").split())
         prose = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", prose)  # "guide [3]." -> "guide."
         readable = " ".join(readable_sentences(prose)) or prose
-        if _HAS_WORD.search(readable) and not _LABEL_LINE.fullmatch(readable.strip()):  # "For example:" says nothing
+        if _HAS_LETTER.search(readable) and not _lead_in(readable.strip()):
             sentences.append(AnswerSentence(len(sentences), start, end, raw, readable.strip(), markers))
     return sentences
 
@@ -97,6 +102,10 @@ def _units(text: str) -> list[tuple[int, int]]:
             current[1] = line_end
             units[-1] = (current[0], line_end)
     return [(start, len(text[:end].rstrip())) for start, end in units if text[start:end].strip()]
+
+
+def _lead_in(sentence: str) -> bool:
+    return sentence.endswith(":") and len(content_words(sentence)) <= LEAD_IN_MAX_WORDS
 
 
 def _is_reference(line: str) -> bool:

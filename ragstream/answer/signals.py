@@ -23,6 +23,9 @@ NUMBER_WORDS = {
     "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1e6,
     "billion": 1e9, "dozen": 12,
 }
+MIN_LAST_PART_CHARS = 4
+"""The last part of a dotted name found alone names it (``httpx.Timeout`` -> ``Timeout``) when it is at least this
+long (or a call): ``www.example.org`` is not named by an ``org``."""
 PRONOUN_NUMBERS = frozenset({"one"})
 """Number words that mostly are not quantities ("one of", "the one"): a passage's count, a sentence's do not."""
 _NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\.?\d)")
@@ -129,7 +132,8 @@ def entity_in(entity: Mention, haystack: str, squeezed: str) -> bool:
     whole words), its last dotted part (``httpx.Timeout`` -> ``Timeout``), or its letters and digits
     (``HSV-2`` = ``HSV 2``); a plural matches its singular."""
     name = entity.text.removesuffix("()")
-    variants = {name, name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]}
+    last = name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    variants = {name, last} if len(last) >= MIN_LAST_PART_CHARS or entity.text.endswith("()") else {name}
     variants |= {variant[:-1] for variant in variants if variant.endswith("s") and len(variant) > 3}
     for variant in variants:
         key = squeeze(variant)
@@ -150,12 +154,21 @@ def abstains(text: str) -> bool:
     return _ABSTENTION.search(text) is not None
 
 
+EXPLAINING_WORDS = frozenset("""
+approach argument arguments code example examples following function functions method methods option options
+parameter parameters setting settings snippet specify value values way ways here's let's you'll you're it's
+""".split())
+"""Words an answer uses to explain rather than to say what a passage says ("use the `json` parameter of the
+`post` method"): a passage need not hold them."""
+
+
 def content_words(text: str) -> list[str]:
-    """The case-folded content words of ``text`` in order, once each (stopwords and single letters left out)."""
+    """The case-folded content words of ``text`` in order, once each (stopwords, explaining words and single
+    letters left out)."""
     seen: dict[str, None] = {}
     for token in words(text):
         folded = token.casefold().strip("._-")
-        if folded and folded not in STOPWORDS and (len(folded) > 1 or folded.isdigit()):
+        if folded and folded not in STOPWORDS and folded not in EXPLAINING_WORDS and (len(folded) > 1 or folded.isdigit()):
             seen.setdefault(folded)
     return list(seen)
 

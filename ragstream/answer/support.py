@@ -49,6 +49,8 @@ CROSS_ENCODER = "cross_encoder"
 PASSAGE_CACHE_SIZE = 2048
 EXTRACTIVE_REASON = "quoted from {where} (extractive answer: supported by construction)"
 _WORD_RUN = re.compile(r"\w+")
+_OPENING_CLAUSE = re.compile(r"(?:To|If|When|For|In order to)\b[^,.;:]{3,}?,\s+")
+CODE_FENCES = ("```", "~~~")
 LOCATE_WORDS = 4
 """Words of a passage sentence's start and end looked for in the chunk text to find its place."""
 
@@ -122,6 +124,7 @@ class SupportChecker:
                  config: SupportConfig, models: SupportModels, deadline: Deadline | None = None) -> None:
         self._chunks = list(chunks)
         self._question_numbers = number_values(question)
+        self._question_words = WordIndex(question, config.word_prefix_chars)
         self._resolver = resolver
         self._config = config
         self._models = models
@@ -130,6 +133,8 @@ class SupportChecker:
                        for number, chunk in enumerate(self._chunks, start=1)
                        for text, start, end in passage_units(chunk.text)]
         self._unit_vectors: np.ndarray | None = None
+        self._attachment_vectors: np.ndarray | None = None
+        self._pairs = 0  # cross-encoder pairs scored for this answer
         self._vectors_failed = False
         self._haystacks: dict[tuple[int, ...], _Haystack] = {}
         self._unit_words: dict[int, WordIndex] = {}
@@ -151,7 +156,8 @@ class SupportChecker:
         """A verdict for each of ``sentences`` (embedded together)."""
         if not sentences:
             return []
-        vectors = self._sentence_vectors([sentence.text for sentence in sentences])
+        wanted = self._config.similarity != "off"
+        vectors = self._sentence_vectors([sentence.text for sentence in sentences]) if wanted else None
         return [self._check(sentence, None if vectors is None else vectors[i]) for i, sentence in enumerate(sentences)]
 
     def extractive(self, sentences: Sequence[AnswerSentence]) -> list[SentenceSupport]:
@@ -176,93 +182,124 @@ class SupportChecker:
         config = self._config
         cited = self.cited(sentence)
         checked = cited or list(range(1, len(self._chunks) + 1))
-        where = _where(checked, cited=bool(cited))
         if not self._chunks:
             return _verdict(sentence, cited, [], "uncertain", 0.0, "there are no attachments to check it against")
         if abstains(sentence.text):
             return _verdict(sentence, cited, checked, "uncertain", 0.0,
                             "it says what the sources do not hold: nothing to check")
-        words = content_words(sentence.text)
+        asked, words = self._restated(sentence.text)
         if not words:
             return _verdict(sentence, cited, checked, "uncertain", 0.0, "it holds no content word to check")
         hay = self._haystack(tuple(checked))
         units = [i for i, unit in enumerate(self._units) if unit.number in checked]
-        signals: dict[str, object] = {}
         coverage = hay.words.coverage(words)
-        signals["coverage"] = round(coverage, 3)
-        ranked, cosines = self._rank(units, words, vector)
+        signals: dict[str, object] = {"coverage": round(coverage, 3)}
+        ranked, similarity = self._rank(units, words, vector, checked)
         scores = [coverage]
-        if cosines is not None:
-            similarity = max(0.0, float(max(cosines.values(), default=0.0)))
+        if similarity is not None:
             signals["similarity"] = round(similarity, 3)
             scores.append(similarity)
+        failures = self._failures(sentence.text, words, hay, ranked, signals, asked)
         best = ranked[0] if ranked else None
-        relevance, best = self._cross_encode(sentence.text, ranked, best)
-        if relevance is not None:
-            signals["cross_encoder"] = round(relevance, 3)
-            scores.append(relevance)
+        verdict = _decide(sum(scores) / len(scores), coverage, failures, config)
+        if verdict == "uncertain" or (config.cross_encoder == "all" and not failures):
+            relevance, best = self._cross_encode(sentence.text, ranked, best)
+            if relevance is not None:
+                signals["cross_encoder"] = round(relevance, 3)
+                scores.append(relevance)
+                verdict = _decide(sum(scores) / len(scores), coverage, failures, config)
         score = sum(scores) / len(scores)
-        failures = self._failures(sentence.text, words, hay, ranked, signals)
         span = self._span(best)
+        where = _where(checked, cited=bool(cited))
         if failures:
             return _verdict(sentence, cited, checked, "unsupported", min(score, config.failed_score_cap),
                             f"{'; '.join(failures)} {where}", span, signals)
-        measured = _measured(signals)
         if not cited and span is not None:
             where = f"[{span.number}] (it cites none; checked against every attachment)"
-        if score >= config.supported_min_score and coverage >= config.supported_min_coverage:
-            return _verdict(sentence, cited, checked, "supported", score, f"supported by {where} ({measured})", span,
-                            signals)
-        if score < config.unsupported_max_score:
-            return _verdict(sentence, cited, checked, "unsupported", score, f"little of it is in {where} ({measured})",
-                            span, signals)
-        return _verdict(sentence, cited, checked, "uncertain", score, f"only partly in {where} ({measured})", span,
+        said = {"supported": "supported by", "unsupported": "little of it is in", "uncertain": "only partly in"}[verdict]
+        return _verdict(sentence, cited, checked, verdict, score, f"{said} {where} ({_measured(signals)})", span,
                         signals)
 
+    def _restated(self, text: str) -> tuple[set[str], list[str]]:
+        """The words of an opening clause that restates the question ("To post a dict as JSON, use ...") which the
+        question holds, and the sentence's content words without them: what the question says is not the
+        passages' to support (the clause's other words, and the rest of the sentence, still are)."""
+        opening = _OPENING_CLAUSE.match(text)
+        if opening is not None:
+            clause = content_words(opening.group(0))
+            if clause and self._question_words.coverage(clause) >= self._config.question_clause_min_share:
+                asked = {word for word in clause if self._question_words.holds(word)}
+                rest = content_words(text[opening.end() :])
+                return asked, list(dict.fromkeys([*(w for w in clause if w not in asked), *rest]))
+        return set(), content_words(text)
+
     def _failures(self, text: str, words: list[str], hay: _Haystack, ranked: list[int],
-                  signals: dict[str, object]) -> list[str]:
-        """What the hard checks found: missing numbers or entities, a contradicted negation."""
+                  signals: dict[str, object], asked: set[str]) -> list[str]:
+        """What the hard checks found: missing numbers or entities, a contradicted negation (``asked``: words of a
+        clause restating the question, whose numbers and names the question holds)."""
         config = self._config
         failures: list[str] = []
         if config.check_numbers:
-            missing = [m.text for m in numbers(text)
-                       if m.key not in hay.numbers and not (m.in_code and m.key in self._question_numbers)]
+            missing = [m.text for m in numbers(text) if m.key not in hay.numbers
+                       and not ((m.in_code or m.text.casefold() in asked) and m.key in self._question_numbers)]
             if missing:
                 signals["missing_numbers"] = missing
                 failures.append(f"{_listed('the number', 'the numbers', missing)} {_be(missing)} not in")
         if config.check_entities:
-            missing = [m.text for m in entities(text) if not entity_in(m, hay.text, hay.squeezed)]
+            missing = [m.text for m in entities(text)
+                       if not entity_in(m, hay.text, hay.squeezed) and m.text.casefold() not in asked]
             if missing:
                 signals["missing_entities"] = missing
                 failures.append(f"{_listed('', '', missing).strip()} {_be(missing)} not named in")
-        if config.check_negation and ranked:
-            closest = [self._units[i].text for i in ranked[: config.negation_candidates]]
+        prose = [i for i in ranked if not self._units[i].text.startswith(CODE_FENCES)]  # "is not None" is no denial
+        if config.check_negation and prose:
+            closest = [self._units[i].text for i in prose[: config.negation_candidates]]
             if negated(text) and not any(negated(unit) for unit in closest):
                 signals["negation"] = "sentence"
                 failures.append("it denies what no closest passage sentence denies, in")
             elif not negated(text) and negated(closest[0]) and \
-                    self._unit_index(ranked[0]).coverage(words) >= config.negation_copy_min_coverage:
+                    self._unit_index(prose[0]).coverage(words) >= config.negation_copy_min_coverage:
                 signals["negation"] = "passage"
                 failures.append("it drops the negation of its closest sentence, in")
         return failures
 
     # -- similarity --------------------------------------------------------------------------------
 
-    def _rank(self, units: list[int], words: list[str], vector: np.ndarray | None) -> tuple[list[int], dict[int, float] | None]:
-        """``units`` closest first (cosine and word overlap together), and their cosines (None without vectors)."""
+    def _rank(self, units: list[int], words: list[str], vector: np.ndarray | None,
+              checked: list[int]) -> tuple[list[int], float | None]:
+        """``units`` closest first, and the sentence's best cosine (None without vectors).
+
+        ``similarity = "sentences"``: units ranked by their cosine to the sentence plus their word overlap, the
+        best cosine among them. ``"attachments"``: units ranked by word overlap, the best cosine between the
+        sentence and a checked attachment as a whole (vectors the index already holds)."""
         overlap = {i: self._unit_index(i).coverage(words) for i in units}
-        unit_vectors = self._passage_vectors() if vector is not None else None
-        if unit_vectors is None or vector is None:
+        mode = self._config.similarity
+        if vector is None or mode == "off":
+            return sorted(units, key=lambda i: -overlap[i]), None
+        if mode == "attachments":
+            chunk_vectors = self._chunk_vectors()
+            if chunk_vectors is None:
+                return sorted(units, key=lambda i: -overlap[i]), None
+            best = max(float(chunk_vectors[n - 1] @ vector) for n in checked)
+            return sorted(units, key=lambda i: -overlap[i]), max(0.0, best)
+        unit_vectors = self._passage_vectors()
+        if unit_vectors is None:
             return sorted(units, key=lambda i: -overlap[i]), None
         cosines = {i: float(unit_vectors[i] @ vector) for i in units}
-        return sorted(units, key=lambda i: -(cosines[i] + overlap[i])), cosines
+        ranked = sorted(units, key=lambda i: -(cosines[i] + overlap[i]))
+        return ranked, max(0.0, max(cosines.values(), default=0.0))
 
     def _cross_encode(self, text: str, ranked: list[int], best: int | None) -> tuple[float | None, int | None]:
-        """The cross-encoder's relevance (sigmoid of its logit) of the closest passage sentences; the best of them."""
+        """The cross-encoder's relevance (sigmoid of its logit) of the closest passage sentences, and the best of
+        them; None while pairs remain in the answer's ``cross_encoder_max_pairs``."""
         model = self._models.cross_encoder
-        if not self._config.cross_encoder or model is None or model.backend != CROSS_ENCODER or not ranked:
+        config = self._config
+        if config.cross_encoder == "off" or model is None or model.backend != CROSS_ENCODER or not ranked:
             return None, best
-        candidates = ranked[: self._config.cross_encoder_candidates]
+        candidates = ranked[: min(config.cross_encoder_candidates, config.cross_encoder_max_pairs - self._pairs)]
+        if not candidates:
+            return None, best
+        self._pairs += len(candidates)
         try:
             logits = model.score(text, [self._units[i].text for i in candidates], deadline=self._deadline)
         except RagstreamError as error:
@@ -281,6 +318,17 @@ class SupportChecker:
             self._vectors_failed = True
             self._note(f"embedder: {error.message}")
             return None
+
+    def _chunk_vectors(self) -> np.ndarray | None:
+        """The attachments' own vectors (the index's passage vectors, served from the embedding cache)."""
+        embedder = self._models.embedder
+        if self._attachment_vectors is None and embedder is not None and not self._vectors_failed:
+            try:
+                self._attachment_vectors = np.atleast_2d(embedder.embed_documents([c.text for c in self._chunks]))
+            except EmbeddingFailureError as error:
+                self._vectors_failed = True
+                self._note(f"embedder: {error.message}")
+        return self._attachment_vectors
 
     def _passage_vectors(self) -> np.ndarray | None:
         embedder = self._models.embedder
@@ -341,6 +389,15 @@ def _verdict(sentence: AnswerSentence, cited: list[int], checked: list[int], ver
     return SentenceSupport(index=sentence.index, text=sentence.text, start=sentence.start, end=sentence.end,
                            citations=cited, checked=checked, supported=verdict == "supported", verdict=verdict,
                            score=round(max(0.0, min(1.0, score)), 3), reason=reason, span=span, signals=signals or {})
+
+
+def _decide(score: float, coverage: float, failures: list[str], config: SupportConfig) -> Verdict:
+    """The verdict from the hard checks, the score and the word coverage."""
+    if failures:
+        return "unsupported"
+    if score >= config.supported_min_score and coverage >= config.supported_min_coverage:
+        return "supported"
+    return "unsupported" if score < config.unsupported_max_score else "uncertain"
 
 
 def _where(numbers_: list[int], *, cited: bool) -> str:
