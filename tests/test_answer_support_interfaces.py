@@ -4,8 +4,8 @@ A scripted LLM (a real OpenAI-compatible HTTP server on 127.0.0.1 that replies w
 with one sentence its attachment says and one it does not, both citing [1]; the index holds one document,
 so attachment [1] is its chunk. Checked through the Python API (ask and stream), the CLI (plain and JSON,
 locally and through a running server), ``ragstream serve``'s ``/api/query``, ``/api/chat`` (support events
-and ``done``) and ``/v1/chat/completions`` (the ``ragstream.sentences`` extension, streamed or not), and
-the web UI in headless Chromium.
+and ``done``), ``/v1/chat/completions`` (the ``ragstream.sentences`` extension, streamed or not) and MCP's
+``ask`` (over streamable HTTP), and the web UI in headless Chromium.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from browser_fixtures import checked_page, launched_browser
+from mcp_client import connected, http_session, text_of
 from recording_llm import RecordingLLM
 from server_process import RunningServer, running_server
 from typer.testing import CliRunner
@@ -149,6 +150,16 @@ def test_http_query_chat_and_openai(server: RunningServer):
         assert_verdicts(completion["ragstream"]["sentences"])
         chunks = [data for _, data in sse(api.post("/v1/chat/completions", json={**request, "stream": True})) if data]
         assert_verdicts(chunks[-1]["ragstream"]["sentences"])
+
+
+def test_mcp_ask_over_http(server: RunningServer):
+    with connected(http_session(server.url)) as client:
+        result = client.call("ask", {"question": QUESTION})
+    assert not result.is_error and result.structured_content is not None
+    assert_verdicts(result.structured_content["sentences"])
+    assert_not_high(result.structured_content["confidence"])
+    text = text_of(result)
+    assert f"{FABRICATED} {UNSUPPORTED_MARK}" in text and f'{UNSUPPORTED_MARK} Unsupported: sentence 2' in text
 
 
 def test_cli_through_a_running_server(server: RunningServer, monkeypatch: pytest.MonkeyPatch):
