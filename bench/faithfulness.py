@@ -227,7 +227,7 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
         for sentence, verdict, label in zip(case.sentences, verdicts, sentence_labels, strict=True):
             if label != "supported":
                 continue
-            hay = " ".join(case.chunks[n - 1].text for n in verdict.checked)
+            hay = " ".join(f"{_labels_of(case.chunks[n - 1])} {case.chunks[n - 1].text}" for n in verdict.checked)
             variants = {
                 "number": perturb_number(sentence.text, number_values(hay), rng),
                 "negation": perturb_negation(sentence.text),
@@ -247,6 +247,11 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
     report = _report(originals, perturbed, latencies, confidence_rows, checker.errors)
     report["cpu_ms_per_answer"] = {f"p{p}": percentile(cpu_times, p) for p in PERCENTILES}
     return report
+
+
+def _labels_of(chunk: DocumentChunk) -> str:
+    """A chunk's title, section and header path: names the checker finds there too."""
+    return " ".join(str(chunk.metadata.get(key) or "") for key in ("title", "section", "header_path"))
 
 
 def _old_confidence(case: Case, config: RagstreamConfig) -> Confidence:
@@ -340,6 +345,7 @@ def main() -> None:
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "words": {"similarity": "off", "cross_encoder": "off"},
+    "words+ce": {"similarity": "off", "cross_encoder": "uncertain"},
     "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
     "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
     "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain"},

@@ -833,10 +833,11 @@ class SupportConfig(ConfigSection):
         True, description="A named entity of the sentence (a capitalised term inside it, an acronym, a CamelCase or "
         "dotted identifier like httpx.Timeout, inline code) must be in the passages or their titles.")
     check_negation: bool = Field(
-        True, description="A negated sentence needs a negated passage sentence among its closest ones; an "
-        "affirmative copy of a negated passage sentence is a contradiction.")
+        True, description="A negated sentence needs a passage sentence among its closest ones that denies the same "
+        "thing (a word of the four after each negation in common); an affirmative copy of a negated passage sentence "
+        "is a contradiction.")
     negation_candidates: int = Field(
-        1, ge=1, description="Passage sentences (closest first) in which a negated sentence looks for its negation.")
+        2, ge=1, description="Passage sentences (closest first) in which a negated sentence looks for its negation.")
     negation_copy_min_coverage: float = Field(
         0.8, ge=0.0, le=1.0, description="An affirmative sentence contradicts its closest passage sentence (which is "
         "negated) only when at least this share of its words are that sentence's: it copies it without the negation.")

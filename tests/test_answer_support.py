@@ -82,6 +82,11 @@ def test_sentences_keep_their_place_and_markers():
     assert sentences[1].raw.endswith("[2]")  # a marker opening the next line belongs to the sentence before
 
 
+def test_lead_ins_and_fragments_are_no_sentences():
+    text = "Here's an example of how to do it:\n\nYou can use the following code:\nPass a timeout. [1"
+    assert [s.text for s in split_answer(text)] == ["Pass a timeout."]
+
+
 def test_a_sentence_completes_when_the_next_one_begins():
     assert complete_sentences("HTTPX enforces timeouts.") == []
     assert complete_sentences("HTTPX enforces timeouts. [1]") == []  # a marker may still follow the full stop
@@ -163,6 +168,21 @@ def test_a_number_from_the_question_may_stand_in_code(hash_embedder):
     mine = checker(hash_embedder, question="Allow 60 seconds").check(sentences)[0]
     theirs = checker(hash_embedder, question="Allow a minute").check(sentences)[0]
     assert "missing_numbers" not in mine.signals and theirs.signals["missing_numbers"] == ["60.0"]
+
+
+def test_a_clause_restating_the_question_is_not_the_passages_to_support(hash_embedder):
+    question = "How do I make HTTPX raise an error on slow Django views?"
+    sentences = split_answer("To make HTTPX raise an error on slow Django views, rely on its default timeouts [1]. "
+                             "To make Flask views raise an error, rely on its default timeouts [1].")
+    mine, other = checker(hash_embedder, question=question).check(sentences)
+    assert mine.verdict == "supported" and "missing_entities" not in mine.signals, mine
+    assert other.verdict == "unsupported" and other.signals["missing_entities"] == ["Flask"]
+
+
+def test_a_negation_must_deny_what_the_passage_denies(hash_embedder):
+    denied = verdict(hash_embedder, "Redirects are not followed by default [1].")
+    other = verdict(hash_embedder, "HTTPX does not raise a `TimeoutException` after five seconds [1].")
+    assert denied.verdict == "supported" and other.verdict == "unsupported" and other.signals["negation"] == "sentence"
 
 
 def test_an_uncited_sentence_is_checked_against_every_attachment(hash_embedder):

@@ -149,6 +149,25 @@ def negated(text: str) -> bool:
     return _NEGATION.search(_NOT_A_NEGATION.sub(" ", text)) is not None
 
 
+NEGATION_SCOPE_WORDS = 3
+"""Words after a negation that it denies ("not *followed by default*"), function words not counted."""
+FUNCTION_WORDS = frozenset("""
+a an the be been being is are was were am to of that which who whom whose it its this these those so as at by in on
+for with and or any all some then there than very also just even
+""".split())
+
+
+def negation_scopes(text: str) -> list[list[str]]:
+    """For each negation of ``text``, the first :data:`NEGATION_SCOPE_WORDS` words after it that are not function
+    words, case-folded ("HTTPX will not follow redirects by default" -> [["follow", "redirects", "default"]])."""
+    cleaned = _NOT_A_NEGATION.sub(" ", text)
+    scopes = []
+    for match in _NEGATION.finditer(cleaned):
+        after = [w.casefold() for w in words(cleaned[match.end() :]) if w.casefold() not in FUNCTION_WORDS]
+        scopes.append(after[:NEGATION_SCOPE_WORDS])
+    return scopes
+
+
 def abstains(text: str) -> bool:
     """Whether ``text`` says the sources do not hold the answer ("The attachments do not mention X", "I don't know")."""
     return _ABSTENTION.search(text) is not None

@@ -34,6 +34,7 @@ from ragstream.answer.signals import (
     entities,
     entity_in,
     negated,
+    negation_scopes,
     number_values,
     numbers,
     squeeze,
@@ -254,7 +255,7 @@ class SupportChecker:
         prose = [i for i in ranked if not self._units[i].text.startswith(CODE_FENCES)]  # "is not None" is no denial
         if config.check_negation and prose:
             closest = [self._units[i].text for i in prose[: config.negation_candidates]]
-            if negated(text) and not any(negated(unit) for unit in closest):
+            if negated(text) and not any(self._denies_alike(text, unit) for unit in closest):
                 signals["negation"] = "sentence"
                 failures.append("it denies what no closest passage sentence denies, in")
             elif not negated(text) and negated(closest[0]) and \
@@ -262,6 +263,19 @@ class SupportChecker:
                 signals["negation"] = "passage"
                 failures.append("it drops the negation of its closest sentence, in")
         return failures
+
+    def _denies_alike(self, sentence: str, unit: str) -> bool:
+        """Whether ``unit`` denies what ``sentence`` denies: a negation of each whose following words share one
+        (by their first ``word_prefix_chars`` letters), or any negation when the sentence's denies no word."""
+        theirs = negation_scopes(unit)
+        if not theirs:
+            return False
+        ours = [scope for scope in negation_scopes(sentence) if scope]
+        if not ours:
+            return True
+        prefix = self._config.word_prefix_chars
+        denied = {word[:prefix] for scope in theirs for word in scope}
+        return any(word[:prefix] in denied for scope in ours for word in scope)
 
     # -- similarity --------------------------------------------------------------------------------
 
