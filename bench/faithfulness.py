@@ -219,9 +219,11 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
         before = _old_confidence(case, config)
         sentence_labels = [labels.get((*case.key, s.text), "unlabelled") for s in case.sentences]
         for sentence, verdict, label in zip(case.sentences, verdicts, sentence_labels, strict=True):
+            checked_text = " ".join(case.chunks[n - 1].text for n in verdict.checked)
             originals.append({"corpus": case.record["corpus"], "qid": case.record["qid"], "index": sentence.index,
                               "text": sentence.text, "label": label, "verdict": verdict.verdict,
-                              "score": verdict.score, "reason": verdict.reason})
+                              "score": verdict.score, "reason": verdict.reason,
+                              "verbatim": _folded(sentence.text) in _folded(checked_text)})
         confidence_rows.append((before, verdicts, any(label == "unsupported" for label in sentence_labels)))
         others = [other for other in cases if other.record["corpus"] == case.record["corpus"] and other is not case]
         for sentence, verdict, label in zip(case.sentences, verdicts, sentence_labels, strict=True):
@@ -249,6 +251,11 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
     return report
 
 
+def _folded(text: str) -> str:
+    """``text`` case-folded with every run of non-word characters one space: to tell a verbatim copy."""
+    return " ".join(re.sub(r"\W+", " ", text.casefold()).split())
+
+
 def _labels_of(chunk: DocumentChunk) -> str:
     """A chunk's title, section and header path: names the checker finds there too."""
     return " ".join(str(chunk.metadata.get(key) or "") for key in ("title", "section", "header_path"))
@@ -274,14 +281,19 @@ def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], la
         verdicts = ("unsupported", "uncertain") if lenient else ("unsupported",)
         return sum(row["verdict"] in verdicts for row in rows)
 
-    def rates(lenient: bool) -> dict[str, Any]:
-        tp, fp = flagged(perturbed, lenient), flagged(supported, lenient)
-        recall = tp / len(perturbed) if perturbed else 0.0
-        fpr = fp / len(supported) if supported else 0.0
+    def rates(lenient: bool, corpus: str | None = None) -> dict[str, Any]:
+        def of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [row for row in rows if corpus is None or row["corpus"] == corpus]
+
+        positives, negatives, errors_ = of(perturbed), of(supported), of(real)
+        tp, fp = flagged(positives, lenient), flagged(negatives, lenient)
+        recall = tp / len(positives) if positives else 0.0
+        fpr = fp / len(negatives) if negatives else 0.0
         return {"precision": round(tp / (tp + fp), 3) if tp + fp else None, "recall": round(recall, 3),
                 "false_positive_rate": round(fpr, 3),
                 "precision_balanced": round(recall / (recall + fpr), 3) if recall + fpr else None,
-                "recall_on_real_unsupported": round(flagged(real, lenient) / len(real), 3) if real else None}
+                "recall_on_real_unsupported": round(flagged(errors_, lenient) / len(errors_), 3) if errors_ else None,
+                "perturbed": len(positives), "supported_originals": len(negatives)}
 
     by_kind = {kind: [row for row in perturbed if row["kind"] == kind] for kind in PERTURBATIONS}
     high_before = [(c, v, bad) for c, v, bad in confidence_rows if c.level == "High"]
@@ -292,9 +304,14 @@ def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], la
                       "perturbed": {kind: len(rows) for kind, rows in by_kind.items()}},
         "unsupported": rates(lenient=False),
         "unsupported_or_uncertain": rates(lenient=True),
+        "unsupported_by_corpus": {corpus: rates(lenient=False, corpus=corpus)
+                                  for corpus in sorted({row["corpus"] for row in originals})},
         "recall_by_perturbation": {kind: round(flagged(rows) / len(rows), 3) if rows else None
                                    for kind, rows in by_kind.items()},
         "verdicts_on_supported_originals": dict(Counter(row["verdict"] for row in supported)),
+        "verdicts_on_supported_originals_not_copied": dict(Counter(row["verdict"] for row in supported
+                                                                   if not row["verbatim"])),
+        "supported_originals_copied_verbatim": sum(row["verbatim"] for row in supported),
         "high_answers_with_an_unsupported_sentence": {
             "before": {"high": len(high_before), "share": _share(high_before)},
             "after": {"high": len(high_after), "share": _share(high_after)}},
@@ -345,11 +362,12 @@ def main() -> None:
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "words": {"similarity": "off", "cross_encoder": "off"},
-    "words+ce": {"similarity": "off", "cross_encoder": "uncertain"},
+    "words+ce": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
+    "words+ce1": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 1},
     "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
     "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
-    "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain"},
-    "words+sentences+ce": {"similarity": "sentences", "cross_encoder": "uncertain"},
+    "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
+    "words+sentences+ce": {"similarity": "sentences", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
     "words+sentences+ce_all": {"similarity": "sentences", "cross_encoder": "all", "cross_encoder_max_pairs": 100},
 }
 """Which signals score a sentence (answer.support settings); the hard checks (numbers, entities, negation) always run."""

@@ -859,10 +859,14 @@ class SupportConfig(ConfigSection):
         0.2, ge=0.0, le=1.0, description="The score of a sentence with a missing number or entity, or a contradicted "
         "negation, is at most this.")
     similarity: Literal["sentences", "attachments", "off"] = Field(
-        "sentences", description="The embedder's share of the score. sentences: the best cosine between the "
-        "sentence and a passage sentence (passage sentences are embedded once, then cached in the catalog). "
-        "attachments: the best cosine to a checked attachment as a whole (the index's own vectors, nothing new to "
-        "embed). off: words alone.")
+        "off", description="The embedder's share of the score. sentences: the best cosine between the sentence and "
+        "one of its similarity_candidates passage sentences (embedded once, then cached in the catalog). attachments: "
+        "the best cosine to a checked attachment as a whole (the index's own vectors). off: none; on the "
+        "faithfulness bench (bench/faithfulness.py) the embedder did not improve precision or recall and embedding "
+        "each sentence (about 10 ms each on 2 busy cores) overran the 50 ms budget.")
+    similarity_candidates: int = Field(
+        3, ge=1, description="similarity = sentences: the passage sentences (most words in common first) compared with "
+        "each answer sentence; only they are embedded.")
     cross_encoder: Literal["uncertain", "all", "off"] = Field(
         "uncertain", description="When the ReRanker's cross-encoder (reranker.backend onnx or cross_encoder) also "
         "scores a sentence against its closest passage sentences: uncertain: only a sentence the other signals left "

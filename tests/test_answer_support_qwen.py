@@ -50,7 +50,9 @@ def test_real_models_tell_a_supported_sentence_from_perturbed_ones(make_index):
     reranker, _ = rs.reranker()
     assert reranker is not None and reranker.backend == "cross_encoder"
     config = rs.config.answer
-    checker = SupportChecker(chunks, QUESTION, CitationResolver(chunks, config.citations), config.support,
+    every_signal = config.support.model_copy(update={"similarity": "sentences", "cross_encoder": "all",
+                                                     "cross_encoder_max_pairs": 10})
+    checker = SupportChecker(chunks, QUESTION, CitationResolver(chunks, config.citations), every_signal,
                              SupportModels(rs.embedder(), reranker))
     quote = next(s.text for s in answer.sentences if len(s.text.split()) >= 6 and AUXILIARY.search(s.text))
     number = next(i for i, chunk in enumerate(chunks, start=1) if quote[:40] in chunk.text.replace("\n", " "))
@@ -62,10 +64,16 @@ def test_real_models_tell_a_supported_sentence_from_perturbed_ones(make_index):
     verdicts = {name: checker.check(split_answer(text))[0] for name, text in cases.items()}
     assert verdicts["copied"].verdict == "supported", verdicts["copied"]
     assert verdicts["copied"].span.number == number and verdicts["copied"].signals["cross_encoder"] > 0.5
+    assert verdicts["copied"].signals["similarity"] > verdicts["cited elsewhere"].signals["similarity"]
     assert verdicts["negated"].verdict == "unsupported" and "denies" in verdicts["negated"].reason
     assert verdicts["cited elsewhere"].verdict == "unsupported"
-    assert verdicts["copied"].signals["cross_encoder"] > verdicts["cited elsewhere"].signals["cross_encoder"]
     assert answer.sentences and all(s.signals.get("extractive") for s in answer.sentences)
+
+    one_pair = config.support.model_copy(update={"cross_encoder": "all", "cross_encoder_max_pairs": 1})
+    budgeted = SupportChecker(chunks, QUESTION, CitationResolver(chunks, config.citations), one_pair,
+                              SupportModels(rs.embedder(), reranker))
+    twice = budgeted.check(split_answer(f"{cases['copied']}\n\n{cases['copied']}"))
+    assert ["cross_encoder" in v.signals for v in twice] == [True, False]  # one pair per answer, then words alone
 
 
 def test_qwen_answers_carry_one_verdict_per_sentence(make_index, qwen_server):

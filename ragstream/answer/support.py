@@ -133,7 +133,7 @@ class SupportChecker:
         self._units = [Unit(number, chunk.chunk_id, text, start, end)
                        for number, chunk in enumerate(self._chunks, start=1)
                        for text, start, end in passage_units(chunk.text)]
-        self._unit_vectors: np.ndarray | None = None
+        self._unit_vectors: dict[int, np.ndarray] = {}
         self._attachment_vectors: np.ndarray | None = None
         self._pairs = 0  # cross-encoder pairs scored for this answer
         self._vectors_failed = False
@@ -296,11 +296,13 @@ class SupportChecker:
                 return sorted(units, key=lambda i: -overlap[i]), None
             best = max(float(chunk_vectors[n - 1] @ vector) for n in checked)
             return sorted(units, key=lambda i: -overlap[i]), max(0.0, best)
-        unit_vectors = self._passage_vectors()
+        by_words = sorted(units, key=lambda i: -overlap[i])
+        candidates = by_words[: self._config.similarity_candidates]
+        unit_vectors = self._passage_vectors(candidates)
         if unit_vectors is None:
-            return sorted(units, key=lambda i: -overlap[i]), None
-        cosines = {i: float(unit_vectors[i] @ vector) for i in units}
-        ranked = sorted(units, key=lambda i: -(cosines[i] + overlap[i]))
+            return by_words, None
+        cosines = {i: float(unit_vectors[i] @ vector) for i in candidates}
+        ranked = sorted(candidates, key=lambda i: -(cosines[i] + overlap[i])) + by_words[len(candidates) :]
         return ranked, max(0.0, max(cosines.values(), default=0.0))
 
     def _cross_encode(self, text: str, ranked: list[int], best: int | None) -> tuple[float | None, int | None]:
@@ -344,14 +346,20 @@ class SupportChecker:
                 self._note(f"embedder: {error.message}")
         return self._attachment_vectors
 
-    def _passage_vectors(self) -> np.ndarray | None:
+    def _passage_vectors(self, units: list[int]) -> dict[int, np.ndarray] | None:
+        """Vectors of passage sentences ``units`` (embedded once per answer, cached in the catalog by text)."""
         embedder = self._models.embedder
-        if self._unit_vectors is None and embedder is not None and not self._vectors_failed and self._units:
+        if embedder is None or self._vectors_failed:
+            return None
+        missing = [i for i in units if i not in self._unit_vectors]
+        if missing:
             try:
-                self._unit_vectors = scoring_vectors(embedder, [unit.text for unit in self._units])
+                vectors = scoring_vectors(embedder, [self._units[i].text for i in missing])
             except EmbeddingFailureError as error:
                 self._vectors_failed = True
                 self._note(f"embedder: {error.message}")
+                return None
+            self._unit_vectors.update(zip(missing, np.atleast_2d(vectors), strict=True))
         return self._unit_vectors
 
     # -- helpers -----------------------------------------------------------------------------------
