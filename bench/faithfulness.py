@@ -362,8 +362,8 @@ def main() -> None:
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "words": {"similarity": "off", "cross_encoder": "off"},
-    "words+ce": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
     "words+ce1": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 1},
+    "words+ce2": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
     "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
     "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
     "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},

@@ -22,6 +22,7 @@ from ragstream.answer.signals import (
     number_values,
     numbers,
     squeeze,
+    squeezed_tokens,
 )
 from ragstream.answer.support import SupportChecker, SupportModels, locate, passage_units
 from ragstream.answer.support_run import SupportRun
@@ -177,6 +178,18 @@ def test_a_clause_restating_the_question_is_not_the_passages_to_support(hash_emb
     mine, other = checker(hash_embedder, question=question).check(sentences)
     assert mine.verdict == "supported" and "missing_entities" not in mine.signals, mine
     assert other.verdict == "unsupported" and other.signals["missing_entities"] == ["Flask"]
+
+
+def test_a_negation_in_the_restated_question_is_the_questions(hash_embedder):
+    question = "How do I retry when a request cannot connect?"
+    sentences = split_answer("To retry when a request cannot connect, note that HTTPX enforces timeouts everywhere [1].")
+    result = checker(hash_embedder, question=question).check(sentences)[0]
+    assert result.verdict == "supported" and "negation" not in result.signals, result
+
+
+def test_names_match_whatever_their_hyphen():
+    passage = "Satb1 restrains PD\u20101 expression."
+    assert entity_in(entities("PD1 rises")[0], passage, squeeze(passage), squeezed_tokens(passage))
 
 
 def test_a_negation_must_deny_what_the_passage_denies(hash_embedder):

@@ -127,9 +127,15 @@ def squeeze(text: str) -> str:
     return re.sub(r"[\W_]+", "", text.casefold())
 
 
-def entity_in(entity: Mention, haystack: str, squeezed: str) -> bool:
-    """Whether ``haystack`` (with ``squeezed``, its :func:`squeeze`) names ``entity``: as written (case-insensitive,
-    whole words), its last dotted part (``httpx.Timeout`` -> ``Timeout``), or its letters and digits
+def squeezed_tokens(text: str) -> set[str]:
+    """The :func:`squeeze` of each whitespace-separated token of ``text`` (``PD-1`` -> ``pd1``, whatever its hyphen)."""
+    return {squeezed for token in text.split() if (squeezed := squeeze(token))}
+
+
+def entity_in(entity: Mention, haystack: str, squeezed: str, tokens: set[str] | None = None) -> bool:
+    """Whether ``haystack`` (with ``squeezed``, its :func:`squeeze`, and ``tokens``, its :func:`squeezed_tokens`)
+    names ``entity``: as written (case-insensitive, whole words, or a token with the same letters and digits), its
+    last dotted part (``httpx.Timeout`` -> ``Timeout``), or its letters and digits
     (``HSV-2`` = ``HSV 2``); a plural matches its singular."""
     name = entity.text.removesuffix("()")
     last = name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
@@ -140,6 +146,8 @@ def entity_in(entity: Mention, haystack: str, squeezed: str) -> bool:
         if len(key) > 3 and key in squeezed:
             return True
         if key and re.search(rf"(?<![^\W_]){re.escape(variant.casefold())}(?![^\W_])", haystack.casefold()):
+            return True
+        if key and tokens is not None and key in tokens:  # "PD1" names a passage's "PD-1" written with a Unicode hyphen
             return True
     return False
 

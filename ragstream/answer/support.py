@@ -38,6 +38,7 @@ from ragstream.answer.signals import (
     number_values,
     numbers,
     squeeze,
+    squeezed_tokens,
 )
 from ragstream.config import SupportConfig
 from ragstream.documents.prose import CODE_BLOCK, readable_sentences
@@ -188,7 +189,7 @@ class SupportChecker:
         if abstains(sentence.text):
             return _verdict(sentence, cited, checked, "uncertain", 0.0,
                             "it says what the sources do not hold: nothing to check")
-        asked, words = self._restated(sentence.text)
+        asked, words, claim = self._restated(sentence.text)
         if not words:
             return _verdict(sentence, cited, checked, "uncertain", 0.0, "it holds no content word to check")
         hay = self._haystack(tuple(checked))
@@ -200,7 +201,7 @@ class SupportChecker:
         if similarity is not None:
             signals["similarity"] = round(similarity, 3)
             scores.append(similarity)
-        failures = self._failures(sentence.text, words, hay, ranked, signals, asked)
+        failures = self._failures(sentence.text, claim, words, hay, ranked, signals, asked)
         best = ranked[0] if ranked else None
         verdict = _decide(sum(scores) / len(scores), coverage, failures, config)
         if verdict == "uncertain" or (config.cross_encoder == "all" and not failures):
@@ -221,20 +222,22 @@ class SupportChecker:
         return _verdict(sentence, cited, checked, verdict, score, f"{said} {where} ({_measured(signals)})", span,
                         signals)
 
-    def _restated(self, text: str) -> tuple[set[str], list[str]]:
+    def _restated(self, text: str) -> tuple[set[str], list[str], str]:
         """The words of an opening clause that restates the question ("To post a dict as JSON, use ...") which the
         question holds, and the sentence's content words without them: what the question says is not the
-        passages' to support (the clause's other words, and the rest of the sentence, still are)."""
+        passages' to support (the clause's other words, and the rest of the sentence, still are); and the
+        sentence without that clause (a negation in it is the question's: "To retry when it cannot connect, ...")."""
         opening = _OPENING_CLAUSE.match(text)
         if opening is not None:
             clause = content_words(opening.group(0))
             if clause and self._question_words.coverage(clause) >= self._config.question_clause_min_share:
                 asked = {word for word in clause if self._question_words.holds(word)}
                 rest = content_words(text[opening.end() :])
-                return asked, list(dict.fromkeys([*(w for w in clause if w not in asked), *rest]))
-        return set(), content_words(text)
+                words = list(dict.fromkeys([*(w for w in clause if w not in asked), *rest]))
+                return asked, words, text[opening.end() :]
+        return set(), content_words(text), text
 
-    def _failures(self, text: str, words: list[str], hay: _Haystack, ranked: list[int],
+    def _failures(self, text: str, claim: str, words: list[str], hay: _Haystack, ranked: list[int],
                   signals: dict[str, object], asked: set[str]) -> list[str]:
         """What the hard checks found: missing numbers or entities, a contradicted negation (``asked``: words of a
         clause restating the question, whose numbers and names the question holds)."""
@@ -248,17 +251,17 @@ class SupportChecker:
                 failures.append(f"{_listed('the number', 'the numbers', missing)} {_be(missing)} not in")
         if config.check_entities:
             missing = [m.text for m in entities(text)
-                       if not entity_in(m, hay.text, hay.squeezed) and m.text.casefold() not in asked]
+                       if not entity_in(m, hay.text, hay.squeezed, hay.tokens) and m.text.casefold() not in asked]
             if missing:
                 signals["missing_entities"] = missing
                 failures.append(f"{_listed('', '', missing).strip()} {_be(missing)} not named in")
         prose = [i for i in ranked if not self._units[i].text.startswith(CODE_FENCES)]  # "is not None" is no denial
         if config.check_negation and prose:
             closest = [self._units[i].text for i in prose[: config.negation_candidates]]
-            if negated(text) and not any(self._denies_alike(text, unit) for unit in closest):
+            if negated(claim) and not any(self._denies_alike(claim, unit) for unit in closest):
                 signals["negation"] = "sentence"
                 failures.append("it denies what no closest passage sentence denies, in")
-            elif not negated(text) and negated(closest[0]) and \
+            elif not negated(claim) and negated(closest[0]) and \
                     self._unit_index(prose[0]).coverage(words) >= config.negation_copy_min_coverage:
                 signals["negation"] = "passage"
                 failures.append("it drops the negation of its closest sentence, in")
@@ -399,11 +402,13 @@ class _Haystack:
     words: WordIndex = field(init=False)
     numbers: set[float] = field(init=False)
     squeezed: str = field(init=False)
+    tokens: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.words = WordIndex(self.text, self.prefix_chars)
         self.numbers = number_values(self.text)
         self.squeezed = squeeze(self.text)
+        self.tokens = squeezed_tokens(self.text)
 
 
 def _verdict(sentence: AnswerSentence, cited: list[int], checked: list[int], verdict: Verdict, score: float,
