@@ -2,30 +2,37 @@
 
 Usage:
     python bench/faithfulness.py generate [--corpus httpx-docs --corpus scifact] [--questions 30]
-    python bench/faithfulness.py evaluate [--cache FILE] [--labels FILE] [--variants words,words+sentences+ce]
+    python bench/faithfulness.py evaluate [--cache FILE] [--labels FILE] [--variants words,words+ce1] [--details]
 
 ``generate`` (slow: the packaged Qwen2.5-Coder-0.5B on llama.cpp) asks the questions of each corpus
 through ``Ragstream.ask`` and appends the answers, with their attachments, to the cache
-(``bench/datasets/faithfulness/answers.jsonl``; see bench/faithfulness_generate.py). ``evaluate``
-needs no LLM and no index: it checks every sentence the LLM wrote (``answer.support``, the packaged
-embedder and cross-encoder) and controlled perturbations of the sentences labelled supported:
+(``bench/datasets/faithfulness/answers.jsonl``; see bench/faithfulness_generate.py); a question already
+there is not asked again. ``evaluate`` needs no LLM and no index: it checks every sentence the LLM wrote
+(``SupportChecker`` with the packaged embedder and cross-encoder) and controlled perturbations of the
+sentences labelled supported:
 
 * ``number``: a number of the sentence changed to one no checked passage holds;
 * ``negation``: "not" added after the first auxiliary verb (a sentence with a negation already, or
   without an auxiliary, gets none);
 * ``entity``: a name of the sentence (a capitalised word inside it, an acronym, an identifier, inline
-  code) swapped for a name of the same kind from another question's attachments, absent from the
-  checked passages;
-* ``other_attachment``: the sentence replaced by a sentence of an attachment it does not cite
-  (another answer's when it cites all of them), its markers kept.
+  code) swapped, where it stands, for a name of the same kind from the corpus's attachments that the
+  checked passages (and their titles) do not hold;
+* ``other_attachment``: the sentence replaced by a sentence of an attachment it does not cite, its
+  markers kept; a sentence citing none (checked against every attachment) gets one of another
+  answer's attachments that this answer's attachments do not hold.
 
-The labels (``labels.jsonl`` beside the cache) say, for the sentences the LLM wrote, whether what they
-cite supports them (``supported``, ``unsupported``, ``unclear``), read by hand. Positives are the
-perturbed sentences (and the originals labelled unsupported, reported apart); negatives the originals
-labelled supported. Prints one JSON object: precision and recall of the verdict ``unsupported`` (and
-of ``unsupported or uncertain``), recall per perturbation, the false-positive rate on supported
-originals, the share of High-confidence answers holding an unsupported sentence before the check and
-with it, and the check's latency per answer (p50/p95, cold vectors, the load average beside it).
+The labels (``labels.jsonl`` beside the cache, see SOURCES.md there) say, for the sentences the LLM
+wrote, whether what they cite supports them (``supported``, ``unsupported``, ``unclear``). Positives are
+the perturbed sentences (and the originals labelled unsupported, reported apart as
+``recall_on_real_unsupported``); negatives the originals labelled supported. Each variant (which signals
+score a sentence, ``VARIANTS``; the default configuration's is named in ``default_variant``) runs on a
+fresh index folder and reports: precision and recall of the verdict ``unsupported`` (and of
+``unsupported or uncertain``), overall and per corpus, recall per perturbation, the false-positive rate on
+supported originals (``precision_balanced``: the precision were there as many perturbed sentences as
+supported ones), the share of High-confidence answers (originals and each perturbed variant) holding an
+unsupported sentence without the check and with it, and the check's time per answer: wall clock p50/p95
+and the process's CPU time (all threads) p50/p95, with the load average before and after, on the shared
+machine the numbers were taken on.
 """
 
 from __future__ import annotations
@@ -62,6 +69,17 @@ PERCENTILES = (50, 95)
 SEED = 24
 MIN_BORROWED_WORDS = 6
 AUXILIARIES = re.compile(r"\b(is|are|was|were|can|could|does|do|did|has|have|had|will|would|should|may|might|must)\b")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "words": {"similarity": "off", "cross_encoder": "off"},
+    "words+ce1": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 1},
+    "words+ce2": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
+    "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
+    "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
+    "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
+    "words+sentences+ce": {"similarity": "sentences", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
+    "words+sentences+ce_all": {"similarity": "sentences", "cross_encoder": "all", "cross_encoder_max_pairs": 100},
+}
+"""Which signals score a sentence (answer.support settings); the hard checks (numbers, entities, negation) always run."""
 
 
 def percentile(values: list[float], pct: int) -> float:
@@ -359,18 +377,6 @@ def main() -> None:
                                       if all(getattr(default, k) == v for k, v in settings.items())), None)
     print(json.dumps(report, indent=2, ensure_ascii=False))
 
-
-VARIANTS: dict[str, dict[str, Any]] = {
-    "words": {"similarity": "off", "cross_encoder": "off"},
-    "words+ce1": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 1},
-    "words+ce2": {"similarity": "off", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
-    "words+attachments": {"similarity": "attachments", "cross_encoder": "off"},
-    "words+sentences": {"similarity": "sentences", "cross_encoder": "off"},
-    "words+attachments+ce": {"similarity": "attachments", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
-    "words+sentences+ce": {"similarity": "sentences", "cross_encoder": "uncertain", "cross_encoder_max_pairs": 2},
-    "words+sentences+ce_all": {"similarity": "sentences", "cross_encoder": "all", "cross_encoder_max_pairs": 100},
-}
-"""Which signals score a sentence (answer.support settings); the hard checks (numbers, entities, negation) always run."""
 
 
 def _run_variant(name: str, cases: list[Case], labels: dict[tuple[str, str, str], str], *,

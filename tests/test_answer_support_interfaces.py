@@ -23,6 +23,7 @@ from recording_llm import RecordingLLM
 from server_process import RunningServer, running_server
 from typer.testing import CliRunner
 
+from ragstream.answer.judge import JUDGE_SYSTEM
 from ragstream.answer.render import UNSUPPORTED_MARK
 from ragstream.cli import app
 
@@ -106,6 +107,29 @@ def test_the_check_can_be_switched_off(make_fast_index, llm: RecordingLLM, page_
     answer = rs.ask(QUESTION)
     assert answer.sentences == [] and answer.metadata["support"] is None
     assert not [event for event in rs.stream_answer(QUESTION) if event.type == "support"]
+
+
+def test_the_llm_judge_revises_a_verdict_in_one_more_call(make_fast_index, page_file: Path):
+    """The judge reviews the sentences whose cheap verdict is in judge_verdicts (here: supported), in one call."""
+    def respond(body: dict[str, Any]) -> str:
+        return "1: UNSUPPORTED" if body["messages"][0]["content"] == JUDGE_SYSTEM else REPLY
+
+    with RecordingLLM(respond=respond) as scripted:
+        rs = make_fast_index(llm=llm_settings(scripted),
+                             answer={"support": {"llm_judge": True, "judge_verdicts": ["supported"]}})
+        rs.ingest([page_file])
+        answer = rs.ask(QUESTION)
+        events = list(rs.stream_answer(QUESTION))
+        judged = [r for r in scripted.requests if r["messages"][0]["content"] == JUDGE_SYSTEM]
+    assert len(scripted.requests) == 4 and len(judged) == 2  # the answer and one judge call, asked and streamed
+    assert "Statement 1: The default timeout is five seconds" in judged[0]["messages"][1]["content"]
+    assert "Statement 2" not in judged[0]["messages"][1]["content"]
+    assert answer.metadata["llm_calls"] == 2 and answer.metadata["support"]["judge_calls"] == 1
+    assert [s.verdict for s in answer.sentences] == ["unsupported", "unsupported"]
+    assert answer.sentences[0].reason.startswith("the LLM judge: does not support it (before: supported by [1]")
+    assert answer.confidence.level == "Low"  # no sentence is supported any more
+    first = [e.sentence.verdict for e in events if e.type == "support" and e.sentence.index == 0]
+    assert first == ["supported", "unsupported"] and events[-1].response.sentences[0].verdict == "unsupported"
 
 
 def test_cli_marks_unsupported_sentences(hash_embedder_by_default, tmp_path: Path, llm: RecordingLLM, page_file: Path,
