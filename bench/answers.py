@@ -90,7 +90,7 @@ def main() -> None:
     distractors = islice((d for d in dataset.documents() if d.metadata[DOC_ID_KEY] not in wanted), limit)
     documents = [d for d in dataset.documents() if d.metadata[DOC_ID_KEY] in wanted] + list(distractors)
 
-    server = _start_qwen(args) if args.qwen else None
+    server = start_qwen(args.n_ctx, args.n_threads) if args.qwen else None
     if server is not None:
         args.llm_base_url, args.llm_model = server[1], "qwen2.5-coder-0.5b"
         args.llm_context_window = args.llm_context_window or args.n_ctx
@@ -130,8 +130,8 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
-    """``python -m llama_cpp.server`` on the packaged Qwen weights, on a free loopback port."""
+def start_qwen(n_ctx: int, n_threads: int) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m llama_cpp.server`` on the packaged Qwen weights, on a free loopback port: the process and its base URL."""
     from ragstream.providers.gguf_models import qwen_coder_gguf_path
 
     model = qwen_coder_gguf_path(Path(tempfile.gettempdir()) / "ragstream-gguf")
@@ -140,7 +140,7 @@ def _start_qwen(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]
         port = sock.getsockname()[1]
     log = open(Path(tempfile.gettempdir()) / "ragstream-bench-llama.log", "wb")
     process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                                "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.n_threads)],
+                                "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads)],
                                stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     for _ in range(SERVER_START_POLLS):

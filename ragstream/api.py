@@ -498,7 +498,7 @@ class Ragstream:
             llm=context.agents.client,
             retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
                                 self.config.answer, self.config.limits.max_query_chars),
-            cache=self.retrieval_cache)
+            cache=self.retrieval_cache, cross_encoder=lambda: self.reranker()[0])
         with self._embedder_lock:
             self._answer_service = self._answer_service or service
             return self._answer_service

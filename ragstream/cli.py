@@ -609,11 +609,11 @@ def _answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None
             stream: bool, json_output: bool) -> str:
     """Print one answer; returns its conversation id."""
     from ragstream.answer.models import Answer
-    from ragstream.answer.render import sources_text
+    from ragstream.answer.render import marked_answer, sources_text
 
     if not stream:
         answer = rs.ask(question, conversation, selected_text)
-        print(answer.model_dump_json(indent=2) if json_output else f"{answer.answer}\n\n{sources_text(answer)}")
+        print(answer.model_dump_json(indent=2) if json_output else f"{marked_answer(answer)}\n\n{sources_text(answer)}")
         if not json_output:
             _say_rewrite(answer)
         return answer.metadata["conversation_id"]

@@ -127,6 +127,8 @@ def _event(event_type: str, data: dict[str, Any]) -> StreamEvent:
         raise RemoteError(str(data.get("code")), str(data.get("type")), str(data.get("message")))
     if event_type == "citation":  # its wire payload is the citation itself
         return _EVENTS.validate_python({"type": event_type, "citation": data})
+    if event_type == "support":  # its wire payload is the sentence's verdict
+        return _EVENTS.validate_python({"type": event_type, "sentence": data})
     return _EVENTS.validate_python({**data, "type": event_type})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -20,12 +21,14 @@ MODEL = "recorder"
 
 
 class RecordingLLM(LoopbackServer):
-    """Records request bodies; replies ``reply`` (or hangs). Use as a context manager."""
+    """Records request bodies; replies ``reply``, or ``respond(body)`` when given (or hangs). Use as a context
+    manager."""
 
     def __init__(self, reply: str = "Timeouts are set on the client [1].", *, hang: bool = False,
-                 word_seconds: float = 0.0) -> None:
+                 word_seconds: float = 0.0, respond: Callable[[dict[str, Any]], str] | None = None) -> None:
         self.reply = reply
         self.hang = hang
+        self.respond = respond
         self.word_seconds = word_seconds
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
@@ -40,13 +43,14 @@ class RecordingLLM(LoopbackServer):
                 if outer.hang:
                     outer.release.wait()
                     return
+                text = outer.respond(body) if outer.respond is not None else outer.reply
                 try:
                     if body.get("stream"):
-                        self._stream()
+                        self._stream(text)
                     else:
                         self._json({"id": "x", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
                                     "choices": [{"index": 0, "finish_reason": "stop",
-                                                 "message": {"role": "assistant", "content": outer.reply}}],
+                                                 "message": {"role": "assistant", "content": text}}],
                                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
                 except (BrokenPipeError, ConnectionResetError):
                     outer.disconnects += 1
@@ -59,12 +63,12 @@ class RecordingLLM(LoopbackServer):
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self) -> None:
+            def _stream(self, text: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                words = outer.reply.split(" ")
+                words = text.split(" ")
                 for index, word in enumerate(words):
                     if outer.word_seconds:
                         time.sleep(outer.word_seconds)

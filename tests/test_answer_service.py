@@ -13,6 +13,7 @@ from ragstream.errors import InvalidQueryError
 QUESTION = "How do I set a timeout on a request?"
 OFF_TOPIC = "How do I cook pasta?"
 SEED_002_KEYS = {"answer", "sources", "relatedDocs", "citations", "confidence", "metadata"}
+EXTENSION_KEYS = {"sentences"}  # issue 24: each sentence with its support verdict
 
 
 @pytest.fixture
@@ -34,8 +35,9 @@ def test_extractive_answer_without_llm(make_fast_index):
     rs = make_fast_index()
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION)
-    assert set(answer.model_dump()) == SEED_002_KEYS
+    assert set(answer.model_dump()) == SEED_002_KEYS | EXTENSION_KEYS
     assert answer.metadata["mode"] == "extractive" and answer.metadata["model"] is None
+    assert answer.sentences and all(s.supported and s.signals["extractive"] for s in answer.sentences)
     assert answer.answer.startswith(rs.config.answer.extractive_label)
     context = answer.metadata["context_chunk_ids"]
     assert 1 <= len(context) <= rs.config.pipeline.N3_FINAL_SELECTION_MAX

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragstream.answer.models import Confidence
+from ragstream.answer.models import Confidence, SentenceSupport
 from ragstream.config import ConfidenceConfig
 
 NO_SOURCES_REASON = "No relevant sources found"
@@ -36,3 +36,25 @@ def calculate_confidence(scores: Sequence[float], cited_scores: Sequence[float],
     if count < config.medium_min_chunks:
         return Confidence(level="Low", reason=f"Only {count} source found")
     return Confidence(level="Low", reason=f"Low relevance scores (avg {avg:.0%})")
+
+
+QUOTED_SENTENCE_CHARS = 80
+"""Characters of an unsupported sentence quoted in the confidence reason."""
+
+
+def with_support(confidence: Confidence, sentences: Sequence[SentenceSupport]) -> Confidence:
+    """Never High when a sentence is unsupported: Medium (Low when no sentence is supported and every one was
+    found unsupported), the reason naming the first unsupported sentence and why."""
+    unsupported = [sentence for sentence in sentences if sentence.verdict == "unsupported"]
+    if not unsupported:
+        return confidence
+    first = unsupported[0]
+    text = first.text if len(first.text) <= QUOTED_SENTENCE_CHARS else first.text[: QUOTED_SENTENCE_CHARS - 1] + "…"
+    more = f" (and {len(unsupported) - 1} more)" if len(unsupported) > 1 else ""
+    note = f'sentence {first.index + 1} ("{text}") is unsupported: {first.reason}{more}'
+    level = confidence.level
+    if len(unsupported) == len(sentences):
+        level = "Low"
+    elif level == "High":
+        level = "Medium"
+    return Confidence(level=level, reason=f"{confidence.reason}; {note}")

@@ -78,6 +78,38 @@ class Confidence(BaseModel):
     reason: str
 
 
+Verdict = Literal["supported", "unsupported", "uncertain"]
+
+
+class SupportSpan(BaseModel):
+    """The passage sentence that best supports an answer sentence."""
+
+    number: int = Field(description="The attachment (1-based) holding it.")
+    chunk_id: str
+    text: str = Field(description="The passage sentence as read (Markdown markup removed).")
+    start: int | None = Field(None, description="Its first character in the chunk's text (None: not found verbatim).")
+    end: int | None = Field(None, description="One past its last character in the chunk's text.")
+
+
+class SentenceSupport(BaseModel):
+    """One answer sentence and whether what it cites supports it (docs/answers.md, "Support")."""
+
+    index: int = Field(description="0-based position among the answer's sentences.")
+    text: str = Field(description="The sentence as read: markers, list bullets and emphasis removed.")
+    start: int = Field(description="Its first character in the answer text (markers included).")
+    end: int = Field(description="One past its last character in the answer text.")
+    citations: list[int] = Field(description="Attachment numbers its markers cite; empty: it cites none.")
+    checked: list[int] = Field(description="Attachments it was checked against: the cited ones, else all of them.")
+    supported: bool = Field(description="verdict == 'supported'.")
+    verdict: Verdict
+    score: float = Field(description="Support, 0..1: the mean of word coverage, embedder similarity and "
+                         "cross-encoder relevance; at most answer.support.failed_score_cap after a failed check.")
+    reason: str
+    span: SupportSpan | None = None
+    signals: dict[str, Any] = Field(default_factory=dict, description="What the verdict rests on: coverage, "
+                                    "similarity, cross_encoder, missing_numbers, missing_entities, negation, judge.")
+
+
 class Answer(BaseModel):
     """The response shape."""
 
@@ -87,6 +119,9 @@ class Answer(BaseModel):
     citations: list[Citation]
     confidence: Confidence
     metadata: dict[str, Any]
+    sentences: list[SentenceSupport] = Field(
+        default_factory=list, description="Every sentence of the answer with its support verdict (empty for the "
+        "no-results answer, or with answer.support.enabled off).")
 
 
 class CitationPayload(BaseModel):
@@ -129,6 +164,18 @@ class CitationEvent(BaseModel):
         return self.citation.model_dump()
 
 
+class SupportEvent(BaseModel):
+    """A sentence's support verdict, sent once the sentence is complete (again if the LLM judge revises it)."""
+
+    type: Literal["support"] = "support"
+    sentence: SentenceSupport
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload: the sentence's verdict."""
+        return self.sentence.model_dump()
+
+
 class DoneEvent(BaseModel):
     """The last event of an answer: ids, tokens, latency, how it was made, and the whole response."""
 
@@ -166,5 +213,5 @@ class ErrorEvent(BaseModel):
         return {"code": self.code, "type": self.error_type, "message": self.message, "request_id": self.request_id}
 
 
-StreamEvent = Annotated[TokenEvent | CitationEvent | DoneEvent | ErrorEvent, Field(discriminator="type")]
-"""One event of a streamed answer: token, citation, done or error."""
+StreamEvent = Annotated[TokenEvent | CitationEvent | SupportEvent | DoneEvent | ErrorEvent, Field(discriminator="type")]
+"""One event of a streamed answer: token, citation, support, done or error."""

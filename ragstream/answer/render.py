@@ -6,9 +6,27 @@ from typing import Any
 
 from ragstream.answer.models import Answer
 
+UNSUPPORTED_MARK = "⚠"
+"""Written after an unsupported sentence of an answer, and before each line naming one."""
+
+
+def marked_answer(answer: Answer) -> str:
+    """The answer text with :data:`UNSUPPORTED_MARK` after every unsupported sentence."""
+    text = answer.answer
+    for sentence in sorted(answer.sentences, key=lambda s: -s.end):
+        if sentence.verdict == "unsupported":
+            text = f"{text[: sentence.end]} {UNSUPPORTED_MARK}{text[sentence.end :]}"
+    return text
+
+
+def support_lines(answer: Answer) -> list[str]:
+    """One line per unsupported sentence: its number, text and why."""
+    return [f'{UNSUPPORTED_MARK} Unsupported: sentence {s.index + 1} "{s.text}": {s.reason}'
+            for s in answer.sentences if s.verdict == "unsupported"]
+
 
 def sources_text(answer: Answer) -> str:
-    """Confidence, the cited sources, and unmatched markers, one per line."""
+    """Confidence, the cited sources, unmatched markers and unsupported sentences, one per line."""
     lines = [f"Confidence: {answer.confidence.level} ({answer.confidence.reason})"]
     for citation in answer.citations:
         if citation.matched:
@@ -18,6 +36,7 @@ def sources_text(answer: Answer) -> str:
     unmatched = answer.metadata.get("unmatched_citations") or []
     if unmatched:
         lines.append("Unmatched citations: " + ", ".join(f"[{marker}]" for marker in unmatched))
+    lines += support_lines(answer)
     lines += notices(answer.metadata)
     return "\n".join(lines)
 

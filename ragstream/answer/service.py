@@ -14,7 +14,7 @@ event); when the embedder is unavailable retrieval runs BM25 only and the answer
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -30,7 +30,7 @@ from ragstream.answer.citations import (
     track_text,
     uncited_sentences,
 )
-from ragstream.answer.confidence import calculate_confidence
+from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
 from ragstream.answer.extractive import extractive_answer, quotes
@@ -42,10 +42,14 @@ from ragstream.answer.models import (
     DocumentChunk,
     DoneEvent,
     RAGContext,
+    SentenceSupport,
     StreamEvent,
+    SupportEvent,
 )
 from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, stream_events
+from ragstream.answer.support import SupportChecker, SupportModels
+from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
 from ragstream.config import RagstreamConfig
 from ragstream.errors import (
     EmbeddingFailureError,
@@ -65,6 +69,7 @@ from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
     from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
+    from ragstream.providers.rerankers.base import Reranker
 
 Mode = Literal["llm", "extractive", "no_results"]
 MS = 1000.0
@@ -99,6 +104,7 @@ class _Turn:
     degraded: list[str] = field(default_factory=list)
     incomplete: bool = False
     truncated: bool = False
+    support: SupportOutcome | None = None
 
     def lap(self, stage: str, since: float) -> float:
         """Record ``stage``'s latency since ``since``; returns now."""
@@ -117,8 +123,9 @@ class AnswerService:
 
     def __init__(self, config: RagstreamConfig, *, pipeline: PipelineRunner, embedder: EmbedderSource,
                  conversations: ConversationStore, llm: LLMClient | None, retriever: Retriever,
-                 cache: RetrievalCache) -> None:
+                 cache: RetrievalCache, cross_encoder: Callable[[], Reranker | None] | None = None) -> None:
         self._config = config.answer
+        self._cross_encoder = cross_encoder
         self._stop = COPIED_HEADER_MARKERS if config.answer.stop_at_copied_headers else ()
         self._pipeline = pipeline
         self._embedder = embedder
@@ -147,7 +154,7 @@ class AnswerService:
         turn = self._prepare(question, conversation_id, selected_text, snapshot, user)
         if turn.no_results_reason is not None:
             text = self._config.no_results_message
-            return self._finish(turn, text, "no_results", None, {}, self._tracker(turn, text))
+            return self._answer(turn, text, "no_results", None, {}, self._tracker(turn, text))
         started = time.perf_counter()
         if self.llm is not None:
             try:
@@ -162,17 +169,26 @@ class AnswerService:
                     turn.incomplete = turn.truncated
                     tracker = self._tracker(turn, result.text)
                     self._infer_citations(turn, result.text, tracker)
-                    return self._finish(turn, result.text, "llm", result.model, _tokens(result), tracker)
+                    return self._answer(turn, result.text, "llm", result.model, _tokens(result), tracker)
                 turn.degraded.append(not_an_answer)  # a fragment or an echo: answered extractively below
         text = self._extractive(turn)
         turn.lap("generation", started)
-        return self._finish(turn, text, "extractive", None, {}, self._tracker(turn, text))
+        return self._answer(turn, text, "extractive", None, {}, self._tracker(turn, text))
+
+    def _answer(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
+                tracker: CitationTracker) -> Answer:
+        """The whole answer's support verdicts, then the response."""
+        run = self._support_run(turn, tracker)
+        if run is not None:
+            self._check_support(turn, run, text, mode)
+        return self._finish(turn, text, mode, model, tokens, tracker, run)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None, user: str | None = None) -> Iterator[StreamEvent]:
         """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event (as :meth:`ask`)."""
         turn = self._prepare(question, conversation_id, selected_text, None, user)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
+        run = self._support_run(turn, tracker)
         started = time.perf_counter()
         mode, deltas = self._open_stream(turn)
         parts: list[str] = []
@@ -213,6 +229,12 @@ class AnswerService:
                         turn.lap("first_token", started)
                     parts.append(event.token)
                 yield event
+                if run is not None and event.type == "token":  # a support event per sentence as it completes
+                    checking = time.perf_counter()
+                    verdicts = run.feed("".join(parts), mode)
+                    turn.lap("support", checking)
+                    for verdict in verdicts:
+                        yield SupportEvent(sentence=verdict)
             completed = True
         finally:
             close = getattr(deltas, "close", None)
@@ -233,7 +255,10 @@ class AnswerService:
             for citation in self._infer_citations(turn, "".join(parts), tracker):
                 yield CitationEvent(citation=citation_payload(citation))
         turn.lap("generation", started)
-        answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker)
+        if run is not None:
+            for verdict in self._check_support(turn, run, "".join(parts), mode):
+                yield SupportEvent(sentence=verdict)
+        answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker, run)
         yield _done_event(answer)
 
     def _too_short(self, text: str) -> bool:
@@ -365,9 +390,35 @@ class AnswerService:
                 inferred.append(citation)
         return inferred
 
+    def _support_run(self, turn: _Turn, tracker: CitationTracker) -> SupportRun | None:
+        """The support check of this turn's answer (None when ``answer.support.enabled`` is off)."""
+        config = self._config.support
+        if not config.enabled:
+            return None
+
+        def checker() -> SupportChecker:
+            try:
+                embedder = self._embedder() if turn.query_vectors is not None else None  # None: BM25 only
+            except EmbeddingFailureError:
+                embedder = None
+            cross_encoder = self._cross_encoder() if config.cross_encoder and self._cross_encoder else None
+            return SupportChecker(turn.chunks, _asked(turn), tracker.resolver, config,
+                                  SupportModels(embedder, cross_encoder), turn.deadline)
+
+        return SupportRun(checker)
+
+    def _check_support(self, turn: _Turn, run: SupportRun, text: str, mode: Mode) -> list[SentenceSupport]:
+        """Verdicts for the sentences that had none, then the LLM judge's revisions (when configured): those to send."""
+        started = time.perf_counter()
+        turn.support = finish_support(run, text, mode, self._config.support, llm=self.llm, chunks=turn.chunks,
+                                      deadline=turn.deadline)
+        turn.lap("support", started)
+        return turn.support.sent
+
     def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
-                tracker: CitationTracker) -> Answer:
+                tracker: CitationTracker, run: SupportRun | None = None) -> Answer:
         """Citations, confidence, the conversation record and the response."""
+        sentences = run.verdicts if run is not None else []
         if mode == "no_results":
             confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
         else:
@@ -376,6 +427,7 @@ class AnswerService:
                                               self._config.confidence)
             if turn.incomplete and confidence.level == "High":
                 confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
+            confidence = with_support(confidence, sentences)
         self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
                                   incomplete=turn.incomplete, owner=turn.user)
         turn.latencies["total"] = (time.perf_counter() - turn.started) * MS
@@ -405,10 +457,13 @@ class AnswerService:
                              "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
                              "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
-                "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results"),
+                "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results")
+                + (turn.support.judge_calls if turn.support else 0),
+                "support": support_summary(sentences, turn.support),
                 "tokens": tokens,
                 "latencies_ms": {stage: round(ms, 1) for stage, ms in turn.latencies.items()},
             },
+            sentences=sentences,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragstream.answer.render import marked_answer, support_lines
 from ragstream.mcp_server.schemas import (
     AskResult,
     ChunkText,
@@ -30,8 +31,9 @@ def search_text(result: SearchResult) -> str:
 
 
 def ask_text(result: AskResult) -> str:
-    """The answer with its [n] citations, then the sources, the confidence and the conversation id."""
-    lines = [result.answer]
+    """The answer with its [n] citations (an unsupported sentence marked), then the sources, the unsupported
+    sentences and why, the confidence and the conversation id."""
+    lines = [marked_answer(result)]
     cited = sorted({(c.number, c.title or "", c.section or "", c.source or c.url or "", c.page)
                     for c in result.citations if c.matched and c.number is not None}, key=lambda item: item[0] or 0)
     if cited:
@@ -39,6 +41,10 @@ def ask_text(result: AskResult) -> str:
         for number, title, section, source, page in cited:
             where = " > ".join(part for part in (title, section) if part)
             lines.append(f"[{number}] {where} ({source}" + (f", page {page}" if page is not None else "") + ")")
+    unsupported = support_lines(result)
+    if unsupported:
+        lines.append("")
+        lines += unsupported
     lines.append(f"\nConfidence: {result.confidence.level} ({result.confidence.reason})")
     if result.degraded_reason:
         lines.append(f"Note: {result.degraded_reason}")

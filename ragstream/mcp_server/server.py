@@ -110,7 +110,9 @@ TOOLS = (
              SearchArguments, SearchResult, render.search_text, READ_ONLY),
     ToolSpec("ask", "Ask my documents",
              "Answer a question from the user's indexed documents: a short answer whose sentences cite passages as "
-             "[n], the sources, and a confidence (High, Medium, Low with the reason). Ask ONE stand-alone question per "
+             "[n], the sources, each sentence's support by what it cites (supported, unsupported or uncertain, with "
+             "the reason and the supporting passage; an unsupported sentence is marked ⚠ in the text), and a "
+             "confidence (High, Medium, Low with the reason). Ask ONE stand-alone question per "
              "call with every pronoun and reference resolved (\"How do I set a read timeout in httpx?\", not \"and for "
              "reads?\"); split compound questions into separate calls. Pass conversation_id from an earlier answer to "
              "continue that conversation. Keep the [n] citations when you quote the answer; Low confidence means the "

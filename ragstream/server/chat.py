@@ -20,7 +20,7 @@ router = APIRouter(prefix="/api", tags=["answers"])
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (422, 502, 503)}
 CONVERSATION_HEADER = "X-Conversation-ID"
 SSE_DOC: dict[int | str, dict[str, Any]] = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
-                 "description": "`event: token|citation|done|error` + `data: <json>` messages.",
+                 "description": "`event: token|citation|support|done|error` + `data: <json>` messages.",
                  "headers": {CONVERSATION_HEADER: {"schema": {"type": "string"}}}}}
 
 
@@ -35,8 +35,10 @@ def query(body: QueryRequest, state: ServerState = Depends(get_state), caller: C
              summary="Ask a question (streamed answer)")
 async def chat(body: ChatRequest, state: ServerState = Depends(get_state),
                caller: Caller = Depends(get_caller)) -> StreamingResponse:
-    """``token`` events as the answer is written, a ``citation`` event per cited chunk, then ``done``
-    (ids, tokens, latency and the whole response); an ``error`` event if it fails midway.
+    """``token`` events as the answer is written, a ``citation`` event per cited chunk, a ``support`` event
+    per sentence once it is complete (its verdict: supported, unsupported or uncertain, with the score,
+    reason and supporting span), then ``done`` (ids, tokens, latency and the whole response, its
+    ``sentences`` included); an ``error`` event if it fails midway.
     Closing the connection stops the generation and records the partial answer as incomplete. The
     conversation id (new unless given) is in the ``X-Conversation-ID`` response header."""
     conversation_id = body.conversation_id or str(uuid.uuid4())

@@ -1,7 +1,8 @@
 """``POST /v1/chat/completions``: ragstream as an OpenAI-compatible model whose answers are grounded
 and cited. The last user message is the question; the answer keeps its ``[n]`` markers and the
 extra ``ragstream`` field carries sources, citations and confidence. ``GET /v1/models`` lists the one
-model, ``ragstream``, as OpenAI clients expect before they call it."""
+model, ``ragstream``, as OpenAI clients expect before they call it. ``ragstream.sentences`` holds each
+sentence of the answer with its support verdict (docs/answers.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class CompletionChoice(BaseModel):
 
 
 class Completion(BaseModel):
-    """The OpenAI chat-completion response plus ``ragstream`` (sources, citations, confidence)."""
+    """The OpenAI chat-completion response plus ``ragstream`` (sources, citations, confidence, sentences)."""
 
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -160,7 +161,9 @@ def _chunks(events: Iterator[StreamEvent], completion_id: str, model: str) -> It
 
 
 def _extension(response: dict[str, Any]) -> dict[str, Any]:
-    return {key: response.get(key) for key in ("sources", "citations", "confidence", "relatedDocs")}
+    """The ``ragstream`` extension field: sources, citations, confidence, related documents and every sentence's
+    support verdict."""
+    return {key: response.get(key) for key in ("sources", "citations", "confidence", "relatedDocs", "sentences")}
 
 
 def _as_data(chunk: dict[str, Any]) -> str:

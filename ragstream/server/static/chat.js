@@ -1,5 +1,6 @@
 // Chat page: streams POST /api/chat, renders [n] markers as links to the sources panel (per answer),
-// and shows each answer's confidence badge with its reason.
+// marks each sentence with its support verdict (an unsupported one with a visible mark, a supported one
+// shows the passage that supports it on hover or focus), and shows each answer's confidence badge.
 import { api, describe, documentHref, el, streamEvents } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -10,6 +11,8 @@ const SCORE_DIGITS = 2;
 const FLASH_MS = 1600;
 const PATH_PARTS = 3;
 const answers = new Map();  // answer id -> Map(number -> citation data)
+const VERDICT_LABEL = { supported: "Supported", unsupported: "Unsupported", uncertain: "Uncertain" };
+const UNSUPPORTED_MARK = "⚠";
 let conversationId = null;
 let controller = null;
 let shownAnswer = null;
@@ -33,16 +36,68 @@ function inline(text, answerId, cited) {
   });
 }
 
-/** The answer as text nodes: fenced code blocks, inline code, bold and citation links (never HTML). */
-function renderAnswer(node, text, answerId, cited) {
+/** UTF-16 index of each code point of ``text`` (the server counts sentence offsets in code points). */
+function unitIndex(text) {
+  const index = [0];
+  for (const char of text) index.push(index[index.length - 1] + char.length);
+  return index;
+}
+
+/** What a sentence's mark says: its verdict and reason, and the passage that supports it. */
+function supportTip(sentence) {
+  const span = sentence.span;
+  const label = VERDICT_LABEL[sentence.verdict] || sentence.verdict;
+  const where = span ? ` by [${span.number}]` : "";
+  if (span && sentence.verdict === "supported") {
+    return [el("strong", {}, `${label}${where}`), el("q", { class: "support-span" }, span.text)];
+  }
+  return [el("strong", {}, label), ` ${sentence.reason}`];
+}
+
+/** One sentence of the answer wrapped with its verdict: a mark after an unsupported one, a tip on hover/focus. */
+function sentenceNode(nodes, sentence, tipId) {
+  const label = VERDICT_LABEL[sentence.verdict] || sentence.verdict;
+  const title = sentence.verdict === "supported" && sentence.span
+    ? `${label} by [${sentence.span.number}]: “${sentence.span.text}”` : `${label}: ${sentence.reason}`;
+  const mark = sentence.verdict === "unsupported"
+    ? [el("span", { class: "support-mark", "aria-hidden": "true" }, UNSUPPORTED_MARK)] : [];
+  return el("span", {
+    class: `sentence ${sentence.verdict}`, tabindex: "0", title, "data-verdict": sentence.verdict,
+    "data-index": sentence.index, "aria-describedby": tipId,
+  }, ...nodes, ...mark, el("span", { class: "support-tip", id: tipId, role: "tooltip" }, ...supportTip(sentence)));
+}
+
+/** Inline pieces of a prose part (starting at ``offset`` in the answer), sentences wrapped with their verdicts. */
+function prose(part, offset, answerId, cited, sentences, units) {
   const nodes = [];
-  for (const part of text.split(FENCE).filter(Boolean)) {
+  let position = 0;
+  for (const sentence of sentences) {
+    const start = units[sentence.start] - offset;
+    const end = units[sentence.end] - offset;
+    if (end <= 0 || start >= part.length || start < position) continue;  // not in this part
+    if (start > position) nodes.push(...inline(part.slice(position, start), answerId, cited));
+    const body = inline(part.slice(Math.max(start, 0), Math.min(end, part.length)), answerId, cited);
+    nodes.push(sentenceNode(body, sentence, `tip-${answerId}-${sentence.index}`));
+    position = Math.min(end, part.length);
+  }
+  if (position < part.length) nodes.push(...inline(part.slice(position), answerId, cited));
+  return nodes;
+}
+
+/** The answer as text nodes: fenced code blocks, inline code, bold, citation links and sentence verdicts (never HTML). */
+function renderAnswer(node, text, answerId, cited, verdicts = new Map()) {
+  const nodes = [];
+  const sentences = [...verdicts.values()].sort((a, b) => a.start - b.start);
+  const units = sentences.length ? unitIndex(text) : [];
+  let offset = 0;
+  for (const part of text.split(FENCE)) {
     if (part.startsWith("```")) {
       const body = part.replace(/^```[^\n]*\n?/, "").replace(/```$/, "");
       nodes.push(el("pre", {}, el("code", {}, body)));
-    } else {
-      nodes.push(...inline(part.replace(BULLET, "$1• "), answerId, cited));
+    } else if (part) {
+      nodes.push(...prose(part.replace(BULLET, "$1• "), offset, answerId, cited, sentences, units));
     }
+    offset += part.length;
   }
   node.replaceChildren(...nodes);
 }
@@ -117,6 +172,7 @@ async function ask(event) {
   if (!question || controller) return;
   const answerId = String(++answerCount);
   const cited = new Map();
+  const verdicts = new Map();  // sentence index -> its support verdict
   answers.set(answerId, cited);
   const text = el("div", { class: "text" });
   const meta = el("div", { class: "meta" });
@@ -136,7 +192,11 @@ async function ask(event) {
         setStatus("Answering…");
       } else if (type === "citation") {
         addSource(answerId, data);
+      } else if (type === "support") {
+        verdicts.set(data.index, data);
       } else if (type === "done") {
+        verdicts.clear();
+        for (const sentence of data.response.sentences || []) verdicts.set(sentence.index, sentence);
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
         meta.replaceChildren(...confidenceBadge(data.response.confidence), ...notices(data));
@@ -148,7 +208,7 @@ async function ask(event) {
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
       }
-      renderAnswer(text, written, answerId, cited);
+      renderAnswer(text, written, answerId, cited, verdicts);
     }, controller.signal);
   } catch (error) {
     if (error.name === "AbortError") {
