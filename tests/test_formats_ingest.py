@@ -126,11 +126,12 @@ def test_the_upload_endpoint_takes_office_files_and_refuses_the_bad_ones(server:
         assert hits[0]["chunk"]["metadata"]["header_path"] == "Storm season > Speaker notes"
         only_bad = api.post("/api/documents", files=[("files", ("locked.xlsx", (folder / "locked.xlsx").read_bytes()))])
         assert only_bad.status_code == 422 and only_bad.json()["error"]["code"] == "encrypted_document"
-        # Megabytes go to a background job (server.background_ingest_bytes): the million rows fail there, alone.
+        # Megabytes go to a background job (server.background_ingest_bytes): the million rows fail there; a job whose
+        # every file failed ends failed.
         big = api.post("/api/documents", files=[("files", ("million.csv", (folder / "million.csv").read_bytes()))])
         assert big.status_code == 202, big.text
         job = wait_for_job(api, big.json()["id"])
-        assert job["state"] == "succeeded" and job["files"][0]["error"]["code"] == "file_too_large"
+        assert job["state"] == "failed" and job["files"][0]["error"]["code"] == "file_too_large"
         page = api.get("/ui/documents.html")
         assert page.status_code == 200 and ".docx" in page.text and ".xlsx" in page.text and ".csv" in page.text
 
