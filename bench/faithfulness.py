@@ -1,7 +1,7 @@
 """Faithfulness benchmark: does the support check flag sentences their citations do not support?
 
 Usage:
-    python bench/faithfulness.py generate [--corpus httpx-docs --corpus scifact] [--questions 30]
+    python bench/faithfulness.py generate [--corpus httpx-docs --corpus scifact --corpus fastapi-docs] [--questions 30]
     python bench/faithfulness.py evaluate [--cache FILE] [--labels FILE] [--variants words,words+ce1] [--details]
 
 ``generate`` (slow: the packaged Qwen2.5-Coder-0.5B on llama.cpp) asks the questions of each corpus
@@ -225,7 +225,7 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
     perturbed: list[dict[str, Any]] = []
     latencies: list[float] = []
     cpu_times: list[float] = []
-    confidence_rows: list[tuple[Confidence, list[SentenceSupport], bool]] = []
+    confidence_rows: list[tuple[Confidence, list[SentenceSupport], bool, bool]] = []  # ..., unsupported, original
     for case in cases:
         question = case.record["question"]
         resolver = CitationResolver(case.chunks, config.answer.citations)
@@ -242,7 +242,7 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
                               "text": sentence.text, "label": label, "verdict": verdict.verdict,
                               "score": verdict.score, "reason": verdict.reason,
                               "verbatim": _folded(sentence.text) in _folded(checked_text)})
-        confidence_rows.append((before, verdicts, any(label == "unsupported" for label in sentence_labels)))
+        confidence_rows.append((before, verdicts, any(label == "unsupported" for label in sentence_labels), True))
         others = [other for other in cases if other.record["corpus"] == case.record["corpus"] and other is not case]
         for sentence, verdict, label in zip(case.sentences, verdicts, sentence_labels, strict=True):
             if label != "supported":
@@ -263,7 +263,7 @@ def evaluate(cases: list[Case], labels: dict[tuple[str, str, str], str], config:
                                   "original": sentence.text, "text": text, "verdict": result.verdict,
                                   "score": result.score, "reason": result.reason})
                 swapped = [result if v.index == sentence.index else v for v in verdicts]
-                confidence_rows.append((before, swapped, True))
+                confidence_rows.append((before, swapped, True, False))
     report = _report(originals, perturbed, latencies, confidence_rows, checker.errors)
     report["cpu_ms_per_answer"] = {f"p{p}": percentile(cpu_times, p) for p in PERCENTILES}
     return report
@@ -291,7 +291,8 @@ def _old_confidence(case: Case, config: RagstreamConfig) -> Confidence:
 
 
 def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], latencies: list[float],
-            confidence_rows: list[tuple[Confidence, list[SentenceSupport], bool]], errors: list[str]) -> dict[str, Any]:
+            confidence_rows: list[tuple[Confidence, list[SentenceSupport], bool, bool]],
+            errors: list[str]) -> dict[str, Any]:
     supported = [row for row in originals if row["label"] == "supported"]
     real = [row for row in originals if row["label"] == "unsupported"]
 
@@ -314,8 +315,11 @@ def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], la
                 "perturbed": len(positives), "supported_originals": len(negatives)}
 
     by_kind = {kind: [row for row in perturbed if row["kind"] == kind] for kind in PERTURBATIONS}
-    high_before = [(c, v, bad) for c, v, bad in confidence_rows if c.level == "High"]
-    high_after = [(c, v, bad) for c, v, bad in confidence_rows if with_support(c, v).level == "High"]
+    def high(after: bool, originals_only: bool = False) -> dict[str, Any]:
+        rows = [bad for c, v, bad, original in confidence_rows if (original or not originals_only)
+                and (with_support(c, v) if after else c).level == "High"]
+        return {"high": len(rows), "share": round(sum(rows) / len(rows), 3) if rows else None}
+
     return {
         "answers_checked": len({(row["corpus"], row["qid"]) for row in originals}),
         "sentences": {"original": len(originals), "labels": dict(Counter(row["label"] for row in originals)),
@@ -330,19 +334,15 @@ def _report(originals: list[dict[str, Any]], perturbed: list[dict[str, Any]], la
         "verdicts_on_supported_originals_not_copied": dict(Counter(row["verdict"] for row in supported
                                                                    if not row["verbatim"])),
         "supported_originals_copied_verbatim": sum(row["verbatim"] for row in supported),
-        "high_answers_with_an_unsupported_sentence": {
-            "before": {"high": len(high_before), "share": _share(high_before)},
-            "after": {"high": len(high_after), "share": _share(high_after)}},
+        "high_answers_with_an_unsupported_sentence": {"before": high(after=False), "after": high(after=True)},
+        "high_original_answers_with_a_real_unsupported_sentence": {
+            "before": high(after=False, originals_only=True), "after": high(after=True, originals_only=True)},
         "latency_ms_per_answer": {f"p{p}": percentile(latencies, p) for p in PERCENTILES},
         "signals_unavailable": errors,
         "missed": [row for row in perturbed if row["verdict"] != "unsupported"],
         "false_positives": [row for row in supported if row["verdict"] == "unsupported"],
         "real_unsupported": real,
     }
-
-
-def _share(rows: list[tuple[Confidence, list[SentenceSupport], bool]]) -> float | None:
-    return round(sum(bad for _, _, bad in rows) / len(rows), 3) if rows else None
 
 
 def main() -> None:
@@ -361,7 +361,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "generate":
         args.cache.parent.mkdir(parents=True, exist_ok=True)
-        report = generate(args.corpus or ["httpx-docs", "scifact"], args.cache, questions=args.questions,
+        report = generate(args.corpus or list(CORPORA), args.cache, questions=args.questions,
                           distractors=args.distractors, n_ctx=args.n_ctx, n_threads=args.n_threads)
         print(json.dumps({**report, "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=2))
         return
