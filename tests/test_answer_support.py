@@ -122,6 +122,7 @@ def test_negation_and_abstention():
     assert negated("Redirects are not followed") and negated("HTTPX doesn't follow redirects")
     assert negated("It fails to connect") and negated("without a timeout")
     assert not negated("not only timeouts but also pools") and not negated("whether or not it redirects")
+    assert not negated("Disable timeouts by setting it to `None`.")  # a value in code denies nothing
     assert abstains("The attachments do not mention Django.") and abstains("I don't know.")
     assert not abstains("Redirects are not followed by default.")
 

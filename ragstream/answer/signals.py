@@ -152,9 +152,15 @@ def entity_in(entity: Mention, haystack: str, squeezed: str, tokens: set[str] | 
     return False
 
 
+def _prose_of(text: str) -> str:
+    """``text`` without its inline code and the phrases that only look like negations."""
+    return _NOT_A_NEGATION.sub(" ", _INLINE_CODE.sub(" ", text))
+
+
 def negated(text: str) -> bool:
-    """Whether ``text`` holds a negation (``not only``, ``whether or not`` do not count)."""
-    return _NEGATION.search(_NOT_A_NEGATION.sub(" ", text)) is not None
+    """Whether ``text`` holds a negation outside inline code (``None`` in code, ``not only``, ``whether or not``
+    do not count)."""
+    return _NEGATION.search(_prose_of(text)) is not None
 
 
 NEGATION_SCOPE_WORDS = 3
@@ -168,7 +174,7 @@ for with and or any all some then there than very also just even
 def negation_scopes(text: str) -> list[list[str]]:
     """For each negation of ``text``, the first :data:`NEGATION_SCOPE_WORDS` words after it that are not function
     words, case-folded ("HTTPX will not follow redirects by default" -> [["follow", "redirects", "default"]])."""
-    cleaned = _NOT_A_NEGATION.sub(" ", text)
+    cleaned = _prose_of(text)
     scopes = []
     for match in _NEGATION.finditer(cleaned):
         after = [w.casefold() for w in words(cleaned[match.end() :]) if w.casefold() not in FUNCTION_WORDS]
