@@ -893,8 +893,9 @@ class SupportConfig(ConfigSection):
         1, ge=1, description="Passage sentences (closest first) the cross-encoder scores per answer sentence.")
     cross_encoder_max_pairs: int = Field(
         1, ge=0, description="Cross-encoder pairs per answer at most (one pair took about 17 ms on the 2 shared cores "
-        "at load 5); the sentences after that are decided without it. On the faithfulness bench 1 pair kept the check "
-        "at 38 ms p95 per answer (load 4.2), 2 pairs took it to 57 ms for half a point more recall.")
+        "at load 5); the sentences after that are decided without it. On the faithfulness bench (bench/faithfulness.py) "
+        "one pair added 0.6 points of recall for 17 ms p95 per answer (29 ms CPU); runs with 2 pairs measured 15 to "
+        "57 ms p95 as the machine's load varied, for 0.7 points more.")
     llm_judge: bool = Field(
         False, description="Ask the configured LLM once per answer about the sentences the cheap check left "
         "uncertain (judge_verdicts); the call is bounded by the question's deadline. Off by default: it costs one "
