@@ -112,3 +112,15 @@ def install_as_default(dimensions: int = DEFAULT_DIMENSIONS) -> HashEmbedder:
         raise RuntimeError("ragstream.api.make_embedder is gone: the hash embedder cannot be installed")
     ragstream.api.make_embedder = lambda config: embedder
     return embedder
+
+
+class CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting the passages it is asked to embed (what a real model would spend time on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passages = 0
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.passages += len(texts)
+        return super().embed_documents(texts)

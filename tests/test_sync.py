@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 from folder_corpus import write_text
-from hash_embedder import HashEmbedder
+from hash_embedder import CountingEmbedder, HashEmbedder
 from index_fixtures import FAST_DEFAULTS
 from typer.testing import CliRunner
 
@@ -24,17 +22,6 @@ from ragstream.errors import DocumentNotFoundError, RootNotFoundError
 
 runner = CliRunner()
 
-
-class CountingEmbedder(HashEmbedder):
-    """The hash embedder, counting the passages it is asked to embed (what a real model would spend time on)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.passages = 0
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.passages += len(texts)
-        return super().embed_documents(texts)
 
 
 @pytest.fixture

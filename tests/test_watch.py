@@ -13,16 +13,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import pytest
 from folder_corpus import write_text
-from hash_embedder import HashEmbedder
+from hash_embedder import CountingEmbedder, HashEmbedder
 from index_fixtures import FAST_DEFAULTS
 from server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, STOP_SECONDS, running_server, server_env
 
@@ -38,15 +37,6 @@ SIGINT_EXIT = 128 + signal.SIGINT
 """How a process stopped by Ctrl-C exits (uvicorn re-raises the signal once it has shut down cleanly)."""
 TEMPORARY_NAMES = (".#notes.md", "notes.md~", ".notes.md.swp", "4913", "~$notes.md", ".~lock.notes.md#")
 
-
-class CountingEmbedder(HashEmbedder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.passages = 0
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.passages += len(texts)
-        return super().embed_documents(texts)
 
 
 def wait_for(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS) -> Any:

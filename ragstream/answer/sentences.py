@@ -20,11 +20,10 @@ from dataclasses import dataclass
 
 from ragstream.answer.markers import split_markers
 from ragstream.answer.signals import content_words
-from ragstream.documents.prose import CODE_BLOCK, readable_sentences
+from ragstream.documents.prose import CODE_BLOCK, READABLE_SENTENCE_END, readable_sentences
 
 _SKIPPED_LINE = re.compile(r"^\s*(?:#|\||(?:[-*_]\s*){3,}$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 _LEADING_SPACE = re.compile(r"\s*")
 _HAS_LETTER = re.compile(r"[^\W\d_]")
@@ -121,7 +120,7 @@ def _split_unit(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """(start, end) of the sentences of one unit."""
     ranges: list[tuple[int, int]] = []
     begin = start
-    for match in _SENTENCE_END.finditer(text, start, end):
+    for match in READABLE_SENTENCE_END.finditer(text, start, end):
         ranges.append((begin, match.start()))
         begin = match.end()
     if begin < end:

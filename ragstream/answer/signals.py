@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ragstream.documents.prose import INLINE_CODE
 from ragstream.text_terms import STOPWORDS, words
 
 NUMBER_WORDS = {
@@ -30,7 +31,6 @@ PRONOUN_NUMBERS = frozenset({"one"})
 """Number words that mostly are not quantities ("one of", "the one"): a passage's count, a sentence's do not."""
 _NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\.?\d)")
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
-_INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(\))?|\b[A-Za-z_]\w*\(\)")
 _SNAKE = re.compile(r"\b[A-Za-z][a-z0-9]*_\w+\b")
 _CAMEL = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
@@ -70,7 +70,7 @@ class Mention:
 
 def code_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of the inline code spans of ``text``."""
-    return [match.span() for match in _INLINE_CODE.finditer(text)]
+    return [match.span() for match in INLINE_CODE.finditer(text)]
 
 
 def _inside(position: int, spans: Iterable[tuple[int, int]]) -> bool:
@@ -107,10 +107,10 @@ def entities(text: str) -> list[Mention]:
         found.setdefault(name.casefold(), Mention(name, squeeze(name), in_code))
 
     spans = code_spans(text)
-    for match in _INLINE_CODE.finditer(text):
+    for match in INLINE_CODE.finditer(text):
         for word in _CODE_WORD.findall(match.group(2)):
             add(word, in_code=True)
-    prose = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text)
+    prose = INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text)
     for pattern in (_IDENTIFIER, _SNAKE, _CAMEL, _ACRONYM):
         for match in pattern.finditer(prose):
             add(match.group(0))
@@ -154,7 +154,7 @@ def entity_in(entity: Mention, haystack: str, squeezed: str, tokens: set[str] | 
 
 def _prose_of(text: str) -> str:
     """``text`` without its inline code and the phrases that only look like negations."""
-    return _NOT_A_NEGATION.sub(" ", _INLINE_CODE.sub(" ", text))
+    return _NOT_A_NEGATION.sub(" ", INLINE_CODE.sub(" ", text))
 
 
 def negated(text: str) -> bool:

@@ -27,7 +27,8 @@ _SKIPPED_LINE = re.compile(
     r"|\[[^\]\n]+\]:\s+\S"  # a link reference definition
     r"|(?:[-*_]\s*){3,}$)"  # a horizontal rule
 )
-_INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+"""An inline code span (its backtick run closes it)."""
 _IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
 _LINK = re.compile(r"\[([^\]\n]+)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
 _AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
@@ -35,7 +36,7 @@ _HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _EMPHASIS = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
 # A sentence ends at . ! or ? before a space, unless the period closes "e.g.", "i.e.", "vs." or "cf.".
-_READABLE_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+")
+READABLE_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+")
 
 
 def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[str]:
@@ -50,7 +51,7 @@ def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[s
     sentences: list[str] = []
     for unit in _units(text, skip_prefixes):
         readable = " ".join(_readable(unit).split())
-        sentences.extend(part for part in _READABLE_SENTENCE_END.split(readable) if part)
+        sentences.extend(part for part in READABLE_SENTENCE_END.split(readable) if part)
     return sentences
 
 
@@ -82,7 +83,7 @@ def _readable(text: str) -> str:
     text = _LINK.sub(r"\1", _IMAGE.sub("", text))
     out: list[str] = []
     position = 0
-    for code in _INLINE_CODE.finditer(text):
+    for code in INLINE_CODE.finditer(text):
         out.append(_plain(text[position:code.start()]))
         out.append(code.group(0))
         position = code.end()
