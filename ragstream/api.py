@@ -202,16 +202,16 @@ class Ragstream:
         size = limit if limit is not None else self.config.server.documents_page_size
         return self.catalog.page(max(offset, 0), max(size, 0), query, sort, descending, user=user)
 
-    def example_questions(self, count: int | None = None, *, user: str | None = None) -> list[str]:
-        """Questions about the documents ``user`` may see (the largest ones first), for a UI to suggest."""
+    def example_titles(self, count: int | None = None, *, user: str | None = None) -> list[str]:
+        """Titles of the documents ``user`` may see (the largest ones first, each cut at a word to
+        ``server.example_title_chars``), for a UI to suggest questions about."""
         server = self.config.server
         wanted = server.example_questions if count is None else count
         if wanted <= 0:
             return []
         records = self.catalog.page(0, wanted * 2, sort="chunks", descending=True, user=user).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
-        return [_question(title, server.example_question_template, server.example_title_chars)
-                for title in titles[:wanted]]
+        return [_cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
     def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
@@ -504,11 +504,11 @@ class Ragstream:
             return self._answer_service
 
 
-def _question(title: str, template: str, max_chars: int) -> str:
-    """A question about ``title`` (cut at a word to ``max_chars``); a title that is a question is kept."""
-    if len(title) > max_chars:
-        title = title[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return title if title.endswith("?") else template.format(title=title)
+def _cut_title(title: str, max_chars: int) -> str:
+    """``title`` cut at a word to ``max_chars`` (marked with an ellipsis)."""
+    if len(title) <= max_chars:
+        return title
+    return title[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def _found(document_id: str, record: DocumentRecord | None) -> DocumentRecord:

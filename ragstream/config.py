@@ -640,8 +640,6 @@ class ServerConfig(ConfigSection):
     max_document_filter_chars: int = Field(200, ge=1, description="Longest name/title filter GET /api/documents/page accepts.")
     example_questions: int = Field(
         3, ge=0, description="Chat page: example questions drawn from the index's document titles.")
-    example_question_template: str = Field(
-        "What do my documents say about {title}?", description="An example question; {title} is a document title.")
     example_title_chars: int = Field(80, ge=8, description="Longer titles are cut (at a word) in example questions.")
 
 

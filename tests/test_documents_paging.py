@@ -15,6 +15,7 @@ from server_process import RunningServer, running_server
 
 from ragstream import Ragstream
 from ragstream.server.documents import SortKey
+from ragstream.server.ui import example_questions
 from ragstream.store.catalog import SORT_COLUMNS, Catalog
 
 DOCS = 30
@@ -92,12 +93,14 @@ def test_catalog_without_first_ingest_column_is_migrated(tmp_path: Path):
 
 
 def test_example_questions_come_from_the_index(rs: Ragstream, make_fast_index, tmp_path: Path):
-    questions = rs.example_questions()
-    assert len(questions) == rs.config.server.example_questions
-    assert all("Topic" in question and question.endswith("?") for question in questions)
-    assert "handbook" in questions[0]
+    titles = rs.example_titles()
+    assert len(titles) == rs.config.server.example_questions
+    assert all(title.startswith("Topic") for title in titles) and "handbook" in titles[0]
+    questions = example_questions(titles)
+    assert questions == [f"What do my documents say about {title}?" for title in titles]
+    assert example_questions(["Why do retries stop?"]) == ["Why do retries stop?"]  # a title that asks is kept
     empty = make_fast_index(data_dir=tmp_path / "empty")
-    assert empty.example_questions() == []
+    assert empty.example_titles() == []
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +137,4 @@ def test_http_ui_settings(server: RunningServer):
     assert settings["documents"] == 12 and settings["documents_page_size"] == 4
     assert settings["stage_top_entries"] == 20
     assert len(settings["example_questions"]) == 3 and all("handbook" in q for q in settings["example_questions"])
+    assert all(q.startswith("What do my documents say about Topic") for q in settings["example_questions"])
