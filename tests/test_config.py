@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
-from ragstream.config import load_config
+from ragstream.config import CONFIG_FILE_ENV, ConfigSection, RagstreamConfig, load_config
 
 
 def test_documented_defaults():
@@ -52,6 +56,66 @@ def test_environment_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert config.pipeline.N1_RETR_MAX_CANDIDATES == 33
 
 
+def test_precedence_defaults_file_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "ragstream.toml"
+    path.write_text("[chunking]\nchunk_size = 640\nchunk_overlap = 100\nmin_chunk_chars = 5\n")
+    monkeypatch.setenv("RAGSTREAM_CHUNKING__CHUNK_OVERLAP", "150")
+    monkeypatch.setenv("RAGSTREAM_CHUNKING__MIN_CHUNK_CHARS", "7")
+    chunking = load_config(path, chunking={"min_chunk_chars": 9}).chunking
+    assert (chunking.max_chunk_tokens, chunking.chunk_size, chunking.chunk_overlap, chunking.min_chunk_chars) == \
+        (8192, 640, 150, 9)  # default, file, environment, override
+
+
+def test_config_file_named_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    named, given = tmp_path / "named.toml", tmp_path / "given.yaml"
+    named.write_text("[chunking]\nchunk_size = 640\n")
+    given.write_text("chunking:\n  chunk_size: 720\n")
+    monkeypatch.setenv(CONFIG_FILE_ENV, str(named))
+    assert load_config().chunking.chunk_size == 640
+    assert RagstreamConfig().chunking.chunk_size == 640
+    assert load_config(given).chunking.chunk_size == 720  # an explicit file wins over RAGSTREAM_CONFIG
+    assert os.environ[CONFIG_FILE_ENV] == str(named)
+
+
+def test_load_config_in_threads_reads_each_its_own_file_and_leaves_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(CONFIG_FILE_ENV, raising=False)
+    files: dict[int, Path | None] = {1000: None}  # no file: the default
+    for size in (640, 720):
+        files[size] = tmp_path / f"size-{size}.toml"
+        files[size].write_text(f"[chunking]\nchunk_size = {size}\n")
+    environ_before = dict(os.environ)
+    start = threading.Barrier(len(files) + 1)
+    loading = threading.Event()
+    wrong: list[tuple[int, int]] = []
+    seen: list[str] = []
+
+    def load(expected: int, path: Path | None) -> None:
+        start.wait()
+        for _ in range(40):
+            got = load_config(path).chunking.chunk_size
+            if got != expected:
+                wrong.append((expected, got))
+
+    def watch() -> None:  # what another thread reading os.environ meanwhile would see
+        start.wait()
+        while loading.is_set():
+            if CONFIG_FILE_ENV in os.environ:
+                seen.append(os.environ.get(CONFIG_FILE_ENV, ""))
+
+    loading.set()
+    threads = [threading.Thread(target=load, args=item) for item in files.items()]
+    watcher = threading.Thread(target=watch)
+    for thread in [*threads, watcher]:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    loading.clear()
+    watcher.join()
+    assert wrong == [] and seen == []
+    assert dict(os.environ) == environ_before
+
+
 def test_bad_values_and_unknown_keys_are_rejected(tmp_path: Path):
     with pytest.raises(ValidationError):
         load_config(retrieval={"mode": "telepathy"})
@@ -76,3 +140,17 @@ def test_default_data_dir_is_the_users_data_directory(tmp_path: Path, monkeypatc
     assert load_config().data_dir == tmp_path / "share" / "ragstream"
     monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(tmp_path / "elsewhere"))
     assert load_config().data_dir == tmp_path / "elsewhere"
+
+
+def _knobs(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
+    for name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, ConfigSection):
+            yield from _knobs(field.annotation, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", field
+
+
+def test_every_knob_says_what_it_does():
+    knobs = dict(_knobs(RagstreamConfig))
+    assert len(knobs) > 250 and "answer.support.similarity" in knobs and "server.jobs.lease_seconds" in knobs
+    assert [name for name, field in knobs.items() if not (field.description or "").strip()] == []

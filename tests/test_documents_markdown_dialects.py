@@ -124,7 +124,7 @@ def test_other_include_forms_and_attribute_lists() -> None:
 
 def test_the_text_pipeline_version_is_part_of_the_index_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     before = CONFIG.index_fingerprint()
-    monkeypatch.setattr("ragstream.config.TEXT_PIPELINE_VERSION", TEXT_PIPELINE_VERSION + 1)
+    monkeypatch.setattr("ragstream.config.root.TEXT_PIPELINE_VERSION", TEXT_PIPELINE_VERSION + 1)
     assert CONFIG.index_fingerprint() != before
 
 

