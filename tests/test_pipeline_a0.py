@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import pytest
 
+from ragstream.agents.factory import AgentFactory
 from ragstream.config import load_config
 from ragstream.errors import ConfigError, MissingTaskError
 from ragstream.pipeline import SuperPrompt
-from ragstream.pipeline.a0_preprocessing import run
+from ragstream.pipeline.a0_preprocessing import Inputs, run
+from ragstream.pipeline.agent_call import StageAgent
 from ragstream.pipeline.header_mapping import HeaderMapper
 from ragstream.pipeline.prompt_schema import load_prompt_schema
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.tokens import make_token_counter
 
 
 class _Ctx:
-    """A0 reads only the prompt schema from its context."""
+    """What A0 receives: the prompt schema, the pipeline limits and its (LLM-less) agent."""
 
     schema = load_prompt_schema()
     config = load_config()
+    inputs = Inputs(schema, config.pipeline, config.agents.a0,
+                    StageAgent("a0", AgentFactory(config), make_token_counter(config.llm), Deadline.unbounded()))
 
 
 def _a0(text: str) -> SuperPrompt:
-    return run(SuperPrompt(user_text=text), _Ctx())  # type: ignore[arg-type]
+    return run(SuperPrompt(user_text=text), _Ctx.inputs)
 
 
 def _step(sp: SuperPrompt, header: str) -> str:
@@ -33,7 +39,7 @@ def test_plain_prompt_is_the_task_and_must_keys_get_defaults():
     defaults = _Ctx.schema.defaults
     assert {key: sp.body[key] for key in defaults} == defaults
     assert sp.extras["a0"]["sources"]["task"] == "untitled_text"
-    assert sp.extras["unknown_attributes"] == {}
+    assert sp.unknown_attributes == {}
     assert sp.stage == "preprocessed" and sp.history_of_stages == ["preprocessed"]
     assert sp.base_context_chunks == [] and sp.views_by_stage == {} and sp.final_selection_ids == []
     assert "## System" in sp.prompt_ready and "How do I set a timeout?" in sp.prompt_ready
@@ -63,9 +69,9 @@ def test_german_headers_and_markdown_headings():
     assert sp.body["tone"] == "formell" and sp.extras["a0"]["sources"]["tone"] == "user"
 
 
-def test_unknown_headers_go_to_extras_not_body():
+def test_unknown_headers_go_to_unknown_attributes_not_body():
     sp = _a0("TASK: explain pools\nBUDGET: two hours\n## Deadline\nFriday\nNote: this line is just text")
-    assert sp.extras["unknown_attributes"] == {"BUDGET": "two hours", "Deadline": "Friday\nNote: this line is just text"}
+    assert sp.unknown_attributes == {"BUDGET": "two hours", "Deadline": "Friday\nNote: this line is just text"}
     assert "two hours" not in " ".join(sp.body.values())
     assert _step(sp, "BUDGET") == "unknown"
 

@@ -18,7 +18,7 @@ from ragstream.errors import (
     UnknownStageError,
 )
 from ragstream.pipeline import SuperPrompt
-from ragstream.pipeline.controller import STEP_NAMES
+from ragstream.pipeline.stages import STAGE_NAMES
 from ragstream.pipeline.invariants import check_state
 
 CAPS = {"N0_QUERY_PIECES": 3, "N1_RETR_MAX_CANDIDATES": 12, "N2_RERANK_TOP_K": 6,
@@ -50,7 +50,7 @@ def rs(tmp_path_factory, hash_embedder):
 def full(rs):
     """One full manual run, stage by stage, with every intermediate SuperPrompt kept."""
     states = [rs.new_prompt(PROMPT, conversation=CONVERSATION)]
-    for _ in STEP_NAMES:
+    for _ in STAGE_NAMES:
         states.append(rs.run_stage(states[-1]))
     return states
 

@@ -456,7 +456,7 @@ class AnswerService:
                              "fallbacks": sp.fallbacks(),
                              "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
-                             "prompt_tokens_estimated": sp.extras.get("prompt_builder", {}).get("prompt_tokens")},
+                             "prompt_tokens_estimated": sp.prompt_tokens},
                 "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results")
                 + (turn.support.judge_calls if turn.support else 0),
                 "support": support_summary(sentences, turn.support),

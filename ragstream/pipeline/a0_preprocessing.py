@@ -5,7 +5,7 @@ Header lines are ``Key: value`` or Markdown headings; the text up to the next he
 value. Each header walks the mapping ladder (:mod:`ragstream.pipeline.header_mapping`). A
 ``Key:`` line whose key maps nowhere is ordinary text unless it looks deliberate (ALL CAPS);
 unknown Markdown headings are always attributes. Unknown attributes go to
-``extras["unknown_attributes"]``, every decision to ``extras["a0"]``.
+``sp.unknown_attributes``; every decision is logged in ``extras["a0"]``.
 
 The header ladder never calls an LLM; the follow-up rewrite does when ``a0`` is in
 ``pipeline.llm_stages`` and the prompt has earlier turns (``extras["rewrite"]`` logs it).
@@ -20,14 +20,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragstream.agents.prompts import A0_REWRITE_PROMPT, A0RewriteOutput
+from ragstream.config import AgentSettings, PipelineLimits
 from ragstream.errors import MissingTaskError
-from ragstream.pipeline.agent_call import AgentRecord, call_agent
+from ragstream.pipeline.agent_call import AgentRecord, StageAgent, stage_agent
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.conversation import pair_text
 from ragstream.pipeline.followup import deterministic_rewrite, dropped_terms
 from ragstream.pipeline.header_mapping import HeaderMapper, Mapping
 from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.pipeline.render import preview
+from ragstream.pipeline.stages import A0_PREPROCESSING as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<key>.+?)\s*:?\s*$")
@@ -47,10 +49,26 @@ class _Section:
         return "\n".join(self.lines).strip()
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What A0 uses: the prompt schema, the follow-up limits (``pipeline``) and its agent (``agents.a0``)."""
+
+    schema: PromptSchema
+    limits: PipelineLimits
+    settings: AgentSettings
+    agent: StageAgent
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """A0's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.schema, ctx.config.pipeline, ctx.config.agents.a0, stage_agent(ctx, SPEC))
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Parse ``sp.user_text`` into ``sp.body``; enforce MUST keys; log every decision."""
-    mapper = HeaderMapper(ctx.schema)
-    sections = _split(sp.user_text, mapper, ctx.schema)
+    schema = deps.schema
+    mapper = HeaderMapper(schema)
+    sections = _split(sp.user_text, mapper, schema)
     body: dict[str, str] = {}
     sources: dict[str, str] = {}
     unknown: dict[str, str] = {}
@@ -64,48 +82,47 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
             body[section.mapping.key] = _joined(body.get(section.mapping.key), section.value)
             sources[section.mapping.key] = "user"
     untitled_text = "\n\n".join(text for text in untitled if text)
-    _task_context_rule(body, sources, untitled_text, ctx.schema)
-    for key in ctx.schema.must_keys:
+    _task_context_rule(body, sources, untitled_text, schema)
+    for key in schema.must_keys:
         if key not in body:
-            body[key] = ctx.schema.defaults[key]
+            body[key] = schema.defaults[key]
             sources[key] = "default"
 
-    sp.body = {key: body[key] for key in ctx.schema.canonical_keys if key in body}
-    sp.extras["unknown_attributes"] = unknown
-    sp.extras["a0"] = _log(sections, sources, ctx.schema)
+    sp.body = {key: body[key] for key in schema.canonical_keys if key in body}
+    sp.unknown_attributes = unknown
+    sp.extras["a0"] = _log(sections, sources, schema)
     sp.user_given_fields = sorted(key for key, source in sources.items() if source == "user")
-    _rewrite_followup(sp, ctx)
-    sp.advance("preprocessed")
+    _rewrite_followup(sp, deps)
+    sp.advance(SPEC.entry)
     sp.prompt_ready = preview(sp)
     return sp
 
 
-def _rewrite_followup(sp: SuperPrompt, ctx: StageContext) -> None:
+def _rewrite_followup(sp: SuperPrompt, deps: Inputs) -> None:
     """Set ``sp.rewritten_query`` when the task is a follow-up of the recent conversation, and report
     how A0 ran (the LLM when ``a0`` is in its budget, else the deterministic rewrite)."""
-    pairs, task, limits = sp.recentConversation, sp.body.get("task", ""), ctx.config.pipeline
+    pairs, task, limits = sp.recentConversation, sp.body.get("task", ""), deps.limits
     if not pairs:
-        sp.report("preprocessed", "deterministic", reason=LADDER_REASON)
+        sp.report(SPEC.entry, "deterministic", reason=LADDER_REASON)
         return
-    settings = ctx.agents.settings("a0")
-    conversation = "\n\n".join(pair_text(pair) for pair in pairs)[-settings.field_chars:]
-    output, record = call_agent(ctx, "a0", A0_REWRITE_PROMPT,
-                                {"conversation": conversation, "question": task[: settings.field_chars]})
+    chars = deps.settings.field_chars
+    conversation = "\n\n".join(pair_text(pair) for pair in pairs)[-chars:]
+    output, record = deps.agent.call(A0_REWRITE_PROMPT, {"conversation": conversation, "question": task[:chars]})
     standalone = _accepted(output, task, record)
     if standalone is not None:
         changed = standalone.casefold() != " ".join(task.split()).casefold()
         sp.rewritten_query = standalone if changed else ""
         sp.extras["rewrite"] = {**record.log(), "rewritten": changed}
-        record.report(sp, "preprocessed")
+        record.report(sp, SPEC.entry)
         return
     rewrite = deterministic_rewrite(task, pairs, limits)
     sp.rewritten_query = rewrite[0] if rewrite else ""
     sp.extras["rewrite"] = {**record.log(), "rewritten": rewrite is not None,
                             "carried_terms": rewrite[1] if rewrite else []}
     if record.llm_attempted:
-        record.report(sp, "preprocessed")
+        record.report(sp, SPEC.entry)
     else:
-        sp.report("preprocessed", "deterministic", reason=LADDER_REASON)
+        sp.report(SPEC.entry, "deterministic", reason=LADDER_REASON)
 
 
 def _accepted(output: BaseModel | None, task: str, record: AgentRecord) -> str | None:

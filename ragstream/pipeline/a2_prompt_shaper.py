@@ -7,12 +7,15 @@ keyword rules over task, purpose and context. Values the user wrote as headers a
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ragstream.agents.prompts import A2_DEFAULTS, A2_PROMPT, A2Output
-from ragstream.pipeline.agent_call import call_agent
+from ragstream.config import AgentSettings
+from ragstream.pipeline.agent_call import StageAgent, stage_agent
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.render import preview
+from ragstream.pipeline.stages import A2_PROMPT_SHAPER as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 
 FIELDS = tuple(A2_PROMPT.enums)
@@ -42,11 +45,24 @@ RULE_CONFIDENCE = "medium"
 _WORDS = re.compile(r"[\w\-]+")
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What A2 uses: its agent and its settings (``agents.a2``)."""
+
+    settings: AgentSettings
+    agent: StageAgent
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """A2's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.config.agents.a2, stage_agent(ctx, SPEC))
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Fill the five meta-fields; log each choice in ``extras["a2_decisions"]``."""
-    limit = ctx.config.agents.a2.field_chars
+    limit = deps.settings.field_chars
     payload = {name: sp.body.get(name, "")[:limit] for name in INPUT_FIELDS}
-    output, record = call_agent(ctx, "a2", A2_PROMPT, payload)
+    output, record = deps.agent.call(A2_PROMPT, payload)
     user_given = set(sp.user_given_fields)
     rule_choices = _rule_choices(" ".join(payload.values()))
     decisions: dict[str, Any] = {}
@@ -64,8 +80,8 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
         sp.body[name] = decisions[name]["value"]
     sp.extras["a2"] = record.log()
     sp.extras["a2_decisions"] = decisions
-    record.report(sp, "a2")
-    sp.advance("a2")
+    record.report(sp, SPEC.entry)
+    sp.advance(SPEC.entry)
     sp.prompt_ready = preview(sp)
     return sp
 

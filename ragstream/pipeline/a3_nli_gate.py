@@ -11,17 +11,21 @@ vector checks are skipped and the report says so. Chunks are never changed; only
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ragstream.agents.prompts import A3_PROMPT, A3Output
+from ragstream.config import A3GateSettings
 from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
-from ragstream.pipeline.agent_call import call_agent
-from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.agent_call import StageAgent, stage_agent
+from ragstream.pipeline.context import EmbedderSource, StageContext
 from ragstream.pipeline.query_pieces import search_body
 from ragstream.pipeline.render import provenance, query_text
+from ragstream.pipeline.stages import A3_NLI_GATE as SPEC
+from ragstream.pipeline.stages import RERANKER
 from ragstream.pipeline.super_prompt import SuperPrompt
 
 KEEP = "keep"
@@ -34,13 +38,27 @@ TAG_DECISIONS = {"duplicate": DROP_DUPLICATE, "conflicting": DROP_CONFLICT}
 SKIPPED_WITHOUT_LLM = {"contradiction": "needs the LLM (or a local NLI cross-encoder, none is packaged)"}
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Write ``views_by_stage["a3"]`` and the initial ``final_selection_ids``."""
-    settings = ctx.config.agents.a3
-    working = sp.chunks(sp.views_by_stage["reranked"][: settings.max_candidates])
+@dataclass(frozen=True)
+class Inputs:
+    """What A3 uses: its settings (``agents.a3``), its agent and the embedder."""
+
+    settings: A3GateSettings
+    agent: StageAgent
+    embedder: EmbedderSource
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """A3's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.config.agents.a3, stage_agent(ctx, SPEC), ctx.embedder)
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
+    """Write ``views_by_stage["a3"]``, the initial ``final_selection_ids`` and ``chunk_decisions``."""
+    settings = deps.settings
+    working = sp.chunks(sp.views_by_stage[RERANKER.entry][: settings.max_candidates])
     decisions: dict[str, str] = {}
     candidates = [c for c in working if not _is_empty(c, settings.min_chunk_chars, decisions)]
-    vectors, no_vectors = _vectors(ctx, candidates, sp.query_pieces or [query_text(search_body(sp))])
+    vectors, no_vectors = _vectors(deps.embedder, candidates, sp.query_pieces or [query_text(search_body(sp))])
     if vectors is not None:
         candidates, passage_vectors = _drop_duplicates(candidates, vectors[0], settings.duplicate_cosine, decisions)
     if not candidates:
@@ -48,7 +66,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
 
     query = query_text(search_body(sp))
     payload = {"prompt_md": query[: settings.field_chars], "candidates": _numbered(candidates, settings.snippet_chars)}
-    output, record = call_agent(ctx, "a3", A3_PROMPT, payload)
+    output, record = deps.agent.call(A3_PROMPT, payload)
     kept: list[Chunk] = []
     if isinstance(output, A3Output):
         kept, record.details["clamped"] = _apply_llm(output, candidates, decisions)
@@ -69,22 +87,22 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     if not kept:
         raise NoRelevantContextError(f"A3 dropped all {len(working)} candidates: {_counts(decisions)}")
 
-    sp.views_by_stage["a3"] = [c.chunk_id for c in kept]
-    sp.final_selection_ids = list(sp.views_by_stage["a3"])
+    sp.views_by_stage[SPEC.entry] = [c.chunk_id for c in kept]
+    sp.final_selection_ids = [c.chunk_id for c in kept]
     sp.chunk_decisions = {c.chunk_id: decisions[c.chunk_id] for c in working}
     sp.extras["a3"] = {**record.log(), "working_set": len(working), "counts": _counts(decisions)}
-    record.report(sp, "a3")
+    record.report(sp, SPEC.entry)
     if no_vectors and not record.llm_attempted and record.mode != "llm":
-        sp.report("a3", record.mode, fallback=True, reason=no_vectors)
-    sp.advance("a3")
+        sp.report(SPEC.entry, record.mode, fallback=True, reason=no_vectors)
+    sp.advance(SPEC.entry)
     return sp
 
 
-def _vectors(ctx: StageContext, chunks: list[Chunk],
+def _vectors(source: EmbedderSource, chunks: list[Chunk],
              pieces: list[str]) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
     """``((passage vectors, piece vectors), None)``, or ``(None, why)`` without the embedder."""
     try:
-        embedder = ctx.embedder()
+        embedder = source()
         return (embedder.embed_documents([c.text for c in chunks]), embedder.embed_queries(pieces)), None
     except EmbeddingFailureError as error:
         return None, f"embedder unavailable, duplicate and off-topic checks skipped: {error.message}"

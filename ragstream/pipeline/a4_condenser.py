@@ -18,19 +18,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ragstream.agents.prompts import A4_PROMPT, A4Output
-from ragstream.config import A4CondenserSettings
+from ragstream.config import A4CondenserSettings, AnswerConfig, LLMConfig, PipelineLimits
 from ragstream.documents.prose import CODE_BLOCK, prose_sentences, sentence_key
 from ragstream.errors import EmbeddingFailureError, NoRelevantContextError
 from ragstream.models import Chunk
-from ragstream.pipeline.agent_call import call_agent
-from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.agent_call import StageAgent, stage_agent
+from ragstream.pipeline.context import EmbedderSource, StageContext, TokenCounter
 from ragstream.pipeline.conversation import CONVERSATION_SOURCE
 from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
+from ragstream.pipeline.stages import A4_CONDENSER as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.embedders.base import scoring_vectors
 
@@ -45,25 +47,46 @@ SentenceScorer = Callable[[list[str]], np.ndarray]
 """Scores sentences against the question (higher = closer)."""
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What A4 uses: its settings (``agents.a4``), its agent, the embedder, the token counter, and the
+    ``pipeline``, ``answer`` and ``llm`` sections (the one context budget)."""
+
+    settings: A4CondenserSettings
+    agent: StageAgent
+    embedder: EmbedderSource
+    count_tokens: TokenCounter
+    limits: PipelineLimits
+    answer: AnswerConfig
+    llm: LLMConfig
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """A4's inputs, taken from the pipeline's context."""
+    config = ctx.config
+    return Inputs(config.agents.a4, stage_agent(ctx, SPEC), ctx.embedder, ctx.count_tokens, config.pipeline,
+                  config.answer, config.llm)
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Write ``S_CTX_MD``, the budgeted ``final_selection_ids`` and ``views_by_stage["a4"]``."""
-    settings = ctx.config.agents.a4
-    budget = context_budget(sp, ctx)
+    settings, count_tokens = deps.settings, deps.count_tokens
+    budget = context_budget(sp, deps)
     candidates = [c for c in sp.chunks(sp.final_selection_ids) if c.metadata.source != CONVERSATION_SOURCE]
-    selected, facts, used, over_budget = _select(candidates, budget, ctx, settings, _sentence_scorer(sp, ctx))
+    selected, facts, used, over_budget = _select(candidates, budget, deps, _sentence_scorer(sp, deps))
     if not selected:
         raise NoRelevantContextError(
             f"none of the {len(candidates)} selected document chunks fits the context budget of {budget} tokens")
 
     deterministic = "\n".join([FACTS_HEADING, *facts])
     payload = {"prompt_md": query_text(sp.body)[: settings.field_chars], "passages": _passages(selected, settings)}
-    output, record = call_agent(ctx, "a4", A4_PROMPT, payload)
+    output, record = deps.agent.call(A4_PROMPT, payload)
     condensed = output.s_ctx_md.strip() if isinstance(output, A4Output) else ""
     invented = ungrounded(condensed, vocabulary([*sp.body.values(), sp.selected_text, *(c.text for c in selected)]))
     if condensed and invented:
         record.fall_back(f"the LLM condensation names what no attachment says: {', '.join(invented[:5])}")
         condensed = ""
-    if condensed and ctx.count_tokens(condensed) > ctx.count_tokens(deterministic):
+    if condensed and count_tokens(condensed) > count_tokens(deterministic):
         record.fall_back("the LLM condensation is longer than the room the budget leaves for S_CTX")
         condensed = ""
     if isinstance(output, A4Output) and not condensed and record.mode == "llm":
@@ -71,37 +94,36 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
 
     sp.S_CTX_MD = f"{S_CTX_HEADING}\n\n{fenced(f'{condensed or deterministic}{chr(10) * 2}{_sources(selected)}')}"
     sp.final_selection_ids = [chunk.chunk_id for chunk in selected]
-    sp.views_by_stage["a4"] = list(sp.final_selection_ids)
+    sp.views_by_stage[SPEC.entry] = [chunk.chunk_id for chunk in selected]
     sp.extras["a4"] = {**record.log(), "context_budget_tokens": budget, "tokens_used": used,
                        "skipped_over_budget": over_budget}
-    record.report(sp, "a4")
-    sp.advance("a4")
+    record.report(sp, SPEC.entry)
+    sp.advance(SPEC.entry)
     sp.prompt_ready = preview(sp)
     return sp
 
 
-def context_budget(sp: SuperPrompt, ctx: StageContext) -> int:
+def context_budget(sp: SuperPrompt, deps: Inputs) -> int:
     """Tokens the attachments and S_CTX may take: ``answer.context_tokens``, and with an LLM no more
     than its context window leaves after the answer (``llm.max_tokens``), the prompt, the recent
     conversation and ``answer.prompt_reserve_tokens`` for the system block."""
-    config = ctx.config
-    budget = config.answer.context_tokens
-    if config.llm.enabled:
-        pairs = sp.recentConversation[-config.pipeline.N4_RECENT_CONV_MAX_PAIRS:] \
-            if config.pipeline.N4_RECENT_CONV_MAX_PAIRS > 0 else []
-        rest = ctx.count_tokens(prompt_md(sp.body)) + (ctx.count_tokens(conversation_md(pairs)) if pairs else 0)
-        room = ctx.agents.context_window - config.llm.max_tokens - config.answer.prompt_reserve_tokens - rest
+    budget = deps.answer.context_tokens
+    if deps.llm.enabled:
+        max_pairs = deps.limits.N4_RECENT_CONV_MAX_PAIRS
+        pairs = sp.recentConversation[-max_pairs:] if max_pairs > 0 else []
+        rest = deps.count_tokens(prompt_md(sp.body)) + (deps.count_tokens(conversation_md(pairs)) if pairs else 0)
+        room = deps.agent.context_window - deps.llm.max_tokens - deps.answer.prompt_reserve_tokens - rest
         budget = min(budget, room)
     return max(0, budget)
 
 
-def _sentence_scorer(sp: SuperPrompt, ctx: StageContext) -> SentenceScorer | None:
+def _sentence_scorer(sp: SuperPrompt, deps: Inputs) -> SentenceScorer | None:
     """Cosine of sentences to the question's query vectors (the ones Retrieval computed, from the
     embedder's memory); ``None`` for leading-sentence facts, or when retrieval ran on BM25 only."""
-    if ctx.config.agents.a4.focus != "question" or not sp.query_pieces or sp.retrieval_mode == BM25_ONLY:
+    if deps.settings.focus != "question" or not sp.query_pieces or sp.retrieval_mode == BM25_ONLY:
         return None
     try:
-        embedder = ctx.embedder()
+        embedder = deps.embedder()
         queries = np.atleast_2d(embedder.embed_queries(sp.query_pieces))
     except EmbeddingFailureError:
         return None
@@ -111,7 +133,7 @@ def _sentence_scorer(sp: SuperPrompt, ctx: StageContext) -> SentenceScorer | Non
     return score
 
 
-def _select(chunks: list[Chunk], budget: int, ctx: StageContext, settings: A4CondenserSettings,
+def _select(chunks: list[Chunk], budget: int, deps: Inputs,
             scorer: SentenceScorer | None) -> tuple[list[Chunk], list[str], int, list[str]]:
     """Greedy in order: every chunk whose attachment and fact lines still fit, at most ``N3``.
     With a scorer the facts come out best first across chunks (ties keep attachment order)."""
@@ -121,15 +143,16 @@ def _select(chunks: list[Chunk], budget: int, ctx: StageContext, settings: A4Con
     skipped: list[str] = []
     used = 0
     per_document: Counter[str] = Counter()
-    per_document_max = ctx.config.pipeline.N3_PER_DOCUMENT_MAX
+    settings, count_tokens = deps.settings, deps.count_tokens
+    per_document_max = deps.limits.N3_PER_DOCUMENT_MAX
     for chunk in chunks:
-        if len(selected) == ctx.config.pipeline.N3_FINAL_SELECTION_MAX:
+        if len(selected) == deps.limits.N3_FINAL_SELECTION_MAX:
             break
         if per_document_max and per_document[chunk.metadata.document_id] >= per_document_max:
             continue  # that document has its attachments: the next one's chunk takes the place
         number = len(selected) + 1
         lines = _fact_lines(chunk, number, settings, scorer, stated)
-        cost = ctx.count_tokens(attachment_md(number, chunk)) + ctx.count_tokens("\n".join(line for _, _, line in lines))
+        cost = count_tokens(attachment_md(number, chunk)) + count_tokens("\n".join(line for _, _, line in lines))
         if used + cost > budget:
             skipped.append(chunk.chunk_id)
             continue

@@ -12,13 +12,16 @@ Never touches retrieval fields or S_CTX_MD.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ragstream.agents.prompts import A5Output, a5_prompt
-from ragstream.pipeline.agent_call import call_agent
+from ragstream.config import AgentSettings
+from ragstream.pipeline.agent_call import StageAgent, stage_agent
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.prompt_schema import FormatRules
 from ragstream.pipeline.render import preview
+from ragstream.pipeline.stages import A5_FORMAT_ENFORCER as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 
 CUSTOM_FORMAT = "custom"
@@ -28,17 +31,31 @@ _RULE_SPLIT = re.compile(r"[\n;]+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What A5 uses: the prompt schema's format kinds, its settings (``agents.a5``) and its agent."""
+
+    formats: FormatRules
+    settings: AgentSettings
+    agent: StageAgent
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """A5's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.schema.formats, ctx.config.agents.a5, stage_agent(ctx, SPEC))
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Write ``hard_rules``, ``format_kind`` and the normalized ``body["format"]``."""
-    rules = ctx.schema.formats
+    rules = deps.formats
     requested = " ".join(sp.body.get("format", "").split())
     kind, spec, example = _deterministic_spec(requested, rules)
     constraint_rules = _constraint_rules(sp.body.get("constraints", ""))
-    limit = ctx.config.agents.a5.field_chars
+    limit = deps.settings.field_chars
     prompt = a5_prompt(tuple(rules.kinds), rules.default)
     payload = {"task": sp.body.get("task", "")[:limit], "format": requested or rules.default,
                "constraints": sp.body.get("constraints", "")[:limit]}
-    output, record = call_agent(ctx, "a5", prompt, payload)
+    output, record = deps.agent.call(prompt, payload)
     hard_rules = constraint_rules
     if isinstance(output, A5Output):
         known = vocabulary([*sp.body.values(), sp.selected_text, *(c.text for c in sp.chunks(sp.final_selection_ids)),
@@ -60,8 +77,8 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     sp.extras["format_enforcer"] = {**record.log(), "requested_format": requested, "format_kind": kind,
                                     "normalized_format_spec": spec, "example_shape": example,
                                     "hard_rules": hard_rules}
-    record.report(sp, "a5")
-    sp.advance("a5")
+    record.report(sp, SPEC.entry)
+    sp.advance(SPEC.entry)
     sp.prompt_ready = preview(sp)
     return sp
 

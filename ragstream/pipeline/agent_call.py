@@ -1,4 +1,7 @@
-"""Run an agent with its deterministic fallback; record which ran and why.
+"""A stage's LLM agent (:class:`StageAgent`): run it with its deterministic fallback; record which ran and why.
+
+A stage gets an agent only when the stage registry gives it an LLM key (``a0``, ``a2`` ... ``a5``),
+and the agent calls the LLM only under that key (when it is in ``pipeline.llm_stages``).
 
 Before the call the payload is fitted to the model's context window (the longest field is cut
 until the messages plus the agent's ``max_tokens`` fit). A server that still refuses the prompt as
@@ -10,15 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from ragstream.agents.agent_prompt import AgentPrompt
+from ragstream.agents.factory import Agent
 from ragstream.errors import LLMError, LLMRequestError
 from ragstream.pipeline.context import StageContext, TokenCounter
-from ragstream.pipeline.super_prompt import HistoryEntry, StageMode, SuperPrompt
+from ragstream.pipeline.stages import HistoryEntry, LLMStageKey, StageSpec
+from ragstream.pipeline.super_prompt import StageMode, SuperPrompt
 from ragstream.providers.context_window import window_from_error
+from ragstream.providers.deadline import Deadline
 
 LLM: StageMode = "llm"
 DETERMINISTIC: StageMode = "deterministic"
@@ -56,37 +62,84 @@ class AgentRecord:
                   reason=self.reason, model=self.model if self.mode == LLM else None, llm_calls=self.calls)
 
 
-def call_agent(
-    ctx: StageContext, key: str, prompt: AgentPrompt, payload: Mapping[str, Any]
-) -> tuple[BaseModel | None, AgentRecord]:
-    """``(output, record)``: the validated LLM output, or ``None`` when the fallback must run."""
-    record = AgentRecord(agent=f"{prompt.name}@{prompt.version}", mode=DETERMINISTIC)
-    agent = ctx.agents.build(key, prompt)
-    if agent is None:
-        record.reason = ctx.agents.unavailable_reason(key)
-        return None, record
-    record.mode, record.model = LLM, ctx.agents.model
-    for _ in range(2):  # the second round only after the server named a smaller context window
-        fitted, cuts = fit_payload(prompt, payload, ctx.count_tokens, ctx.agents.context_window - agent.max_tokens)
-        if fitted is None:
-            record.fall_back(f"the prompt does not fit the model's context window of {ctx.agents.context_window} tokens")
+class AgentSource(Protocol):
+    """The pipeline's agents (``AgentFactory``): which keys may call the LLM, and the model's context window."""
+
+    def build(self, key: str, prompt: AgentPrompt) -> Agent | None:
+        """The agent for ``key``, or ``None`` when it must run deterministically."""
+        ...
+
+    def unavailable_reason(self, key: str) -> str | None:
+        """Why agent ``key`` runs deterministically, or ``None``."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model the agents call."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens."""
+        ...
+
+    def learn_context_window(self, tokens: int) -> None:
+        """Believe a smaller window the server reported."""
+        ...
+
+
+@dataclass(frozen=True)
+class StageAgent:
+    """One stage's LLM agent: it calls the LLM only under the stage's own key, fits every prompt to the
+    model's context window and carries the question's deadline."""
+
+    key: LLMStageKey
+    agents: AgentSource
+    count_tokens: TokenCounter
+    deadline: Deadline
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (configured, or smaller as the server reported)."""
+        return self.agents.context_window
+
+    def call(self, prompt: AgentPrompt, payload: Mapping[str, Any]) -> tuple[BaseModel | None, AgentRecord]:
+        """``(output, record)``: the validated LLM output, or ``None`` when the fallback must run."""
+        record = AgentRecord(agent=f"{prompt.name}@{prompt.version}", mode=DETERMINISTIC)
+        agent = self.agents.build(self.key, prompt)
+        if agent is None:
+            record.reason = self.agents.unavailable_reason(self.key)
             return None, record
-        if cuts:
-            record.details["fitted_fields"] = cuts
-        record.calls += 1
-        try:
-            return agent.run(fitted, deadline=ctx.deadline), record
-        except LLMRequestError as error:
-            window = window_from_error(error.message)
-            if window is None or window >= ctx.agents.context_window:
+        record.mode, record.model = LLM, self.agents.model
+        for _ in range(2):  # the second round only after the server named a smaller context window
+            window = self.agents.context_window
+            fitted, cuts = fit_payload(prompt, payload, self.count_tokens, window - agent.max_tokens)
+            if fitted is None:
+                record.fall_back(f"the prompt does not fit the model's context window of {window} tokens")
+                return None, record
+            if cuts:
+                record.details["fitted_fields"] = cuts
+            record.calls += 1
+            try:
+                return agent.run(fitted, deadline=self.deadline), record
+            except LLMRequestError as error:
+                named = window_from_error(error.message)
+                if named is None or named >= window:
+                    record.fall_back(f"LLM call failed ({error.code}): {error.message}")
+                    return None, record
+                self.agents.learn_context_window(named)
+            except LLMError as error:
                 record.fall_back(f"LLM call failed ({error.code}): {error.message}")
                 return None, record
-            ctx.agents.learn_context_window(window)
-        except LLMError as error:
-            record.fall_back(f"LLM call failed ({error.code}): {error.message}")
-            return None, record
-    record.fall_back("the prompt does not fit the model's context window")
-    return None, record
+        record.fall_back("the prompt does not fit the model's context window")
+        return None, record
+
+
+def stage_agent(ctx: StageContext, spec: StageSpec) -> StageAgent:
+    """The agent of stage ``spec``; raises ValueError for a stage the registry does not let call the LLM."""
+    if spec.llm_key is None:
+        raise ValueError(f"{spec.name} may not call the LLM: the stage registry gives it no llm_key")
+    return StageAgent(spec.llm_key, ctx.agents, ctx.count_tokens, ctx.deadline)
 
 
 def fit_payload(prompt: AgentPrompt, payload: Mapping[str, Any], count_tokens: TokenCounter,

@@ -1,9 +1,11 @@
-"""``StageContext``: what a stage may use besides the SuperPrompt, as small protocols.
+"""``StageContext``: everything the pipeline's stages may use besides the SuperPrompt, as small protocols.
 
-Stages hold no state and never see the ``Ragstream`` facade: they get a search function, an
-embedder source, an optional reranker, the agents, the prompt schema, a token counter and the
-question's deadline. ``api.py`` builds the context once and ``for_turn`` gives each question its
-own deadline and the catalog snapshot all of its searches read. See docs/pipeline.md.
+Stages hold no state and never see the ``Ragstream`` facade. ``api.py`` builds the context once and
+``for_turn`` gives each question its own deadline and the catalog snapshot all of its searches read.
+No stage receives the context itself: each stage module's ``inputs(ctx)`` takes from it the config
+sections and the dependencies that stage uses (a search bound to the question's snapshot and user,
+the embedder, the reranker, its own LLM agent, the prompt schema, the token counter), and the
+controller hands the stage only those. See docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -44,6 +46,28 @@ class Search(Protocol):
     ) -> SearchResult: ...
 
 
+class StageSearch(Protocol):
+    """The index's search as a stage sees it: over the question's snapshot, among its user's documents."""
+
+    def __call__(self, query: str, *, mode: SearchMode | None = None, top_k: int | None = None,
+                 query_vector: np.ndarray | None = None) -> SearchResult: ...
+
+
+@dataclass(frozen=True)
+class ScopedSearch:
+    """``search`` bound to one question's snapshot and user (a :class:`StageSearch`)."""
+
+    search: Search
+    snapshot: Snapshot | None
+    user: str | None
+
+    def __call__(self, query: str, *, mode: SearchMode | None = None, top_k: int | None = None,
+                 query_vector: np.ndarray | None = None) -> SearchResult:
+        """The search over the bound snapshot and user's documents."""
+        return self.search(query, mode=mode, top_k=top_k, query_vector=query_vector, snapshot=self.snapshot,
+                           user=self.user)
+
+
 EmbedderSource = Callable[[], Embedder]
 """Returns the embedder; raises ``EmbeddingFailureError`` when it is unavailable."""
 
@@ -53,7 +77,7 @@ TokenCounter = Callable[[str], int]
 
 @dataclass(frozen=True)
 class StageContext:
-    """Everything a stage may use; each stage reads only the fields it needs."""
+    """Everything the stages may use; each stage's ``inputs(ctx)`` takes only what that stage uses."""
 
     config: RagstreamConfig
     search: Search
@@ -72,3 +96,7 @@ class StageContext:
     def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None) -> StageContext:
         """This context with the deadline of one question, the snapshot its searches read and its user."""
         return dataclasses.replace(self, deadline=deadline, snapshot=snapshot, user=user)
+
+    def scoped_search(self) -> StageSearch:
+        """The search over this question's snapshot, among its user's documents."""
+        return ScopedSearch(self.search, self.snapshot, self.user)

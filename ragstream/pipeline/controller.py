@@ -1,65 +1,74 @@
 """The controller: run one stage (manual mode) or all of them (auto mode), checking order and
 invariants after every stage. A failing stage raises its typed error and leaves the given
-SuperPrompt unchanged (stages work on a deep copy)."""
+SuperPrompt unchanged (stages work on a deep copy).
+
+The stages, their order and their modules come from the stage registry
+(:mod:`ragstream.pipeline.stages`). Each stage module has ``inputs(ctx)``, which takes from the
+:class:`StageContext` only what that stage uses, and ``run(sp, inputs)``; the controller hands the
+stage those inputs, never the context, and checks afterwards that it changed only what the registry
+says it writes.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ragstream.errors import StageOrderError, UnknownStageError
-from ragstream.pipeline import (
-    a0_preprocessing,
-    a2_prompt_shaper,
-    a3_nli_gate,
-    a4_condenser,
-    a5_format_enforcer,
-    prompt_builder,
-    reranker,
-    retrieval,
-)
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.invariants import check_state, check_transition
-from ragstream.pipeline.super_prompt import BUILT, HistoryEntry, SuperPrompt
+from ragstream.pipeline.stages import STAGE_NAMES, STAGES, HistoryEntry, StageSpec, find_stage
+from ragstream.pipeline.super_prompt import SuperPrompt
+
+__all__ = ["STAGE_NAMES", "STEPS", "Step", "next_step", "resolve_step", "run_pipeline", "run_stage"]
 
 
 @dataclass(frozen=True)
 class Step:
-    """One pipeline stage: its button name, its history entry and its function."""
+    """One pipeline stage: its registry entry, and its module's ``inputs`` and ``run``."""
 
-    name: str
-    entry: HistoryEntry
-    run: Callable[[SuperPrompt, StageContext], SuperPrompt]
+    spec: StageSpec
+    inputs: Callable[[StageContext], Any]
+    stage: Callable[[SuperPrompt, Any], SuperPrompt]
 
-    def aliases(self) -> set[str]:
-        """Names that select this step: the full name, its prefix (``a0``, ``reranker``) and its entry."""
-        return {self.name.casefold(), self.name.split("_")[0].casefold(), self.entry}
+    @property
+    def name(self) -> str:
+        """The button name (``A0_PreProcessing``)."""
+        return self.spec.name
+
+    @property
+    def entry(self) -> HistoryEntry:
+        """Its history entry."""
+        return self.spec.entry
+
+    def run(self, sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+        """Run the stage on ``sp`` (changed in place and returned) with the inputs it takes from ``ctx``."""
+        return self.stage(sp, self.inputs(ctx))
 
 
-STEPS: tuple[Step, ...] = (
-    Step("A0_PreProcessing", "preprocessed", a0_preprocessing.run),
-    Step("A2_PromptShaper", "a2", a2_prompt_shaper.run),
-    Step("Retrieval", "retrieval", retrieval.run),
-    Step("ReRanker", "reranked", reranker.run),
-    Step("A3_NLI_Gate", "a3", a3_nli_gate.run),
-    Step("A4_Condenser", "a4", a4_condenser.run),
-    Step("A5_Format_Enforcer", "a5", a5_format_enforcer.run),
-    Step("Prompt_Builder", BUILT, prompt_builder.run),
-)
-STEP_NAMES = tuple(step.name for step in STEPS)
+def _step(spec: StageSpec) -> Step:
+    """The step of ``spec``, from its module ``ragstream.pipeline.<spec.module>``."""
+    module = importlib.import_module(f"{__package__}.{spec.module}")
+    if getattr(module, "SPEC", None) is not spec:
+        raise ImportError(f"{module.__name__} is not the module of stage {spec.name} (its SPEC differs)")
+    return Step(spec, module.inputs, module.run)
+
+
+STEPS: tuple[Step, ...] = tuple(_step(spec) for spec in STAGES)
 
 
 def resolve_step(name: str) -> Step:
-    """The step called ``name`` (case-insensitive); raises UnknownStageError."""
-    wanted = name.strip().casefold()
-    for step in STEPS:
-        if wanted in step.aliases():
-            return step
-    raise UnknownStageError(f"unknown stage {name!r}; the stages are {', '.join(STEP_NAMES)}")
+    """The step called ``name`` (its name, prefix or history entry, case-insensitive); raises UnknownStageError."""
+    spec = find_stage(name)
+    if spec is None:
+        raise UnknownStageError(f"unknown stage {name!r}; the stages are {', '.join(STAGE_NAMES)}")
+    return STEPS[STAGES.index(spec)]
 
 
 def next_step(sp: SuperPrompt) -> Step | None:
-    """The stage that runs next, or ``None`` when all eight ran."""
+    """The stage that runs next, or ``None`` when all ran."""
     done = len(sp.history_of_stages)
     return STEPS[done] if done < len(STEPS) else None
 
@@ -73,14 +82,14 @@ def run_stage(sp: SuperPrompt, ctx: StageContext, stage: str | None = None) -> S
     expected = next_step(sp)
     step = resolve_step(stage) if stage is not None else expected
     if expected is None or step is None:
-        raise StageOrderError("all eight stages already ran; start a new prompt")
+        raise StageOrderError(f"all {len(STEPS)} stages already ran; start a new prompt")
     if step is not expected:
         index = STEPS.index(step)
         needs = STEPS[index - 1].name if index else "a fresh SuperPrompt"
         raise StageOrderError(f"cannot run {step.name}: it needs {needs} to be the last stage run; "
                               f"the next stage is {expected.name}")
     after = step.run(sp.model_copy(deep=True), ctx)
-    check_transition(sp, after, step.entry)
+    check_transition(sp, after, step.spec)
     check_state(after, ctx.config.pipeline)
     return after
 

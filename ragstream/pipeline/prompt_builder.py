@@ -10,19 +10,37 @@ numbering citations resolve against. The lifecycle stage stays ``a5``.
 
 from __future__ import annotations
 
-from ragstream.pipeline.context import StageContext
+from dataclasses import dataclass
+
+from ragstream.config import AnswerConfig, PipelineLimits
+from ragstream.pipeline.context import StageContext, TokenCounter
 from ragstream.pipeline.render import attachments_md, conversation_md, prompt_md, system_md
-from ragstream.pipeline.super_prompt import BUILT, PromptMessage, SuperPrompt
+from ragstream.pipeline.stages import PROMPT_BUILDER as SPEC
+from ragstream.pipeline.super_prompt import PromptMessage, SuperPrompt
 
 BLOCK_SEPARATOR = "\n\n"
 TASK_PLACEHOLDER = "{task}"
 """Replaced in ``answer.closing_instruction`` by the task, so small models read the question last."""
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
-    """Fill System_MD, Prompt_MD, Attachments_MD, ``prompt_ready`` and ``messages``."""
-    answer = ctx.config.answer
-    max_pairs = ctx.config.pipeline.N4_RECENT_CONV_MAX_PAIRS
+@dataclass(frozen=True)
+class Inputs:
+    """What Prompt_Builder uses: the ``answer`` section, the ``pipeline`` section (``N4``) and the token counter."""
+
+    answer: AnswerConfig
+    limits: PipelineLimits
+    count_tokens: TokenCounter
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """Prompt_Builder's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.config.answer, ctx.config.pipeline, ctx.count_tokens)
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
+    """Fill System_MD, Prompt_MD, Attachments_MD, ``prompt_ready``, ``messages`` and ``prompt_tokens``."""
+    answer = deps.answer
+    max_pairs = deps.limits.N4_RECENT_CONV_MAX_PAIRS
     pairs = sp.recentConversation[-max_pairs:] if max_pairs > 0 else []
     sp.System_MD = system_md(sp.body, sp.hard_rules, answer.system_rules)
     sp.Prompt_MD = prompt_md(sp.body, selected_text=sp.selected_text)
@@ -35,9 +53,9 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     user = BLOCK_SEPARATOR.join(block for block in user_blocks if block)
     sp.messages = [PromptMessage(role="system", content=sp.System_MD), PromptMessage(role="user", content=user)]
     sp.prompt_ready = BLOCK_SEPARATOR.join([sp.System_MD, user])
+    sp.prompt_tokens = sum(deps.count_tokens(message.content) for message in sp.messages)
     sp.extras["prompt_builder"] = {"attachments": len(sp.final_selection_ids), "conversation_pairs": len(pairs),
-                                   "conversation_pairs_dropped": len(sp.recentConversation) - len(pairs),
-                                   "prompt_tokens": sum(ctx.count_tokens(m.content) for m in sp.messages)}
-    sp.report(BUILT, "function")
-    sp.advance(BUILT)
+                                   "conversation_pairs_dropped": len(sp.recentConversation) - len(pairs)}
+    sp.report(SPEC.entry, "function")
+    sp.advance(SPEC.entry)
     return sp

@@ -10,47 +10,71 @@ fused retrieval order and its report says why. ``sp.rerank`` holds both scores a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ragstream.config import PipelineLimits, RerankerConfig
 from ragstream.errors import DeadlineExceededError, EmbeddingFailureError
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.query_pieces import normalized_query, search_body
+from ragstream.pipeline.stages import RERANKER as SPEC
+from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import RerankDetails, SuperPrompt
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.rerankers.base import Reranker
 from ragstream.retrieval.rerank import rerank
 
 SCORE_DIGITS = 6
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What the ReRanker uses: the reranker (or why there is none), the ``reranker`` and ``pipeline``
+    sections and the question's deadline."""
+
+    reranker: Reranker | None
+    unavailable: str | None
+    settings: RerankerConfig
+    limits: PipelineLimits
+    deadline: Deadline
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """The ReRanker's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.reranker, ctx.reranker_unavailable, ctx.config.reranker, ctx.config.pipeline, ctx.deadline)
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Write ``views_by_stage["reranked"]`` (at most ``N2`` ids, best first), its scores and ``sp.rerank``."""
-    candidates = sp.views_by_stage["retrieval"][: ctx.config.pipeline.N2_RERANK_TOP_K]
-    fused = sp.scores_by_stage.get("retrieval", [])[: len(candidates)]
-    reranker, reason = ctx.reranker, ctx.reranker_unavailable
+    candidates = sp.views_by_stage[RETRIEVAL.entry][: deps.limits.N2_RERANK_TOP_K]
+    fused = sp.scores_by_stage.get(RETRIEVAL.entry, [])[: len(candidates)]
+    reranker, reason = deps.reranker, deps.unavailable
     outcome = None
     if reranker is not None:
         try:
             outcome = rerank(reranker, normalized_query(search_body(sp)), sp.chunks(candidates), fused,
-                             ctx.config.reranker, ctx.deadline)
+                             deps.settings, deps.deadline)
         except EmbeddingFailureError as error:
             reason = f"the reranker's embedder is unavailable: {error.message}"
         except DeadlineExceededError as error:
             reason = f"the question's deadline ran out: {error.message}"
     if reranker is None or outcome is None:
-        sp.views_by_stage["reranked"] = list(candidates)
-        sp.scores_by_stage["reranked"] = list(fused)
+        sp.views_by_stage[SPEC.entry] = list(candidates)
+        sp.scores_by_stage[SPEC.entry] = list(fused)
         sp.rerank = RerankDetails()
-        sp.report("reranked", "function", fallback=True, reason=f"kept the retrieval order: {reason}")
+        sp.report(SPEC.entry, "function", fallback=True, reason=f"kept the retrieval order: {reason}")
     else:
-        sp.views_by_stage["reranked"] = [candidates[i] for i in outcome.order]
-        sp.scores_by_stage["reranked"] = [round(score, SCORE_DIGITS) for score in outcome.scores]
+        sp.views_by_stage[SPEC.entry] = [candidates[i] for i in outcome.order]
+        sp.scores_by_stage[SPEC.entry] = [round(score, SCORE_DIGITS) for score in outcome.scores]
         new_rank = {index: rank for rank, index in enumerate(outcome.order)}
         sp.rerank = RerankDetails(
-            backend=reranker.backend, weight=ctx.config.reranker.weight, candidates_scored=outcome.scored,
+            backend=reranker.backend, weight=deps.settings.weight, candidates_scored=outcome.scored,
             skipped=outcome.skipped,
             cross_scores={candidates[i]: round(score, SCORE_DIGITS) for i, score in outcome.cross_scores.items()},
             fused_scores={candidates[i]: fused[i] for i in outcome.cross_scores},
             moved={candidates[i]: i - new_rank[i] for i in outcome.cross_scores},
         )
-        sp.report("reranked", "function", fallback=reranker.degraded_reason is not None,
+        sp.report(SPEC.entry, "function", fallback=reranker.degraded_reason is not None,
                   reason=reranker.degraded_reason or outcome.skipped, model=reranker.model)
     sp.extras["reranker"] = {"backend": sp.rerank.backend, "candidates_scored": sp.rerank.candidates_scored}
-    sp.advance("reranked")
+    sp.advance(SPEC.entry)
     return sp

@@ -1,25 +1,16 @@
-"""``SuperPrompt``: the one state object every pipeline stage reads and returns (docs/pipeline.md)."""
+"""``SuperPrompt``: the one state object every pipeline stage reads and returns (docs/pipeline.md).
+
+Its stage vocabulary (``Stage``, ``HistoryEntry``) comes from the stage registry
+(:mod:`ragstream.pipeline.stages`), which also says which stage writes which field."""
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragstream.models import Chunk
-
-Stage = Literal["raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5"]
-"""The lifecycle vocabulary of ``SuperPrompt.stage``, in order."""
-
-STAGE_ORDER: tuple[Stage, ...] = ("raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5")
-
-BUILT: Final = "prompt_builder"
-"""History entry of Prompt_Builder, which renders the prompt but introduces no new stage."""
-
-HistoryEntry = Literal["preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5", "prompt_builder"]
-
-VIEW_STAGES: tuple[str, ...] = ("retrieval", "reranked", "a3", "a4")
-"""The stages that write a view (an ordered list of chunk ids) into ``views_by_stage``."""
+from ragstream.pipeline.stages import HistoryEntry, Stage, spec_of
 
 
 class ConversationPair(BaseModel):
@@ -90,7 +81,9 @@ class SuperPrompt(BaseModel):
     )
     user_text: str = Field("", description="The raw prompt as the user wrote it.")
     body: dict[str, str] = Field(default_factory=dict, description="Canonical prompt fields (task, context, ...).")
-    extras: dict[str, Any] = Field(default_factory=dict, description="Per-stage logs and decisions (JSON values).")
+    extras: dict[str, Any] = Field(
+        default_factory=dict, description="Per-stage logs for people (JSON values), under the keys each stage "
+        "declares in the stage registry; nothing is read back from them.")
     recentConversation: list[ConversationPair] = Field(  # noqa: N815 - the seed's field name
         default_factory=list, description="Earlier turn pairs, oldest first."
     )
@@ -110,6 +103,9 @@ class SuperPrompt(BaseModel):
     user_given_fields: list[str] = Field(
         default_factory=list, description="Body fields the user wrote as headers (A0); A2 never overrides them."
     )
+    unknown_attributes: dict[str, str] = Field(
+        default_factory=dict, description="A0: headers that map to no field of the prompt schema, with their text "
+        "(kept out of the body and the prompt).")
     rewritten_query: str = Field(
         "", description="A0: a follow-up question rewritten to stand alone with the conversation (empty when the "
         "task stands alone); retrieval, reranking and the gate search with it instead of the task.")
@@ -129,6 +125,9 @@ class SuperPrompt(BaseModel):
     S_CTX_MD: str = ""
     Attachments_MD: str = ""
     prompt_ready: str = Field("", description="The composed prompt (a preview until Prompt_Builder runs).")
+    prompt_tokens: int | None = Field(
+        None, description="Prompt_Builder: tokens of ``messages`` for the answering model (its tokenizer or the "
+        "estimate); None before it ran.")
     messages: list[PromptMessage] = Field(
         default_factory=list,
         description="Prompt_Builder's chat messages: System_MD as the system message; Prompt_MD, S_CTX_MD, "
@@ -138,8 +137,9 @@ class SuperPrompt(BaseModel):
     def advance(self, entry: HistoryEntry) -> None:
         """Record a completed stage: append to the history and, for lifecycle stages, set ``stage``."""
         self.history_of_stages.append(entry)
-        if entry != BUILT:
-            self.stage = cast(Stage, entry)
+        lifecycle = spec_of(entry).sets_stage
+        if lifecycle is not None:
+            self.stage = lifecycle
 
     def report(self, entry: HistoryEntry, mode: StageMode, *, fallback: bool = False, reason: str | None = None,
                model: str | None = None, llm_calls: int = 0) -> None:

@@ -5,11 +5,19 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
-from ragstream.pipeline.controller import STEP_NAMES, next_step
+from ragstream.pipeline.controller import next_step
+from ragstream.pipeline.stages import STAGE_NAMES, STAGES, describe
 from ragstream.pipeline.super_prompt import SuperPrompt
-from ragstream.server.schemas import ErrorResponse, NewPromptRequest, PipelineState, RunAllRequest, RunStageRequest
+from ragstream.server.schemas import (
+    ErrorResponse,
+    NewPromptRequest,
+    PipelineState,
+    RunAllRequest,
+    RunStageRequest,
+    StageInfo,
+)
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller
 
@@ -17,10 +25,14 @@ router = APIRouter(prefix="/api/pipeline", tags=["pipeline"])
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
 
 
-@router.get("/stages", response_model=list[str], summary="The eight stages")
-def stages() -> list[str]:
-    """The stage names, in the order they run."""
-    return list(STEP_NAMES)
+@router.get("/stages", response_model=list[str] | list[StageInfo], summary="The eight stages")
+def stages(detail: bool = Query(False, description="Describe each stage (what it reads and writes, its view, "
+                                                   "its cap, its LLM key) instead of listing its name.")
+           ) -> list[str] | list[StageInfo]:
+    """The stage names in the order they run or, with ``detail=true``, the stage registry's entries."""
+    if detail:
+        return [StageInfo.model_validate(describe(spec)) for spec in STAGES]
+    return list(STAGE_NAMES)
 
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=PipelineState, summary="Start a SuperPrompt")
@@ -58,5 +70,5 @@ def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_s
 
 def _state(prompt_id: str, sp: SuperPrompt) -> PipelineState:
     step = next_step(sp)
-    return PipelineState(id=prompt_id, stages=list(STEP_NAMES), stages_run=len(sp.history_of_stages),
+    return PipelineState(id=prompt_id, stages=list(STAGE_NAMES), stages_run=len(sp.history_of_stages),
                          next_stage=step.name if step else None, superprompt=sp)

@@ -150,6 +150,24 @@ class RunAllRequest(BaseModel):
     until: str | None = Field(None, description="Stop after this stage; default: run all remaining.")
 
 
+class StageInfo(BaseModel):
+    """``GET /api/pipeline/stages?detail=true``: one stage as the stage registry describes it."""
+
+    name: str = Field(description="The button name; it, its prefix (a0) or its entry selects the stage.")
+    order: int = Field(description="Its place in the pipeline, from 1.")
+    entry: str = Field(description="Its entry in history_of_stages and its key in stage_reports and views_by_stage.")
+    sets_stage: str | None = Field(description="The lifecycle stage it sets; None keeps the stage (Prompt_Builder).")
+    reads: list[str] = Field(description="SuperPrompt fields it reads.")
+    writes: list[str] = Field(description="SuperPrompt fields it writes; the controller refuses any other change.")
+    logs: list[str] = Field(description="Its keys in extras (logs for people).")
+    view: bool = Field(description="True when it writes a view (views_by_stage[entry]).")
+    scored: bool = Field(description="True when its view has scores (scores_by_stage[entry]).")
+    view_parent: str | None = Field(description="The view its view narrows (a subset of it).")
+    cap: str | None = Field(description="The pipeline limit its view may not exceed.")
+    llm_key: str | None = Field(description="Its key in pipeline.llm_stages when it may call the LLM.")
+    summary: str = Field(description="What it does, in a few words.")
+
+
 class PipelineState(BaseModel):
     """A SuperPrompt held by the server, and where it stands."""
 

@@ -1,4 +1,4 @@
-"""Retrieval: the first ranked candidate list from documents and conversation (docs/pipeline.md).
+"""The Retrieval stage: the first ranked candidate list from documents and conversation (docs/pipeline.md).
 
 The query (task, context, purpose) becomes at most ``N0`` pieces: the whole query, plus contiguous
 sentence groups when it is long (``pipeline.split_min_words``) and has several sentences. Every piece runs the same
@@ -16,14 +16,18 @@ embedder is unavailable the searches run BM25 only and the stage report says so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from ragstream.config import LimitsConfig, PipelineLimits, RetrievalConfig
 from ragstream.errors import EmbeddingFailureError, NoRetrievalResultsError
 from ragstream.models import Chunk, SearchMode
-from ragstream.pipeline.context import StageContext
+from ragstream.pipeline.context import EmbedderSource, StageContext, StageSearch
 from ragstream.pipeline.conversation import conversation_chunks
 from ragstream.pipeline.query_pieces import normalized_query, query_pieces, search_body
 from ragstream.pipeline.scoring import log_avg_exp
+from ragstream.pipeline.stages import RETRIEVAL as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.embedders.base import scoring_vectors
 
@@ -33,24 +37,40 @@ NOT_RANKED = float("inf")
 """Fused rank of a chunk no piece's search returned (conversation pairs)."""
 
 
-def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
+@dataclass(frozen=True)
+class Inputs:
+    """What Retrieval uses: the search (bound to the question's snapshot and user), the embedder, and the
+    ``pipeline``, ``retrieval`` and ``limits`` sections."""
+
+    search: StageSearch
+    embedder: EmbedderSource
+    limits: PipelineLimits
+    retrieval: RetrievalConfig
+    request_limits: LimitsConfig
+
+
+def inputs(ctx: StageContext) -> Inputs:
+    """Retrieval's inputs, taken from the pipeline's context."""
+    return Inputs(ctx.scoped_search(), ctx.embedder, ctx.config.pipeline, ctx.config.retrieval, ctx.config.limits)
+
+
+def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Populate ``base_context_chunks``, ``views_by_stage["retrieval"]`` and its scores."""
-    limits = ctx.config.pipeline
+    limits = deps.limits
     query = normalized_query(search_body(sp))
-    pieces = query_pieces(query, limits.N0_QUERY_PIECES, ctx.config.limits.max_query_chars, limits.split_min_words)
+    pieces = query_pieces(query, limits.N0_QUERY_PIECES, deps.request_limits.max_query_chars, limits.split_min_words)
     if not pieces:
         raise NoRetrievalResultsError("the prompt has no task, context or purpose text to search with")
-    vectors, degraded = piece_vectors(ctx, pieces)
+    vectors, degraded = piece_vectors(deps.embedder, pieces)
 
     chunks: dict[str, Chunk] = {}
     best_rank: dict[str, float] = {}
     relative: list[dict[str, float]] = []
     modes: list[str] = []
-    per_piece = min(limits.N1_RETR_MAX_CANDIDATES, ctx.config.retrieval.candidates)  # the search's own fusion depth
+    per_piece = min(limits.N1_RETR_MAX_CANDIDATES, deps.retrieval.candidates)  # the search's own fusion depth
     for index, piece in enumerate(pieces):
-        result = ctx.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=per_piece,
-                            query_vector=vectors[index] if vectors is not None else None, snapshot=ctx.snapshot,
-                            user=ctx.user)
+        result = deps.search(piece, mode=HYBRID if vectors is not None else BM25, top_k=per_piece,
+                             query_vector=vectors[index] if vectors is not None else None)
         modes.append(result.mode)
         if result.fallback_reason and degraded is None:
             degraded = result.fallback_reason
@@ -67,7 +87,7 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     matrix = np.array([[scores.get(chunk_id, 0.0) for scores in relative] for chunk_id in chunks],
                       dtype=np.float64).reshape(len(chunks), len(pieces))
     if conversation:
-        matrix = np.vstack([matrix, _conversation_scores(ctx, conversation, vectors, len(pieces))])
+        matrix = np.vstack([matrix, _conversation_scores(deps.embedder, conversation, vectors, len(pieces))])
         chunks.update((chunk.chunk_id, chunk) for chunk in conversation)
     scores = matrix[:, 0] if len(pieces) == 1 else log_avg_exp(matrix, limits.logavgexp_tau)  # one piece: as is
     ranked = sorted(zip(ids, scores.tolist(), strict=True),
@@ -75,32 +95,32 @@ def run(sp: SuperPrompt, ctx: StageContext) -> SuperPrompt:
     kept = ranked[: limits.N1_RETR_MAX_CANDIDATES]
 
     sp.base_context_chunks = [chunks[chunk_id] for chunk_id, _ in kept]
-    sp.views_by_stage["retrieval"] = [chunk_id for chunk_id, _ in kept]
-    sp.scores_by_stage["retrieval"] = [round(score, 6) for _, score in kept]
+    sp.views_by_stage[SPEC.entry] = [chunk_id for chunk_id, _ in kept]
+    sp.scores_by_stage[SPEC.entry] = [round(score, 6) for _, score in kept]
     sp.query_pieces = pieces
     sp.retrieval_mode = modes[0] if len(set(modes)) == 1 else ",".join(modes)
     sp.extras["retrieval"] = {"query": query, "pieces": pieces, "search_modes": modes, "candidates": len(ranked),
                               "conversation_candidates": len(conversation), "kept": len(kept)}
-    sp.report("retrieval", "function", fallback=degraded is not None, reason=degraded)
-    sp.advance("retrieval")
+    sp.report(SPEC.entry, "function", fallback=degraded is not None, reason=degraded)
+    sp.advance(SPEC.entry)
     return sp
 
 
-def piece_vectors(ctx: StageContext, pieces: list[str]) -> tuple[np.ndarray | None, str | None]:
+def piece_vectors(embedder: EmbedderSource, pieces: list[str]) -> tuple[np.ndarray | None, str | None]:
     """Query vectors of ``pieces``, or ``(None, why)`` when the embedder is unavailable."""
     try:
-        return ctx.embedder().embed_queries(pieces), None
+        return embedder().embed_queries(pieces), None
     except EmbeddingFailureError as error:
         return None, f"embedder unavailable, BM25 only: {error.message}"
 
 
-def _conversation_scores(ctx: StageContext, conversation: list[Chunk], vectors: np.ndarray | None,
+def _conversation_scores(embedder: EmbedderSource, conversation: list[Chunk], vectors: np.ndarray | None,
                          pieces: int) -> np.ndarray:
     """Cosine of each conversation pair to each piece, clipped to 0..1 (0 without vectors)."""
     if vectors is None:
         return np.zeros((len(conversation), pieces))
     try:
-        passages = scoring_vectors(ctx.embedder(), [chunk.text for chunk in conversation])
+        passages = scoring_vectors(embedder(), [chunk.text for chunk in conversation])
     except EmbeddingFailureError:
         return np.zeros((len(conversation), pieces))
     return np.clip(passages @ vectors.T, 0.0, 1.0).astype(np.float64)
