@@ -243,8 +243,13 @@ def test_pipeline_stages_one_by_one_then_auto(page: Any, indexed: None):
     assert lengths == sorted(lengths) and lengths[-1] > lengths[0] > 0, lengths
     ready = page.locator("#prompt-ready").inner_text()
     assert QUESTION in ready and "## S_CTX" in ready and "timeouts.md" in ready
-    for view in ("retrieval", "reranked", "a3", "a4"):
+    for view, name in (("retrieval", "Retrieval"), ("reranked", "ReRanker"), ("a3", "A3_NLI_Gate"), ("a4", "A4_Condenser")):
         expect(page.locator(f'#views section[data-view="{view}"]')).to_have_count(1)
+        expect(page.locator(f'#views section[data-view="{view}"] h3')).to_contain_text(name)  # from the registry
+    # The gate's summary counts its typed decisions; the views narrow their parent's, named by the registry.
+    expect(page.locator('#views section[data-view="a3"] h3')).to_contain_text(re.compile(r"kept \d+"))
+    expect(page.locator('#views section[data-view="a4"] th').filter(has_text="rank in A3_NLI_Gate")).to_have_count(1)
+    expect(page.locator('#reports li[data-stage="preprocessed"] strong')).to_have_text("A0_PreProcessing")
     assert page.locator('#views td[data-view="reranked"][data-score]').count() > 0
     # The packaged cross-encoder ran: its relevance and the fused score beside the final score, no fallback line.
     assert page.locator('#views td.cross[data-cross]:not([data-cross=""])').count() > 0

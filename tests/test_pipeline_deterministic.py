@@ -18,8 +18,8 @@ from ragstream.errors import (
     UnknownStageError,
 )
 from ragstream.pipeline import SuperPrompt
-from ragstream.pipeline.stages import STAGE_NAMES
 from ragstream.pipeline.invariants import check_state
+from ragstream.pipeline.stages import STAGE_NAMES
 
 CAPS = {"N0_QUERY_PIECES": 3, "N1_RETR_MAX_CANDIDATES": 12, "N2_RERANK_TOP_K": 6,
         "N3_FINAL_SELECTION_MAX": 3, "N4_RECENT_CONV_MAX_PAIRS": 2}

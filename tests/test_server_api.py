@@ -277,6 +277,12 @@ def test_reindex(api: httpx.Client, ingested: dict[str, dict]):
 def test_pipeline_manual_then_auto(api: httpx.Client, ingested: dict[str, dict]):
     stages = api.get("/api/pipeline/stages").json()
     assert len(stages) == 8
+    registry = api.get("/api/pipeline/stages", params={"detail": "true"}).json()  # the stage registry, for the UI
+    assert [stage["name"] for stage in registry] == stages and [stage["order"] for stage in registry] == list(range(1, 9))
+    assert [(stage["entry"], stage["view_parent"]) for stage in registry if stage["view"]] == [
+        ("retrieval", None), ("reranked", "retrieval"), ("a3", "reranked"), ("a4", "a3")]
+    assert [stage["llm_key"] for stage in registry if stage["llm_key"]] == ["a0", "a2", "a3", "a4", "a5"]
+    assert "rerank" in registry[3]["writes"] and registry[3]["scored"] and registry[3]["cap"] == "N2_RERANK_TOP_K"
     created = api.post("/api/pipeline", json={"text": QUESTION})
     assert created.status_code == 201
     state = created.json()

@@ -122,7 +122,7 @@ A4_CONDENSER = StageSpec(
     reads=_fields("base_context_chunks", "recentConversation", "query_pieces", "retrieval_mode") | PREVIEW_READS,
     writes=_fields("S_CTX_MD", "final_selection_ids", "views_by_stage", "prompt_ready"),
     logs=_fields("a4"), cap="N3_FINAL_SELECTION_MAX", llm_key="a4",
-    summary="the chunks within the context budget: the final selection")
+    summary="the final selection, within the context budget")
 A5_FORMAT_ENFORCER = StageSpec(
     name="A5_Format_Enforcer", module="a5_format_enforcer", entry="a5", sets_stage="a5",
     reads=_fields("final_selection_ids", "base_context_chunks") | PREVIEW_READS,

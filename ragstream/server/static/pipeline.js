@@ -1,5 +1,7 @@
-// Pipeline page: the eight stage buttons (each enabled once its predecessor ran), Auto, prompt_ready,
+// Pipeline page: the stage buttons (each enabled once its predecessor ran), Auto, prompt_ready,
 // the follow-up rewrite, and each stage's ranked chunks (top entries, "show all") with readable scores.
+// What the page knows of the stages (names, order, which write a view, which view each narrows, which
+// carry scores or the reranker's details) comes from the stage registry: GET /api/pipeline/stages?detail=true.
 // ?conversation=ID&turns=N&q=TEXT starts from the first N turns of a chat conversation.
 import { api, describe, documentHref, el } from "./api.js";
 
@@ -7,10 +9,8 @@ const $ = (id) => document.getElementById(id);
 const SCORE_DIGITS = 2;
 const SHORT_ID = 8;
 const DEFAULT_TOP = 20;
-const VIEW_ORDER = ["retrieval", "reranked", "a3", "a4"];
-const VIEW_NAMES = { retrieval: "Retrieval", reranked: "ReRanker", a3: "A3_NLI_Gate", a4: "A4_Condenser" };
-const PARENT = { reranked: "retrieval", a3: "reranked", a4: "a3" };
-let stages = [];
+let stages = [];  // the stage registry's entries, in order
+let byEntry = new Map();  // history entry -> stage
 let current = null;
 let busy = false;
 let topEntries = DEFAULT_TOP;
@@ -22,9 +22,12 @@ function setStatus(text, isError = false) {
   $("status").classList.toggle("error", isError);
 }
 
+/** The stages that write a view, in order. */
+const viewStages = () => stages.filter((stage) => stage.view);
+
 function renderButtons() {
   const run = current ? current.stages_run : -1;
-  $("stages").replaceChildren(...stages.map((name, index) => el("button", {
+  $("stages").replaceChildren(...stages.map(({ name }, index) => el("button", {
     type: "button", class: index < run ? "done" : index === run ? "" : "secondary",
     disabled: busy || index !== run, "data-stage": name, "data-state": index < run ? "done" : index === run ? "next" : "pending",
     "aria-label": `${index + 1}. ${name}${index < run ? " (done)" : ""}`, onclick: () => runStage(name),
@@ -36,33 +39,41 @@ function renderButtons() {
 
 const logistic = (x) => 1 / (1 + Math.exp(-x));
 
-/** What a view's score is and how to show it. */
+/** What a view's score is and how to show it: a scored view holds fused scores unless its stage writes
+ * the reranker's details (sp.rerank), whose backend says what its scores are. */
 function scoreKind(view, sp) {
+  const stage = byEntry.get(view);
   const fused = { label: "fused score", help: "hybrid BM25 + dense score relative to the best hit (1.00 = best)",
     show: (x) => x.toFixed(SCORE_DIGITS) };
-  if (view === "retrieval") return fused;
-  if (view === "reranked") {
-    const rerank = sp.rerank || {};
-    if (rerank.backend === "cross_encoder") {
-      const weight = Number(rerank.weight || 0).toFixed(SCORE_DIGITS);
-      return { label: "final score", show: fused.show,
-        help: `${weight} × cross-encoder (scaled over the ${rerank.candidates_scored} scored chunks) + ` +
-          `(1 − ${weight}) × fused score; chunks past them keep their retrieval order` };
-    }
-    if (rerank.backend === "bi_encoder") return { label: "cosine", help: "embedding cosine of the prompt and the chunk", show: fused.show };
-    return { ...fused, help: "reranker off: the retrieval order and scores" };
+  if (!stage || !stage.scored) return null;
+  if (!stage.writes.includes("rerank")) return fused;
+  const rerank = sp.rerank || {};
+  if (rerank.backend === "cross_encoder") {
+    const weight = Number(rerank.weight || 0).toFixed(SCORE_DIGITS);
+    return { label: "final score", show: fused.show,
+      help: `${weight} × cross-encoder (scaled over the ${rerank.candidates_scored} scored chunks) + ` +
+        `(1 − ${weight}) × fused score; chunks past them keep their retrieval order` };
   }
-  return null;
+  if (rerank.backend === "bi_encoder") return { label: "cosine", help: "embedding cosine of the prompt and the chunk", show: fused.show };
+  return { ...fused, help: "reranker off: the retrieval order and scores" };
+}
+
+/** Dropped chunks per decision, from the gate's typed decisions (sp.chunk_decisions). */
+function droppedCounts(sp) {
+  const counts = {};
+  for (const decision of Object.values(sp.chunk_decisions || {})) {
+    if (decision !== "keep") counts[decision] = (counts[decision] || 0) + 1;
+  }
+  return Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
 }
 
 function stageSummary(view, sp, ids) {
-  if (view === "a3") {
-    const counts = ((sp.extras || {}).a3 || {}).counts || {};
-    const dropped = Object.entries(counts).filter(([decision, n]) => decision !== "keep" && n);
+  const stage = byEntry.get(view);
+  if (stage.writes.includes("chunk_decisions")) {
+    const dropped = droppedCounts(sp);
     return `kept ${ids.length}` + (dropped.length ? ` · dropped ${dropped.map(([d, n]) => `${d} ${n}`).join(", ")}` : "");
   }
-  if (view === "a4") return `${ids.length} chunk(s) within the context budget: the final selection`;
-  return `${ids.length} chunk(s)`;
+  return `${ids.length} chunk(s) · ${stage.summary}`;
 }
 
 function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
@@ -75,7 +86,7 @@ function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
     ? el("td", { class: "view num", "data-view": view, "data-rank": index + 1, "data-score": raw.toFixed(6),
       title: `raw score ${raw}` }, kind.show(raw))
     : null;
-  const rerank = view === "reranked" && kind && kind.label === "final score" ? current.superprompt.rerank : null;
+  const rerank = kind && kind.label === "final score" ? current.superprompt.rerank : null;
   const cross = rerank ? rerank.cross_scores[id] : undefined;
   const rerankCells = rerank ? [
     el("td", { class: "view num cross", "data-cross": cross === undefined ? "" : cross.toFixed(6),
@@ -93,7 +104,7 @@ function chunkRow(view, byId, id, index, kind, scores, parentRank, final) {
     el("td", { class: "where" }, document),
     ...(scoreCell ? [scoreCell] : []),
     ...rerankCells,
-    ...(PARENT[view] ? [el("td", { class: "muted moved" }, moved)] : []),
+    ...(byEntry.get(view).view_parent ? [el("td", { class: "muted moved" }, moved)] : []),
     el("td", { class: final.has(id) ? "final" : "muted", "aria-label": final.has(id) ? "in the final selection" : null },
       final.has(id) ? "✓" : ""));
 }
@@ -103,16 +114,18 @@ function stageView(view, sp, final, byId) {
   const ids = sp.views_by_stage[view];
   const kind = scoreKind(view, sp);
   const scores = (sp.scores_by_stage || {})[view] || [];
-  const parentIds = PARENT[view] ? sp.views_by_stage[PARENT[view]] || [] : [];
+  const stage = byEntry.get(view);
+  const parent = stage.view_parent ? byEntry.get(stage.view_parent) : null;
+  const parentIds = parent ? sp.views_by_stage[parent.entry] || [] : [];
   const parentRank = new Map(parentIds.map((id, index) => [id, index]));
   const all = expanded.has(view);
   const shown = all ? ids : ids.slice(0, topEntries);
   const tableId = `view-${view}`;
   const heads = ["rank", "chunk", "document › section", ...(kind ? [kind.label] : []),
-    ...(view === "reranked" && kind && kind.label === "final score" ? ["cross-encoder relevance", "fused score"] : []),
-    ...(PARENT[view] ? [`rank in ${VIEW_NAMES[PARENT[view]]}`] : []), "final"];
+    ...(kind && kind.label === "final score" ? ["cross-encoder relevance", "fused score"] : []),
+    ...(parent ? [`rank in ${parent.name}`] : []), "final"];
   const table = el("table", { id: tableId, "data-view": view },
-    el("caption", { class: "visually-hidden" }, `${VIEW_NAMES[view]}: ${shown.length} of ${ids.length} chunks`),
+    el("caption", { class: "visually-hidden" }, `${stage.name}: ${shown.length} of ${ids.length} chunks`),
     el("thead", {}, el("tr", {}, ...heads.map((head) => el("th", {
       scope: "col", class: [kind?.label, "cross-encoder relevance", "fused score"].includes(head) ? "num" : null }, head)))),
     el("tbody", {}, ...shown.map((id, index) => chunkRow(view, byId, id, index, kind, scores, parentRank, final))));
@@ -126,7 +139,7 @@ function stageView(view, sp, final, byId) {
     },
   }, all ? `Show top ${topEntries}` : `Show all ${ids.length}`) : null;
   return el("section", { class: "stage-view", "data-view": view, "aria-labelledby": `${tableId}-title` },
-    el("h3", { id: `${tableId}-title` }, `${VIEW_NAMES[view]} `,
+    el("h3", { id: `${tableId}-title` }, `${stage.name} `,
       el("span", { class: "muted" }, `(${view}) · ${stageSummary(view, sp, ids)}` +
         (ids.length > shown.length ? ` · showing top ${shown.length}` : "")),
       kind ? el("span", { class: "muted score-help" }, `· ${kind.label}: ${kind.help}`) : ""),
@@ -134,7 +147,7 @@ function stageView(view, sp, final, byId) {
 }
 
 function renderViews(sp) {
-  const views = VIEW_ORDER.filter((view) => (sp.views_by_stage || {})[view]);
+  const views = viewStages().map((stage) => stage.entry).filter((view) => (sp.views_by_stage || {})[view]);
   $("no-views").hidden = views.length > 0;
   const final = new Set(sp.final_selection_ids || []);
   const byId = new Map(sp.base_context_chunks.map((chunk) => [chunk.chunk_id, chunk]));
@@ -147,7 +160,7 @@ function renderReports(sp) {
   $("reports").replaceChildren(...reports.map(([stage, report]) => el("li", {
     class: report.fallback ? "fallback" : "", "data-stage": stage, "data-mode": report.mode,
     "data-fallback": String(report.fallback),
-  }, el("strong", {}, stage), ` ${report.mode}${report.model ? ` (${report.model})` : ""}`,
+  }, el("strong", {}, (byEntry.get(stage) || { name: stage }).name), ` ${report.mode}${report.model ? ` (${report.model})` : ""}`,
     report.fallback ? " — fell back: " : report.reason ? " — " : "", report.reason || "")));
   $("reports").hidden = reports.length === 0;
 }
@@ -228,5 +241,11 @@ async function fromConversation() {
 
 api("/api/ui").then((settings) => { topEntries = settings.stage_top_entries; }).catch(() => {});
 fromConversation().catch((error) => setStatus(describe(error), true));
-api("/api/pipeline/stages").then((names) => { stages = names; renderButtons(); })
-  .catch((error) => setStatus(describe(error), true));
+api("/api/pipeline/stages?detail=true").then((registry) => {
+  stages = registry;
+  byEntry = new Map(stages.map((stage) => [stage.entry, stage]));
+  const first = viewStages()[0];
+  if (first) $("no-views").textContent = `The chunk views appear once ${first.name} has run.`;
+  renderButtons();
+  if (current) render(current);
+}).catch((error) => setStatus(describe(error), true));
