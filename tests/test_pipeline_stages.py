@@ -8,10 +8,12 @@ import dataclasses
 import inspect
 import json
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any, get_args
 
 import pytest
 from index_fixtures import SAMPLES
+from loopback import LoopbackServer
 from recording_llm import RecordingLLM
 
 from ragstream import Ragstream, load_config
@@ -232,3 +234,59 @@ def test_typed_results_replace_extras_and_old_json_still_loads(states):
     old["extras"]["prompt_builder"]["prompt_tokens"] = 123
     loaded = SuperPrompt.model_validate(old)
     assert loaded.prompt_tokens is None and loaded.extras["unknown_attributes"] == {"BUDGET": "two hours"}
+
+
+SERVER_WINDOW = 1024
+ACCEPTED_CHARS = 4000
+"""The test server below refuses a prompt longer than this (about 1,100 estimated tokens) as too long."""
+
+
+class _SmallWindowLLM(LoopbackServer):
+    """A real OpenAI-compatible server whose model has a 1,024-token window: a longer prompt gets the
+    OpenAI "maximum context length" 400, a short one a valid A2 answer. Records each prompt's length."""
+
+    def __init__(self) -> None:
+        self.prompt_chars: list[int] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                chars = sum(len(message["content"]) for message in body["messages"])
+                outer.prompt_chars.append(chars)
+                if chars > ACCEPTED_CHARS:
+                    status, payload = 400, {"error": {
+                        "message": f"This model's maximum context length is {SERVER_WINDOW} tokens. However, your "
+                                   f"messages resulted in {chars // 3} tokens.",
+                        "type": "invalid_request_error", "code": "context_length_exceeded"}}
+                else:
+                    status, payload = 200, {
+                        "id": "x", "object": "chat.completion", "created": 0, "model": "small",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": _agent_reply(body)}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(Handler)
+
+
+def test_an_agent_believes_the_window_the_server_names_and_fits_its_prompt_again(make_fast_index):
+    long_context = "Background about the service and its clients. " * 150  # about 7,000 characters
+    with _SmallWindowLLM() as llm:
+        rs = make_fast_index(llm={"base_url": llm.base_url, "model": "small", "context_window": 8192,
+                                  "max_retries": 0}, pipeline={"llm_stages": ["a2"]}, agents={"a2": {"field_chars": 8000}})
+        sp = rs.run_pipeline(f"TASK: How do I set a timeout?\nCONTEXT: {long_context}", until="A2_PromptShaper")
+    report = sp.stage_reports["a2"]
+    assert report.mode == "llm" and not report.fallback and report.llm_calls == 2, report
+    assert sp.body["system"] == "technical_expert"
+    assert rs.stage_context().agents.context_window == SERVER_WINDOW  # remembered for the next calls
+    assert llm.prompt_chars[0] > ACCEPTED_CHARS >= llm.prompt_chars[-1]
+    assert "fitted_fields" in sp.extras["a2"]
