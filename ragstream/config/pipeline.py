@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.pipeline.stages import LLMStageKey
 
 
 class PipelineLimits(ConfigSection):
@@ -33,11 +33,12 @@ class PipelineLimits(ConfigSection):
         40, ge=1, description="Retrieval searches a query shorter than this many words whole; longer ones also by "
         "sentence groups. Short questions are one need, and splitting them at abbreviation dots ('H. pylori') only "
         "adds noise.")
-    llm_stages: list[Literal["a0", "a2", "a3", "a4", "a5"]] = Field(
+    llm_stages: list[LLMStageKey] = Field(
         default_factory=list,
-        description="Agent stages that call the LLM (when llm.base_url is set); the others run their "
-        "deterministic rules. Off by default: none measurably helped the answers bench with small local models. "
-        "a0: the LLM rewrites a question asked in a conversation into a standalone one.",
+        description="Agent stages that call the LLM (when llm.base_url is set), by their keys in the stage "
+        "registry (ragstream/pipeline/stages.py); the others run their deterministic rules. Off by default "
+        "(docs/configuration.md says why). a0: the LLM rewrites a question asked in a conversation into a "
+        "standalone one.",
     )
     followup_max_words: int = Field(
         8, ge=1, description="A0: a question of at most this many words that opens with a connective ('and', "
