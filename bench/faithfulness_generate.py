@@ -21,7 +21,7 @@ from typing import Any
 from answers import start_qwen
 
 from ragstream import Ragstream, load_config
-from ragstream.answer.retrieve import to_document_chunk
+from ragstream.answer.retrieve_contract import to_document_chunk
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
 
 BENCH = Path(__file__).resolve().parent

@@ -479,7 +479,7 @@ class Ragstream:
         if self._answer_service is not None:
             return self._answer_service
         from ragstream.answer.conversation import ConversationStore
-        from ragstream.answer.retrieve import Retriever
+        from ragstream.answer.retrieve_contract import Retriever
         from ragstream.answer.service import AnswerService
         from ragstream.pipeline import controller
 

@@ -46,7 +46,7 @@ from ragstream.answer.models import (
     StreamEvent,
     SupportEvent,
 )
-from ragstream.answer.retrieve import Retriever, relevance, to_document_chunk
+from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, stream_events
 from ragstream.answer.support import SupportChecker, SupportModels
 from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
