@@ -57,7 +57,7 @@ class OcrUnavailableError(DocumentError):
 
 
 class InvalidDocumentError(DocumentError):
-    """Seed 003: a document is missing required metadata."""
+    """A document lacks a key of ``ingest.required_metadata``."""
 
     code = "invalid_document"
 
@@ -242,7 +242,8 @@ class StageOrderError(PipelineError):
 
 
 class InvariantViolationError(PipelineError):
-    """A stage left the SuperPrompt breaking a seed-000 section-3 invariant (named in ``invariant``)."""
+    """A stage left the SuperPrompt breaking one of the pipeline's invariants, named in ``invariant``
+    (docs/pipeline.md, Invariants)."""
 
     code = "invariant_violation"
 

@@ -1,4 +1,4 @@
-"""Process-wide counters and latency histograms (seed 004 observability), Prometheus format.
+"""Process-wide counters and latency histograms in Prometheus format, served by ``GET /metrics`` (docs/http-api.md).
 
 Any module may record here; ``GET /metrics`` renders :data:`REGISTRY`. Names follow Prometheus
 conventions: ``_total`` counters, ``_seconds`` histograms.

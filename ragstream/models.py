@@ -56,7 +56,8 @@ class TextPiece(BaseModel):
 
 
 class ChunkMetadata(BaseModel):
-    """Metadata stored with every chunk (seeds 001, 003, 004)."""
+    """Metadata stored with every chunk: its place in the document, content features and checksums (the fields a
+    search filter may name, docs/cli.md)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -175,7 +176,7 @@ class SkippedFile(BaseModel):
 
 
 class IngestReport(BaseModel):
-    """Outcome of an ingest job (seed 003 IngestionResult plus skip counts)."""
+    """Outcome of an ingest job: counts of processed, skipped and failed documents, every failure and skipped file."""
 
     job_id: str
     documents_processed: int = 0
@@ -204,7 +205,7 @@ class IngestReport(BaseModel):
 
     @property
     def errors(self) -> list[str]:
-        """Seed 003: the sources that failed."""
+        """The sources that failed."""
         return [failure.source for failure in self.failures]
 
 

@@ -1,4 +1,5 @@
-"""Request ids for logs and provider calls (seed 004: trace request_id through provider calls).
+"""Request ids for logs and provider calls: the ``request_id`` of an HTTP request follows it into every LLM and
+embedding call made for it.
 
 The HTTP server sets the id of the request being served; anything running on its behalf (log
 records, LLM and embedding calls, worker threads started with a copied context) reads it here.

@@ -115,7 +115,7 @@ class Answer(BaseModel):
 
     answer: str
     sources: list[Source]
-    relatedDocs: list[RelatedDoc]  # noqa: N815 - the seed's field name
+    relatedDocs: list[RelatedDoc]  # noqa: N815 - the response field's documented name (docs/http-api.md)
     citations: list[Citation]
     confidence: Confidence
     metadata: dict[str, Any]

@@ -1,4 +1,4 @@
-"""Content detectors for chunk metadata (seed 001: has_code, has_equations)."""
+"""Content detectors for chunk metadata: ``has_code`` and ``has_equations``, which search filters may name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Load a file (or uploaded bytes) into a :class:`LoadedDocument` (seeds 003, 004)."""
+"""Load a file (or uploaded bytes) into a :class:`LoadedDocument`: its type sniffed from the content, its text and
+pages read by the format's reader (docs/formats.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003 metadata completeness: reject documents missing a required metadata key."""
+"""Metadata completeness: reject a document missing a key of ``ingest.required_metadata``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Decide a file's type from its bytes, not its name (seed 004: MIME sniffing)."""
+"""Decide a file's type from its bytes, not its name (docs/formats.md)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ class SuperPrompt(BaseModel):
     extras: dict[str, Any] = Field(
         default_factory=dict, description="Per-stage logs for people (JSON values), under the keys each stage "
         "declares in the stage registry; nothing is read back from them.")
-    recentConversation: list[ConversationPair] = Field(  # noqa: N815 - the seed's field name
+    recentConversation: list[ConversationPair] = Field(  # noqa: N815 - its name in the SuperPrompt JSON of the pipeline routes
         default_factory=list, description="Earlier turn pairs, oldest first."
     )
     base_context_chunks: list[Chunk] = Field(

@@ -183,7 +183,7 @@ CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 
 
 class QueryRequest(BaseModel):
-    """``POST /api/query`` (seed 002)."""
+    """``POST /api/query``: one JSON answer (docs/http-api.md)."""
 
     query: str = Field(description="The question (non-empty, at most answer.max_question_chars).")
     conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.",
@@ -192,7 +192,7 @@ class QueryRequest(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """``POST /api/chat`` (seed 001): the answer streams back as Server-Sent Events."""
+    """``POST /api/chat``: the answer streams back as Server-Sent Events (docs/http-api.md, ``/api/chat`` events)."""
 
     message: str = Field(description="The question.")
     conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.",
@@ -212,7 +212,7 @@ class ConversationTurn(BaseModel):
 
 
 class RetrieveRequest(BaseModel):
-    """``POST /api/retrieve`` (seed 003)."""
+    """``POST /api/retrieve``: the retrieve contract, chunks whose dense relevance reaches ``min_relevance`` (docs/http-api.md)."""
 
     query: str
     context_key: str = Field("", description="Groups queries (e.g. a conversation id) in the retrieval cache.")

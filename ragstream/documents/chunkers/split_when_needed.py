@@ -1,4 +1,4 @@
-"""Seed 003's "split only when needed" chunking.
+"""The "split only when needed" chunking (``chunking.strategy = "split_when_needed"``).
 
 A text within ``max_chunk_tokens`` is one piece. A larger one is cut at
 ``split_header_level`` headings (H2); a section still too large is cut at

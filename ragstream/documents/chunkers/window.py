@@ -1,4 +1,4 @@
-"""Character windows with overlap (seed 004's simple strategy)."""
+"""Character windows with overlap (``chunking.strategy = "window"``): the simplest strategy, blind to structure."""
 
 from __future__ import annotations
 
