@@ -1,0 +1,136 @@
+"""``ragstream ask``, ``chat`` and ``prompt``: cited answers, printed or streamed, and the SuperPrompt
+pipeline's prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ragstream.cli.index import err_console, fail, open_index, reading_index
+from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument
+from ragstream.errors import RagstreamError
+
+if TYPE_CHECKING:
+    from ragstream.api import Ragstream
+    from ragstream.pipeline.super_prompt import SuperPrompt
+    from ragstream.remote import RemoteIndex
+
+
+def ask(
+    question: QuestionArgument,
+    stream: Annotated[bool, typer.Option("--stream", help="Print tokens as they arrive.")] = False,
+    conversation: ConversationOption = None,
+    selected_text: Annotated[str | None, typer.Option("--selected-text", help="Text the question is about.")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
+) -> None:
+    """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
+    with reading_index(config, data_dir) as rs:
+        try:
+            print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output)
+        except RagstreamError as error:
+            fail(error)
+
+
+def chat(
+    conversation: ConversationOption = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
+    with reading_index(config, data_dir) as rs:
+        while True:
+            try:
+                question = input("you> ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            try:
+                conversation = print_answer(rs, question, conversation, None, stream=True, json_output=False)
+            except RagstreamError as error:
+                err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
+
+
+def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
+            stream: bool, json_output: bool) -> str:
+    """Print one answer; returns its conversation id."""
+    from ragstream.answer.models import Answer
+    from ragstream.answer.render import marked_answer, sources_text
+
+    if not stream:
+        answer = rs.ask(question, conversation, selected_text)
+        print(answer.model_dump_json(indent=2) if json_output else f"{marked_answer(answer)}\n\n{sources_text(answer)}")
+        if not json_output:
+            _say_rewrite(answer)
+        return answer.metadata["conversation_id"]
+    final: Answer | None = None
+    for event in rs.stream_answer(question, conversation, selected_text):
+        if json_output:
+            print(event.model_dump_json(), flush=True)
+        elif event.type == "token":
+            print(event.token, end="", flush=True)
+        if event.type == "done":
+            final = event.response
+    if final is None:
+        raise RuntimeError("the answer stream ended without a done event")
+    if not json_output:
+        print(f"\n\n{sources_text(final)}")
+        _say_rewrite(final)
+    conversation_id: str = final.metadata["conversation_id"]
+    return conversation_id
+
+
+def _say_rewrite(answer: Any) -> None:
+    """On stderr: how a follow-up question was searched (``metadata.pipeline.rewritten_query``)."""
+    rewritten = (answer.metadata.get("pipeline") or {}).get("rewritten_query")
+    if rewritten:
+        err_console.print(f"follow-up searched as: {rewritten}", style="dim", highlight=False, markup=False)
+
+
+def prompt(
+    text: Annotated[str, typer.Argument(help="The prompt; headers like 'TASK:' or '## Context' are optional.")],
+    until: Annotated[str | None, typer.Option(help="Stop after this stage (e.g. Retrieval, A3_NLI_Gate).")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
+) -> None:
+    """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON)."""
+    with open_index(config, data_dir, must_exist=True) as rs:
+        try:
+            sp = rs.run_pipeline(text, until=until)
+        except RagstreamError as error:
+            fail(error)
+    if json_output:
+        print(sp.model_dump_json(indent=2))
+    else:
+        print(sp.prompt_ready)
+        _print_rerank(sp)
+        for stage, reason in sp.fallbacks().items():
+            err_console.print(f"[yellow]stage {stage} fell back:[/] {reason}")
+
+
+def _print_rerank(sp: SuperPrompt) -> None:
+    """On stderr: the ReRanker's scored chunks with the cross-encoder's and the fused score and how far each moved."""
+    details = sp.rerank
+    if not details.cross_scores:
+        return
+    from rich.table import Table
+
+    report = sp.stage_reports.get("reranked")
+    title = f"ReRanker ({report.model if report else details.backend}, weight {details.weight:g})"
+    table = Table("#", "cross-encoder", "fused", "moved", "source", "section", title=title)
+    chunks = sp.chunk_map()
+    for rank, chunk_id in enumerate(sp.views_by_stage.get("reranked", []), start=1):
+        if chunk_id not in details.cross_scores:
+            continue
+        meta = chunks[chunk_id].metadata
+        moved = details.moved.get(chunk_id, 0)
+        table.add_row(str(rank), f"{details.cross_scores[chunk_id]:.3f}", f"{details.fused_scores[chunk_id]:.3f}",
+                      f"+{moved}" if moved > 0 else str(moved), Path(meta.source).name, meta.header_path or meta.section)
+    err_console.print(table)
+    if details.skipped:
+        err_console.print(f"kept the fused order: {details.skipped}", style="dim", highlight=False, markup=False)

@@ -1,0 +1,110 @@
+"""``ragstream serve`` (one process or ``--workers N``) and ``ragstream mcp`` (stdio): the index served to
+browsers, HTTP clients and MCP clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragstream.cli.index import err_console, fail, load_settings, open_settings_index
+from ragstream.cli.options import ConfigOption, DataDirOption
+from ragstream.errors import ConfigError, RagstreamError
+
+if TYPE_CHECKING:
+    from ragstream.config import RagstreamConfig, ServerConfig
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind (default server.port).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Server processes on the port (default server.workers, 1); more than 1 needs a shared store "
+        "(store.backend postgres, or qdrant with a PostgreSQL catalog).")] = None,
+    watch_paths: Annotated[list[Path] | None, typer.Option(
+        "--watch", help="Keep this folder (or file) in step with the index while serving, as `ragstream watch` "
+        "does (repeatable).")] = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Serve the HTTP API and the web UI; any address but loopback needs server.api_key."""
+    from ragstream.server import serve as run_server
+
+    settings = load_settings(config, data_dir)
+    overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
+    server_config = settings.server.model_copy(update=overrides)
+    count = workers or server_config.workers
+    if count > 1:
+        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [])
+        return
+    with open_settings_index(settings, must_exist=False) as rs:
+        try:
+            run_server(rs, server_config, watch=watch_paths or [])
+        except RagstreamError as error:
+            fail(error)
+
+
+def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count: int, config: Path | None,
+                   data_dir: Path | None, watch_paths: list[Path]) -> None:
+    """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
+    (its schema made, its settings checked) and then by each worker. With ``--watch`` this supervising process
+    runs the one watcher, on an index handle of its own."""
+    from ragstream.server.run import WorkerArgs, serve_workers
+    from ragstream.server.security import check_binding
+    from ragstream.store.factory import single_process_reason
+
+    try:
+        reason = single_process_reason(settings)
+        if reason is not None:
+            raise ConfigError(f"--workers {count} is not possible here: {reason}")
+        check_binding(server_config)
+    except RagstreamError as error:
+        fail(error)
+    rs = open_settings_index(settings, must_exist=False)
+    try:
+        watcher = rs.watcher(watch_paths) if watch_paths else None
+    except RagstreamError as error:
+        rs.close()
+        fail(error)
+    if watcher is None:
+        rs.close()
+    else:
+        watcher.start()
+    args = WorkerArgs(config_file=str(config) if config else None, data_dir=str(data_dir) if data_dir else None,
+                      host=server_config.host, port=server_config.port)
+    try:
+        serve_workers(args, server_config, count, Path(settings.data_dir))
+    finally:
+        if watcher is not None:
+            watcher.stop()
+            rs.close()
+
+
+def mcp(
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    admin_tools: Annotated[bool | None, typer.Option(
+        "--admin-tools/--no-admin-tools", help="Offer the ingest and delete tools (default mcp.stdio_admin_tools: off).")] = None,
+) -> None:
+    """Serve the index to MCP clients (desktop assistants, editors) over stdio; logs go to stderr (docs/mcp.md)."""
+    from ragstream.mcp_server import require_sdk
+    from ragstream.serve_link import announcement
+
+    try:
+        require_sdk()
+    except RagstreamError as error:
+        fail(error)
+    settings = load_settings(config, data_dir)
+    try:
+        rs = open_settings_index(settings, must_exist=False)
+    except typer.Exit:
+        server = announcement(Path(settings.data_dir).resolve())
+        if server is not None:
+            err_console.print(f"MCP clients can use that server instead: {server.url}{settings.mcp.http_path} "
+                              "(streamable HTTP)")
+        raise
+    from ragstream.mcp_server.stdio import run_stdio
+
+    with rs:
+        run_stdio(rs, admin_tools=settings.mcp.stdio_admin_tools if admin_tools is None else admin_tools)
