@@ -20,7 +20,8 @@ from ragstream.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
-from ragstream.providers.llm_client import ChatStream, LLMClient, extract_json_object, parse_json_output
+from ragstream.providers.llm_client import ChatStream, LLMClient
+from ragstream.providers.llm_json import extract_json_object, parse_json_output
 
 
 class Answer(BaseModel):
