@@ -25,8 +25,6 @@ from ragstream.answer.cache import RetrievalCache
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
     DocumentNotFoundError,
-    EmbedderUnavailableError,
-    InsufficientStorageError,
     InvalidNumberError,
     PermissionDeniedError,
     check_unicode,
@@ -35,15 +33,16 @@ from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.embedders import Embedder, make_embedder
+from ragstream.providers.embedders import Embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
+from ragstream.providers.index_models import IndexModels
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog import DocumentPage
 from ragstream.store.catalog_base import CatalogBackend
-from ragstream.store.disk import free_bytes
 from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
+from ragstream.store.write_gate import WriteGate
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
@@ -64,20 +63,15 @@ class Ragstream:
         self.config = config or load_config()
         Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
         self.catalog: CatalogBackend = open_catalog(self.config)
-        self._embedder = CachedEmbedder(embedder, self.catalog, self.config.embedding.query_cache_size) \
-            if embedder else None
-        self._embedder_error: EmbedderUnavailableError | None = None
+        self._models = IndexModels(self.config, self.catalog, embedder)
         self._embedder_lock = threading.Lock()
         try:
             self.store: VectorStore = open_store(self.config, self.catalog, self._vector_size())
         except BaseException:
             self.catalog.close()
             raise
-        self.read_only = self.catalog.read_only or self.store.read_only
-        """Opened on a full disk: searches and answers work over the committed index; writes raise
-        InsufficientStorageError until the disk has room again (:meth:`ensure_writable`)."""
-        self._writable_lock = threading.Lock()
-        self._on_writable: list[Callable[[], None]] = []
+        self._write_gate = WriteGate(self.store, self.catalog, Path(self.config.data_dir),
+                                     self.config.limits.min_free_disk_bytes, recover=lambda: self.ingestor.recover())
         self.snapshots = Snapshots(self.catalog, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
@@ -86,45 +80,29 @@ class Ragstream:
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
-        self._reranker: tuple[Reranker | None, str | None] | None = None
         self._answer_service: AnswerService | None = None
         self._folder_syncer: Syncer | None = None
         if not self.read_only:  # a read-only index (full disk) is searched as committed
             self.ingestor.recover()
 
-    # -- a full disk -----------------------------------------------------------------------------
+    # -- a full disk (store/write_gate.py) -------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """Opened on a full disk: searches and answers work over the committed index; writes raise
+        InsufficientStorageError until the disk has room again (:meth:`ensure_writable`)."""
+        return self._write_gate.read_only
 
     def ensure_writable(self) -> None:
         """Let a write go on. An index opened read-only on a full disk opens for writing once the disk has
         ``limits.min_free_disk_bytes`` free again (no restart; what an interrupted write left is recovered
         first); while it has not, InsufficientStorageError, before any work such as embedding. Every write of
         the ingestor (ingest, delete, reindex, sync) runs it first."""
-        if not self.read_only:
-            return
-        with self._writable_lock:
-            if not self.read_only:
-                return
-            minimum = self.config.limits.min_free_disk_bytes
-            free = free_bytes(Path(self.config.data_dir))
-            if free < minimum:
-                raise InsufficientStorageError(
-                    f"the index is read-only: it was opened on a full disk and {free} bytes are free, less than "
-                    f"limits.min_free_disk_bytes ({minimum}); writes resume by themselves once there is room")
-            self.store.reopen_writable(minimum)
-            self.catalog.reopen_writable(minimum)
-            self.read_only = False
-            self.ingestor.recover()
-            callbacks = list(self._on_writable)
-        for callback in callbacks:
-            callback()
+        self._write_gate.ensure_writable()
 
     def when_writable(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the index takes writes: now, or when a read-only index opens for writing."""
-        with self._writable_lock:
-            if self.read_only:
-                self._on_writable.append(callback)
-                return
-        callback()
+        self._write_gate.when_writable(callback)
 
     # -- models ----------------------------------------------------------------------------------
 
@@ -133,17 +111,7 @@ class Ragstream:
 
         Raises EmbedderUnavailableError if it cannot load.
         """
-        with self._embedder_lock:
-            if self._embedder is None:
-                if self._embedder_error is not None:
-                    raise self._embedder_error
-                try:
-                    self._embedder = CachedEmbedder(make_embedder(self.config.embedding), self.catalog,
-                                                    self.config.embedding.query_cache_size)
-                except EmbedderUnavailableError as error:
-                    self._embedder_error = error
-                    raise
-            return self._embedder
+        return self._models.embedder()
 
     def _vector_size(self) -> int:
         """The store's vector size: configured, remembered from creation, or asked of the embedder.
@@ -349,13 +317,7 @@ class Ragstream:
 
     def reranker(self) -> tuple[Reranker | None, str | None]:
         """The configured reranker (loaded once), or None with the reason it cannot run."""
-        if self._reranker is None:
-            from ragstream.providers.rerankers import make_reranker
-
-            built = make_reranker(self.config.reranker, self.embedder)
-            with self._embedder_lock:
-                self._reranker = self._reranker or built
-        return self._reranker
+        return self._models.reranker()
 
     def migrate(self, to: str, *, target_dir: Path | None = None, collection: str | None = None,
                 progress: MigrationProgress | None = None) -> MigrationReport:

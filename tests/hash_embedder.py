@@ -103,14 +103,14 @@ def install_as_default(dimensions: int = DEFAULT_DIMENSIONS) -> HashEmbedder:
 
     For child processes of the fast tier (``server_process.running_server(..., hash_embedder=True)``);
     in-process tests use the ``hash_embedder_by_default`` fixture, which undoes itself. Patches
-    ``ragstream.api.make_embedder``, where the package builds its default embedder.
+    ``ragstream.providers.index_models.make_embedder``, where the package builds its default embedder.
     """
-    import ragstream.api
+    import ragstream.providers.index_models as index_models
 
     embedder = HashEmbedder(dimensions)
-    if not hasattr(ragstream.api, "make_embedder"):
-        raise RuntimeError("ragstream.api.make_embedder is gone: the hash embedder cannot be installed")
-    ragstream.api.make_embedder = lambda config: embedder
+    if not hasattr(index_models, "make_embedder"):
+        raise RuntimeError("ragstream.providers.index_models.make_embedder is gone: the hash embedder cannot be installed")
+    index_models.make_embedder = lambda config: embedder
     return embedder
 
 

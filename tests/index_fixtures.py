@@ -64,9 +64,9 @@ def hash_embedder_by_default(monkeypatch: pytest.MonkeyPatch, hash_embedder: Has
     """In this process, a Ragstream opened without an embedder (the CLI run in process) embeds with
     the hash embedder, and :data:`FAST_DEFAULTS` apply through ``RAGSTREAM_*`` environment variables.
 
-    Patches ``ragstream.api.make_embedder``, the one place the package builds its default embedder.
+    Patches ``ragstream.providers.index_models.make_embedder``, the one place the package builds its default embedder.
     """
-    monkeypatch.setattr("ragstream.api.make_embedder", lambda config: hash_embedder)
+    monkeypatch.setattr("ragstream.providers.index_models.make_embedder", lambda config: hash_embedder)
     for section, values in FAST_DEFAULTS.items():
         for key, value in values.items():
             monkeypatch.setenv(f"RAGSTREAM_{section.upper()}__{key.upper()}", str(value))
