@@ -16,38 +16,36 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
+from ragstream.answer.citation_inference import infer_citations
 from ragstream.answer.citations import (
     CitationResolver,
     CitationTracker,
     build_related_docs,
     build_sources,
     track_text,
-    uncited_sentences,
 )
 from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
-from ragstream.answer.extractive import extractive_answer, quotes
+from ragstream.answer.extractive import extractive_answer
 from ragstream.answer.models import (
     Answer,
     Citation,
     CitationEvent,
     Confidence,
     DocumentChunk,
-    DoneEvent,
     RAGContext,
     SentenceSupport,
     StreamEvent,
     SupportEvent,
 )
 from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
-from ragstream.answer.streaming import citation_payload, stream_events
+from ragstream.answer.streaming import citation_payload, done_event, stream_events
 from ragstream.answer.support import SupportChecker, SupportModels
 from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
 from ragstream.config import RagstreamConfig
@@ -63,7 +61,6 @@ from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.embedders.base import scoring_vectors
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
 
@@ -259,7 +256,7 @@ class AnswerService:
             for verdict in self._check_support(turn, run, "".join(parts), mode):
                 yield SupportEvent(sentence=verdict)
         answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker, run)
-        yield _done_event(answer)
+        yield done_event(answer)
 
     def _too_short(self, text: str) -> bool:
         """Whether an LLM answer is a fragment (e.g. it began by copying an attachment's header) rather than one."""
@@ -359,36 +356,8 @@ class AnswerService:
         return tracker
 
     def _infer_citations(self, turn: _Turn, text: str, tracker: CitationTracker) -> list[Citation]:
-        """For each sentence of an LLM answer that cites no attachment: the attachment holding the sentence closest
-        to it (cosine at least ``citations.infer_min_cosine``), in answer order.
-
-        Sentences are compared with the attachments' sentences (the extractive answer's quotes), not with whole
-        attachments: a sentence copied or paraphrased from one finding of a long attachment matches that finding,
-        however much else the attachment says."""
-        config = self._config
-        threshold = config.citations.infer_min_cosine
-        if threshold is None or not turn.chunks:
-            return []
-        sentences = uncited_sentences(text, tracker.resolver, config.citations, config.extractive_min_sentence_chars)
-        if not sentences:
-            return []
-        spans = [[quote.sentence for quote in quotes(chunk.text, config.extractive_min_sentence_chars,
-                                                     config.extractive_max_example_chars)] or [chunk.text]
-                 for chunk in turn.chunks]
-        try:
-            embedder = self._embedder()
-            similarity = embedder.embed_queries(sentences) @ scoring_vectors(embedder, [s for span in spans for s in span]).T
-        except EmbeddingFailureError:
-            return []
-        bounds = np.cumsum([0, *(len(span) for span in spans)]).tolist()
-        per_attachment = np.stack([similarity[:, start:end].max(axis=1) for start, end in pairwise(bounds)], axis=1)
-        inferred: list[Citation] = []
-        for row in per_attachment:
-            best = int(np.argmax(row))
-            citation = tracker.infer(best) if float(row[best]) >= threshold else None
-            if citation is not None:
-                inferred.append(citation)
-        return inferred
+        """The citations an LLM answer left out, inferred by sentence similarity (answer/citation_inference.py)."""
+        return infer_citations(text, turn.chunks, tracker, self._embedder, self._config)
 
     def _support_run(self, turn: _Turn, tracker: CitationTracker) -> SupportRun | None:
         """The support check of this turn's answer (None when ``answer.support.enabled`` is off)."""
@@ -488,17 +457,3 @@ def _fragment_reason(text: str) -> str:
 
 def _tokens(result: ChatCompletionResult) -> dict[str, Any]:
     return {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
-
-
-def _done_event(answer: Answer) -> DoneEvent:
-    """The ``done`` event: ids, token counts, latency, mode and the whole response."""
-    meta = answer.metadata
-    tokens = meta["tokens"]
-    counts = [tokens.get("prompt_tokens"), tokens.get("completion_tokens")]
-    return DoneEvent(conversation_id=meta["conversation_id"], message_id=meta["message_id"],
-                     prompt_tokens=tokens.get("prompt_tokens"), completion_tokens=tokens.get("completion_tokens"),
-                     total_tokens=sum(count for count in counts if count) or None,
-                     latency_ms=meta["latencies_ms"]["total"], unmatched_citations=meta["unmatched_citations"],
-                     mode=meta["mode"], degraded_reason=meta["degraded_reason"], incomplete=meta["incomplete"],
-                     response=answer)
-

@@ -1,4 +1,4 @@
-"""LLM token deltas -> stream events: ``token`` and ``citation`` (``done`` is the service's).
+"""LLM token deltas -> stream events: ``token`` and ``citation``, and the closing ``done`` event.
 
 A citation event follows the token that completes its marker, once per cited chunk. Partial
 markers are held back until decided; markers inside code are plain text; markers naming no prompt
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from ragstream.answer.citations import CitationTracker
 from ragstream.answer.markers import MarkerScanner, Piece
-from ragstream.answer.models import Citation, CitationEvent, CitationPayload, StreamEvent, TokenEvent
+from ragstream.answer.models import Answer, Citation, CitationEvent, CitationPayload, DoneEvent, StreamEvent, TokenEvent
 
 
 def citation_payload(citation: Citation) -> CitationPayload:
@@ -44,3 +44,16 @@ def _events(pieces: list[Piece], tracker: CitationTracker) -> Iterator[StreamEve
                 yield CitationEvent(citation=citation_payload(citation))
     if text:
         yield TokenEvent(token="".join(text))
+
+
+def done_event(answer: Answer) -> DoneEvent:
+    """The ``done`` event: ids, token counts, latency, mode and the whole response."""
+    meta = answer.metadata
+    tokens = meta["tokens"]
+    counts = [tokens.get("prompt_tokens"), tokens.get("completion_tokens")]
+    return DoneEvent(conversation_id=meta["conversation_id"], message_id=meta["message_id"],
+                     prompt_tokens=tokens.get("prompt_tokens"), completion_tokens=tokens.get("completion_tokens"),
+                     total_tokens=sum(count for count in counts if count) or None,
+                     latency_ms=meta["latencies_ms"]["total"], unmatched_citations=meta["unmatched_citations"],
+                     mode=meta["mode"], degraded_reason=meta["degraded_reason"], incomplete=meta["incomplete"],
+                     response=answer)
