@@ -3,8 +3,9 @@
 Not a test module: ``conftest.py`` builds the ``smollm2_server`` and ``qwen_server`` fixtures
 with :func:`llama_server_fixture`. Each yields a base URL like ``http://127.0.0.1:PORT/v1``.
 
-Tests using them skip when ``llama_cpp`` is not importable, the model package is missing, or the
-server does not come up; set ``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead.
+Tests using them skip when ``llama_cpp`` is not importable, the model package is missing or fails its
+sha256 pin (``ragstream/providers/gguf_models.py``), or the server does not come up; set
+``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead.
 
 A server that dies while the session runs (a llama.cpp built for instructions the CPU lacks dies by
 SIGILL on its first chat request) fails the test it died in at teardown, and every later test that
@@ -29,7 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragstream.errors import ModelPackageMissingError
+from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
 from ragstream.providers.gguf_models import qwen_coder_gguf_path, smollm2_gguf_path
 
 STARTUP_TIMEOUT_SECONDS = 180.0
@@ -210,7 +211,7 @@ def llama_server_fixture(
                 _unavailable(f"{module} is not installed: pip install 'llama-cpp-python[server]'")
         try:
             model_path = model(request)
-        except ModelPackageMissingError as error:
+        except (ModelPackageMissingError, ModelUnavailableError) as error:  # absent, or failing its sha256 pin
             _unavailable(str(error))
         log_path = tmp_path_factory.mktemp(f"{name}-log") / "server.log"
         try:
