@@ -1,9 +1,10 @@
 """Child process for the crash tests: ingest a folder and get SIGKILLed.
 
-``python crash_child.py DATA_DIR FOLDER CRASH_POINT`` where CRASH_POINT is ``none`` (the parent
-kills at a random moment) or a precise point at which the process SIGKILLs itself:
-``mid_upsert`` (half of a document's points written), ``before_commit`` (all points written and
-flushed, catalog not switched) or ``before_old_delete`` (catalog switched, old points still there).
+``python crash_child.py DATA_DIR FOLDER MODE``. The child opens the index and loads the embedding model
+before it prints ``ready``, so what follows is the ingest alone. MODE is one of ``crash_steps.CRASH_POINTS``,
+where the process SIGKILLs itself (``mid_upsert``, ``before_commit``, ``before_old_delete``), or ``steps``:
+it prints ``step NAME`` as each write step begins and the parent kills it at a moment of its choosing. An
+ingest that is not killed closes the index, prints ``finished`` and exits with 0.
 """
 
 from __future__ import annotations
@@ -12,40 +13,39 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
+
+from crash_steps import CRASH_POINTS, announce_steps, install_crash
 
 from ragstream import Ragstream, load_config
 
+STEPS = "steps"
 
-def _die() -> None:
+
+def _die(crash_point: str) -> NoReturn:
     os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: SIGKILL cannot be caught")
 
 
-def _install(crash_point: str, rs: Ragstream) -> None:
-    """Patch the classes of the backend this index opened (``RAGSTREAM_STORE__*`` chooses it)."""
-    store_type, catalog_type = type(rs.store), type(rs.catalog)
-    if crash_point == "mid_upsert":
-        original = store_type.upsert
-
-        def upsert_half(self, chunks, vectors, generation):
-            half = max(1, len(chunks) // 2)
-            original(self, chunks[:half], vectors[:half], generation)
-            self.flush()
-            _die()
-
-        store_type.upsert = upsert_half  # type: ignore[method-assign]
-    elif crash_point == "before_commit":
-        catalog_type.commit_documents = lambda self, *args, **kwargs: _die()  # type: ignore[method-assign]
-    elif crash_point == "before_old_delete":
-        store_type.delete_generation = lambda self, *args, **kwargs: _die()  # type: ignore[method-assign]
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def main() -> None:
-    data_dir, folder, crash_point = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    rs = Ragstream(load_config(data_dir=data_dir))
-    _install(crash_point, rs)
-    print("ready", flush=True)
-    rs.ingest([folder], progress=lambda outcome, source: print(outcome, source, flush=True))
-    print("finished", flush=True)
+    data_dir, folder, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    if mode not in (*CRASH_POINTS, STEPS):
+        raise SystemExit(f"unknown mode {mode!r}: one of {', '.join((*CRASH_POINTS, STEPS))}")
+    rs = Ragstream(load_config(data_dir=data_dir))  # RAGSTREAM_STORE__* chooses the backend
+    rs.embedder().inner.embed_documents(["load the model before the ingest starts"])  # not through the cache: no write
+    store_type, catalog_type = type(rs.store), type(rs.catalog)
+    if mode == STEPS:
+        announce_steps(store_type, catalog_type, lambda step: _say(f"step {step}"))
+    else:
+        install_crash(store_type, catalog_type, mode, _die)
+    _say("ready")
+    rs.ingest([folder], progress=lambda outcome, source: _say(f"{outcome} {source}"))
+    rs.close()
+    _say("finished")
 
 
 if __name__ == "__main__":

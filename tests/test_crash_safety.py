@@ -1,7 +1,9 @@
 """A SIGKILLed ingest leaves every document wholly at its old version or wholly at its new one.
 
-The SIGKILL tests run a child process on the real model (``slow``). The fast tier replays the same
-three write steps in process: the step raises instead of killing, the index is reopened and recovered.
+The SIGKILL tests run a child process on the real model (``slow``): killed at each of three crash points, and
+killed by the parent at random moments inside the ingest's write steps (the child names each step as it
+begins). The fast tier replays the three crash points in process: the step raises instead of killing, the
+index is reopened and recovered. Where an ingest stops is written once, in ``crash_steps.py``.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
-
-from ragstream.store.catalog import Catalog
-from ragstream.store.qdrant_edge import QdrantEdgeStore
+from crash_steps import COMMIT_STEP, CRASH_POINTS, install_crash
 
 CHILD = Path(__file__).with_name("crash_child.py")
 DOCUMENTS = 6
 PARAGRAPHS = 12
+VERSIONS = ("alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "lambda")
+"""Version tags, none a part of another: a chunk's text says ``version TAG.``."""
+CHILD_SECONDS = 300
+MAX_KILL_DELAY_SECONDS = 0.02
+"""How long after the chosen write step began the parent sends SIGKILL: well within the write phase."""
 
 
 def _write_version(folder: Path, version: str) -> None:
@@ -43,7 +48,7 @@ def _assert_consistent(rs) -> dict[str, str]:
     for record in rs.documents():
         chunks = rs.document_chunks(record.document_id)
         assert len(chunks) == record.chunk_count, f"{record.source}: half-written version"
-        found = {tag for chunk in chunks for tag in ("alpha", "beta") if f"version {tag}" in chunk.text}
+        found = {tag for chunk in chunks for tag in VERSIONS if f"version {tag}." in chunk.text}
         assert len(found) == 1, f"{record.source}: mixed versions {found}"
         versions[record.source] = found.pop()
         total += record.chunk_count
@@ -63,24 +68,55 @@ def _environment(prefix: str, section: dict[str, Any]) -> dict[str, str]:
     return variables
 
 
-def _run_child(data_dir: Path, folder: Path, crash_point: str, kill_after: float | None,
-               store: dict[str, Any] | None = None) -> int:
-    """Run crash_child.py on the index (``store``: the backend's config section, passed as environment)."""
+def _start_child(data_dir: Path, folder: Path, mode: str, log: Path,
+                 store: dict[str, Any] | None = None) -> subprocess.Popen[str]:
+    """Start crash_child.py on the index and wait until it has loaded the model (``store``: the backend's config
+    section, passed as environment; the child's stderr goes to ``log``)."""
     env = {**os.environ, **_environment("RAGSTREAM_STORE", store or {})}
-    child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(data_dir), str(folder), crash_point],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    with log.open("w") as errors:
+        child = subprocess.Popen([sys.executable, str(CHILD), str(data_dir), str(folder), mode],
+                                 stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     assert child.stdout is not None
     line = child.stdout.readline()
-    assert line.strip() == "ready", f"child did not start: {line!r} {child.stderr.read() if child.stderr else ''}"
-    if kill_after is not None:
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-    return child.wait(timeout=300)
+    if line.strip() != "ready":
+        child.kill()
+        child.wait(timeout=CHILD_SECONDS)
+        pytest.fail(f"child did not start: {line!r}\n{log.read_text()}")
+    return child
 
 
-CRASH_POINTS = ["mid_upsert", "before_commit", "before_old_delete"]
+def _run_child(data_dir: Path, folder: Path, crash_point: str, log: Path, store: dict[str, Any] | None = None) -> int:
+    """Run crash_child.py until it kills itself at ``crash_point``; its exit code."""
+    child = _start_child(data_dir, folder, crash_point, log, store)
+    child.communicate(timeout=CHILD_SECONDS)
+    return child.returncode
+
+
+def _run_steps_child(data_dir: Path, folder: Path, log: Path, kill_at_step: int | None = None,
+                     delay: float = 0.0) -> tuple[int, list[str]]:
+    """Run crash_child.py in ``steps`` mode; with ``kill_at_step``, SIGKILL it ``delay`` seconds after its
+    ``kill_at_step``-th write step began (unless it finished first). Its exit code and every line it printed
+    after ``ready``."""
+    child = _start_child(data_dir, folder, "steps", log)
+    assert child.stdout is not None
+    lines: list[str] = []
+    if kill_at_step is not None:
+        steps = 0
+        while steps < kill_at_step:
+            line = child.stdout.readline()
+            if not line:
+                break  # it finished before that many steps
+            lines.append(line.strip())
+            steps += line.startswith("step ")
+        if steps == kill_at_step:
+            time.sleep(delay)
+            child.send_signal(signal.SIGKILL)  # nothing happens when it has exited meanwhile
+    rest, _ = child.communicate(timeout=CHILD_SECONDS)
+    return child.returncode, lines + rest.splitlines()
+
+
+def _steps(lines: list[str]) -> list[str]:
+    return [line.removeprefix("step ") for line in lines if line.startswith("step ")]
 
 
 def _assert_recovered(reopened, folder, crash_point: str) -> None:
@@ -98,26 +134,13 @@ class _CrashError(Exception):
     """Stands in for the SIGKILL of the child process."""
 
 
-def _install_crash(monkeypatch: pytest.MonkeyPatch, crash_point: str) -> None:
+def _crash(crash_point: str) -> NoReturn:
+    raise _CrashError(crash_point)
+
+
+def _install_crash(monkeypatch: pytest.MonkeyPatch, rs, crash_point: str) -> None:
     """In process, what ``crash_child.py`` does before it kills itself: fail at ``crash_point``."""
-    if crash_point == "mid_upsert":
-        original = QdrantEdgeStore.upsert
-
-        def upsert_half(self, chunks, vectors, generation):
-            half = max(1, len(chunks) // 2)
-            original(self, chunks[:half], vectors[:half], generation)
-            self.flush()
-            raise _CrashError(crash_point)
-
-        monkeypatch.setattr(QdrantEdgeStore, "upsert", upsert_half)
-    else:
-        name = "commit_documents" if crash_point == "before_commit" else "delete_generation"
-        owner = Catalog if crash_point == "before_commit" else QdrantEdgeStore
-
-        def crash(self, *args, **kwargs):
-            raise _CrashError(crash_point)
-
-        monkeypatch.setattr(owner, name, crash)
+    install_crash(type(rs.store), type(rs.catalog), crash_point, _crash, monkeypatch.setattr)
 
 
 @pytest.mark.parametrize("crash_point", CRASH_POINTS)
@@ -127,7 +150,7 @@ def test_interrupted_write_step_recovers_on_reopen(make_fast_index, tmp_path, mo
     rs = make_fast_index(data_dir=data_dir)
     rs.ingest([folder])
     _write_version(folder, "beta")
-    _install_crash(monkeypatch, crash_point)
+    _install_crash(monkeypatch, rs, crash_point)
     with pytest.raises(_CrashError):
         rs.ingest([folder])
     monkeypatch.undo()
@@ -146,25 +169,56 @@ def test_sigkill_at_each_write_step(make_index, tmp_path, crash_point, backend):
     rs.close()
     _write_version(folder, "beta")
 
-    assert _run_child(data_dir, folder, crash_point, kill_after=None, store=backend) == -signal.SIGKILL
+    assert _run_child(data_dir, folder, crash_point, tmp_path / "child.log", store=backend) == -signal.SIGKILL
 
     _assert_recovered(make_index(data_dir=data_dir, store=backend), folder, crash_point)
 
 
 @pytest.mark.slow
 def test_sigkill_at_random_moments(make_index, tmp_path):
-    folder, data_dir = tmp_path / "docs", tmp_path / "index"
-    _write_version(folder, "alpha")
+    """Each run writes a new version of every document. The first runs to its end and must exit cleanly; it
+    counts the write steps of such an ingest. Each later run is SIGKILLed a random moment after a randomly
+    chosen write step began (the child loaded the model before, so the kill lands in the ingest's writes, not in
+    a model load): every document is then wholly at the version before or at the new one. The kills land on
+    both sides of the commit."""
+    folder, data_dir, log = tmp_path / "docs", tmp_path / "index", tmp_path / "child.log"
+    _write_version(folder, VERSIONS[0])
     rs = make_index(data_dir=data_dir)
     rs.ingest([folder])
     rs.close()
+    sources = {str(path.resolve()) for path in folder.iterdir()}
+
+    _write_version(folder, VERSIONS[1])
+    code, lines = _run_steps_child(data_dir, folder, log)
+    assert code == 0 and lines[-1] == "finished", (code, lines, log.read_text())
+    steps = len(_steps(lines))
+    assert _steps(lines).count("upsert") == _steps(lines).count("delete_generation") == DOCUMENTS, lines
+    reopened = make_index(data_dir=data_dir)
+    assert _assert_consistent(reopened) == dict.fromkeys(sources, VERSIONS[1])
+    reopened.close()
+
     rng = random.Random(7)
-    for version in ["beta", "alpha", "beta", "alpha"]:
+    current = dict.fromkeys(sources, VERSIONS[1])
+    kills: list[tuple[str, bool]] = []  # the last step begun before each kill, and whether the commit had begun
+    for version in VERSIONS[2:]:
         _write_version(folder, version)
-        _run_child(data_dir, folder, "none", kill_after=rng.uniform(0.0, 1.5))
+        at_step = rng.randrange(1, steps + 1)
+        code, lines = _run_steps_child(data_dir, folder, log, at_step, rng.uniform(0.0, MAX_KILL_DELAY_SECONDS))
+        begun = _steps(lines)
+        if code == 0:  # it finished before the kill landed: then it finished cleanly
+            assert lines[-1] == "finished", lines
+        else:
+            assert code == -signal.SIGKILL, (code, log.read_text())
+            assert "finished" not in lines and len(begun) >= at_step, lines
+            kills.append((begun[-1], COMMIT_STEP in begun))
         reopened = make_index(data_dir=data_dir)
-        _assert_consistent(reopened)
+        now = _assert_consistent(reopened)
+        assert set(now) == sources
+        assert all(now[source] in (current[source], version) for source in sources), (current, now, version)
+        current = now
         reopened.close()
+    assert len(kills) >= len(VERSIONS[2:]) - 1, f"most kills must land inside the ingest: {kills}"
+    assert any(commit for _, commit in kills) and any(not commit for _, commit in kills), kills
 
 
 @pytest.mark.parametrize("crash_point", CRASH_POINTS)
@@ -176,7 +230,7 @@ def test_interrupted_rename_recovers_on_reopen(make_fast_index, tmp_path, monkey
     rs = make_fast_index(data_dir=data_dir)
     rs.sync([folder])
     (folder / "doc0.txt").rename(folder / "moved.txt")
-    _install_crash(monkeypatch, crash_point)
+    _install_crash(monkeypatch, rs, crash_point)
     with pytest.raises(_CrashError):
         rs.sync([folder])
     monkeypatch.undo()

@@ -7,10 +7,11 @@ derives the snapshot from committed state, and an interrupted write recovers on 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pytest
+from crash_steps import CRASH_POINTS, install_crash
 from hash_embedder import HashEmbedder
 
 from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, Page
@@ -256,7 +257,11 @@ class _CrashError(Exception):
     """Stands in for a SIGKILL between two write steps (tests/test_crash_safety.py kills for real)."""
 
 
-@pytest.mark.parametrize("crash_point", ["mid_upsert", "before_commit", "before_old_delete"])
+def _crash(crash_point: str) -> NoReturn:
+    raise _CrashError(crash_point)
+
+
+@pytest.mark.parametrize("crash_point", CRASH_POINTS)
 def test_interrupted_write_recovers_on_reopen(make_fast_index, backend, tmp_path, monkeypatch, crash_point):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -270,20 +275,7 @@ def test_interrupted_write_recovers_on_reopen(make_fast_index, backend, tmp_path
     rs = make_fast_index(store=backend)
     rs.ingest([folder])
     write("beta")
-    store_type, catalog_type = type(rs.store), type(rs.catalog)
-    if crash_point == "mid_upsert":
-        original = store_type.upsert
-
-        def upsert_half(self, chunks, vectors, generation):
-            half = max(1, len(chunks) // 2)
-            original(self, chunks[:half], vectors[:half], generation)
-            self.flush()
-            raise _CrashError(crash_point)
-
-        monkeypatch.setattr(store_type, "upsert", upsert_half)
-    else:
-        owner, name = (catalog_type, "commit_documents") if crash_point == "before_commit" else (store_type, "delete_generation")
-        monkeypatch.setattr(owner, name, lambda self, *args, **kwargs: (_ for _ in ()).throw(_CrashError(crash_point)))
+    install_crash(type(rs.store), type(rs.catalog), crash_point, _crash, monkeypatch.setattr)
     with pytest.raises(_CrashError):
         rs.ingest([folder])
     monkeypatch.undo()
