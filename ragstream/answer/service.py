@@ -59,6 +59,7 @@ from ragstream.errors import (
 )
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
+from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.retrieval.searcher import validate_query
@@ -313,7 +314,7 @@ class AnswerService:
         finally:
             turn.lap("pipeline", started)
         if turn.sp.retrieval_mode == BM25:
-            turn.degraded.append(turn.sp.stage_reports["retrieval"].reason or "embedder unavailable: BM25 only")
+            turn.degraded.append(turn.sp.stage_reports[RETRIEVAL.entry].reason or "embedder unavailable: BM25 only")
         self._score(turn)
         return turn
 

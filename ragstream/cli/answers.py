@@ -11,6 +11,7 @@ import typer
 from ragstream.cli.index import err_console, fail, open_index, reading_index
 from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument
 from ragstream.errors import RagstreamError
+from ragstream.pipeline.stages import RERANKER
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
@@ -120,11 +121,11 @@ def _print_rerank(sp: SuperPrompt) -> None:
         return
     from rich.table import Table
 
-    report = sp.stage_reports.get("reranked")
+    report = sp.stage_reports.get(RERANKER.entry)
     title = f"ReRanker ({report.model if report else details.backend}, weight {details.weight:g})"
     table = Table("#", "cross-encoder", "fused", "moved", "source", "section", title=title)
     chunks = sp.chunk_map()
-    for rank, chunk_id in enumerate(sp.views_by_stage.get("reranked", []), start=1):
+    for rank, chunk_id in enumerate(sp.views_by_stage.get(RERANKER.entry, []), start=1):
         if chunk_id not in details.cross_scores:
             continue
         meta = chunks[chunk_id].metadata

@@ -17,6 +17,7 @@ from ragstream.api import Ragstream
 from ragstream.documents.markdown_text import MARKDOWN_MIME, first_h1, split_front_matter
 from ragstream.errors import EmbedderUnavailableError, UnsupportedFileTypeError
 from ragstream.models import ChunkMetadata, LoadedDocument, Page, SearchMode
+from ragstream.pipeline.stages import RERANKER
 
 METRICS = ("ndcg@10", "precision@5", "recall@100", "mrr", "hit_rate@1")
 """hit_rate@1: the share of questions whose first document is relevant (the right page first)."""
@@ -139,7 +140,7 @@ def evaluate_retrieval(
                 sp = rs.run_pipeline(sp, until=RANKING_STAGE)
                 timings.append((time.perf_counter() - started) * 1000)
                 rerank_timings.append((time.perf_counter() - retrieved) * 1000)
-                run[qid] = _document_scores([chunk.metadata for chunk in sp.chunks(sp.views_by_stage["reranked"])])
+                run[qid] = _document_scores([chunk.metadata for chunk in sp.chunks(sp.views_by_stage[RERANKER.entry])])
             else:
                 result = rs.search(text, mode=mode, top_k=depth)  # type: ignore[arg-type]  # end to end
                 timings.append(result.latencies_ms["total"])
