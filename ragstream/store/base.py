@@ -47,13 +47,6 @@ class Snapshot:
         return generation <= self.max_generation and generation not in self.uncommitted
 
 
-class ScoredChunk(Protocol):
-    """A chunk and the score one retriever gave it."""
-
-    chunk: Chunk
-    score: float
-
-
 class RankedId(NamedTuple):
     """One hit of a ranking without its chunk: what fusion needs (the chunk's place in its document)
     and nothing it does not (text and metadata are fetched for the hits that are kept)."""
