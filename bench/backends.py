@@ -185,7 +185,7 @@ def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: 
     with Ragstream(config) as rs:
         if cache is not None:
             model_id, rows = cache
-            rs.catalog.cache_vectors(model_id, ((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows))
+            rs.catalog.cache.cache_vectors(model_id, ((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows))
         result = evaluate_retrieval(rs, dataset, modes=MODES, max_queries=max_queries)
         chunks = all_chunks(rs)
         queries = [dataset.queries[q] for q in sorted(dataset.queries)][:max_queries]
@@ -199,7 +199,7 @@ def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: 
             "store": dict(rs.store.info()),
         }
         embedder = rs.embedder()
-        vectors = rs.catalog.cached_vectors(embedder.model_id, [c.metadata.content_hash for c in chunks])
+        vectors = rs.catalog.cache.cached_vectors(embedder.model_id, [c.metadata.content_hash for c in chunks])
         if backend == "postgres":
             matrix = np.stack([vectors[c.metadata.content_hash] for c in chunks])
             query_vectors = embedder.embed_queries(queries)

@@ -1,5 +1,5 @@
-"""Documents page benchmark: one page from the catalog (``Catalog.page``) against the whole list
-(``Catalog.list``, what ``GET /api/documents`` and the old documents page read), on a catalog of
+"""Documents page benchmark: one page from the catalog (``DocumentRegistry.page``) against the whole list
+(``DocumentRegistry.list``, what ``GET /api/documents`` and the old documents page read), on a catalog of
 ``--documents`` records.
 
 Usage: python bench/documents_page.py [--documents 20000] [--repeats 20] [--page-size 25]
@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ragstream.models import LoadedDocument, Page
-from ragstream.store.catalog import Catalog, DocumentVersion
+from ragstream.store.catalog_base import DocumentRegistry, DocumentVersion
+from ragstream.store.factory import sqlite_catalog
 
 BATCH = 1000
 MS = 1000.0
 
 
-def _build(catalog: Catalog, count: int) -> None:
+def _build(documents: DocumentRegistry, count: int) -> None:
     for start in range(0, count, BATCH):
         versions = []
         for i in range(start, min(start + BATCH, count)):
@@ -39,7 +40,7 @@ def _build(catalog: Catalog, count: int) -> None:
                                  metadata={})
             versions.append(DocumentVersion(doc, generation=i + 1, chunk_count=1 + i % 17, fingerprint="f",
                                             ingested_at=f"2026-01-01T00:{(i // 60) % 60:02d}:{i % 60:02d}+00:00"))
-        catalog.commit_documents(versions)
+        documents.commit_documents(versions)
 
 
 def _median_ms(call: Callable[[], Any], repeats: int) -> float:
@@ -59,16 +60,17 @@ def main() -> None:
     args = parser.parse_args()
     size = args.page_size
     with tempfile.TemporaryDirectory() as tmp:
-        catalog = Catalog(Path(tmp) / "catalog.sqlite3")
-        _build(catalog, args.documents)
+        catalog = sqlite_catalog(Path(tmp) / "catalog.sqlite3")
+        documents = catalog.documents
+        _build(documents, args.documents)
         results = {
-            "full_list_baseline_ms": _median_ms(catalog.list, args.repeats),
-            "first_page_by_title_ms": _median_ms(lambda: catalog.page(0, size, sort="title"), args.repeats),
-            "deep_page_by_title_ms": _median_ms(lambda: catalog.page(args.documents - size, size, sort="title"),
+            "full_list_baseline_ms": _median_ms(documents.list, args.repeats),
+            "first_page_by_title_ms": _median_ms(lambda: documents.page(0, size, sort="title"), args.repeats),
+            "deep_page_by_title_ms": _median_ms(lambda: documents.page(args.documents - size, size, sort="title"),
                                                 args.repeats),
-            "page_by_chunks_desc_ms": _median_ms(lambda: catalog.page(0, size, sort="chunks", descending=True),
+            "page_by_chunks_desc_ms": _median_ms(lambda: documents.page(0, size, sort="chunks", descending=True),
                                                  args.repeats),
-            "filtered_page_ms": _median_ms(lambda: catalog.page(0, size, query="topic 13"), args.repeats),
+            "filtered_page_ms": _median_ms(lambda: documents.page(0, size, query="topic 13"), args.repeats),
         }
         catalog.close()
     print(json.dumps({"documents": args.documents, "page_size": size, "repeats": args.repeats, **results,

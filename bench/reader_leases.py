@@ -70,9 +70,8 @@ def main() -> None:
         catalog, store = open_backend(config, lambda catalog: DIMENSIONS)
         chunks = _chunks()
         store.upsert(chunks, np.random.default_rng(8).standard_normal((CHUNKS, DIMENSIONS)).astype(np.float32), 1)
-        with_lease = Snapshots(catalog, store)
-        without = Snapshots(catalog, store)
-        without._catalog = _NoLeases(catalog)  # type: ignore[assignment]  # the baseline: no lease written
+        with_lease = Snapshots(catalog.reads, catalog.versions, store)
+        without = Snapshots(_NoLeases(catalog.reads), catalog.versions, store)  # the baseline: no lease written
         results: dict[str, list[float]] = {key: [] for key in ("snapshot_lease", "snapshot_baseline",
                                                                "bm25_search_lease", "bm25_search_baseline")}
         per_round = max(args.requests // ROUNDS, 1)
@@ -101,10 +100,10 @@ def _search(snapshots: Snapshots, store: Any) -> None:
 
 
 class _NoLeases:
-    """The catalog with reader registration switched off (what a single-process catalog does)."""
+    """The catalog's read consistency with reader registration switched off (what a single-process catalog does)."""
 
-    def __init__(self, catalog: Any) -> None:
-        self._catalog = catalog
+    def __init__(self, reads: Any) -> None:
+        self._reads = reads
 
     def open_reader(self) -> None:
         return None
@@ -113,7 +112,7 @@ class _NoLeases:
         return float("inf")
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._catalog, name)
+        return getattr(self._reads, name)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,7 @@ from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.providers.index_models import IndexModels
 from ragstream.retrieval.searcher import Searcher
 from ragstream.store.base import Filters, Snapshot, VectorStore
-from ragstream.store.catalog import DocumentPage
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import Catalog, DocumentPage
 from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 from ragstream.store.write_gate import WriteGate
@@ -62,8 +61,8 @@ class Ragstream:
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
         self.config = config or load_config()
         Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
-        self.catalog: CatalogBackend = open_catalog(self.config)
-        self._models = IndexModels(self.config, self.catalog, embedder)
+        self.catalog: Catalog = open_catalog(self.config)
+        self._models = IndexModels(self.config, self.catalog.cache, embedder)
         self._embedder_lock = threading.Lock()
         try:
             self.store: VectorStore = open_store(self.config, self.catalog, self._vector_size())
@@ -72,11 +71,11 @@ class Ragstream:
             raise
         self._write_gate = WriteGate(self.store, self.catalog, Path(self.config.data_dir),
                                      self.config.limits.min_free_disk_bytes, recover=lambda: self.ingestor.recover())
-        self.snapshots = Snapshots(self.catalog, self.store)
+        self.snapshots = Snapshots(self.catalog.reads, self.catalog.versions, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
-        self.ingestor = Ingestor(self.config, self.catalog, self.store, self.embedder, self.snapshots,
-                                 on_change=self._index_changed, before_write=self.ensure_writable)
+        self.ingestor = Ingestor(self.config, self.catalog.documents, self.catalog.versions, self.store, self.embedder,
+                                 self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -118,10 +117,10 @@ class Ragstream:
 
         Remembering it lets an existing index open (and fall back to BM25) without the embedder.
         """
-        size = self.config.embedding.dimensions or self.catalog.setting("vector_size")
+        size = self.config.embedding.dimensions or self.catalog.settings.setting("vector_size")
         if size is None:
             size = self.embedder().dimensions
-            self.catalog.set_setting("vector_size", size)
+            self.catalog.settings.set_setting("vector_size", size)
         return size
 
     # -- documents -------------------------------------------------------------------------------
@@ -160,7 +159,7 @@ class Ragstream:
 
     def documents(self, *, user: str | None = None) -> list[DocumentRecord]:
         """Every live document ``user`` may see (all without a user), in one catalog read."""
-        return self.catalog.list(user)
+        return self.catalog.documents.list(user)
 
     def document_page(self, offset: int = 0, limit: int | None = None, query: str = "", sort: str = "source",
                       descending: bool = False, *, user: str | None = None) -> DocumentPage:
@@ -168,7 +167,7 @@ class Ragstream:
         contains ``query`` (case-insensitive), sorted by ``sort`` (title, source, mime, chunks, ingested,
         updated), with the total that matched."""
         size = limit if limit is not None else self.config.server.documents_page_size
-        return self.catalog.page(max(offset, 0), max(size, 0), query, sort, descending, user=user)
+        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=user)
 
     def example_titles(self, count: int | None = None, *, user: str | None = None) -> list[str]:
         """Titles of the documents ``user`` may see (the largest ones first, each cut at a word to
@@ -177,13 +176,13 @@ class Ragstream:
         wanted = server.example_questions if count is None else count
         if wanted <= 0:
             return []
-        records = self.catalog.page(0, wanted * 2, sort="chunks", descending=True, user=user).records
+        records = self.catalog.documents.page(0, wanted * 2, sort="chunks", descending=True, user=user).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
         return [_cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
     def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
-        return _found(document_id, self.catalog.get(document_id, user))
+        return _found(document_id, self.catalog.documents.get(document_id, user))
 
     def document_with_chunks(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, list[Chunk]]:
         """One document's record and the chunks of that very version, from one snapshot.
@@ -192,7 +191,7 @@ class Ragstream:
         is one database snapshot, so another process deleting the version meanwhile cannot take its chunks away.
         """
         def read() -> tuple[DocumentRecord, list[Chunk]]:
-            found = _found(document_id, self.catalog.get(document_id, user))
+            found = _found(document_id, self.catalog.documents.get(document_id, user))
             return found, self.store.chunks_of(document_id, found.generation)
 
         with self.snapshots.open_with(read) as (_, record_and_chunks):
@@ -202,8 +201,8 @@ class Ragstream:
         """One document's record and its whole text as extracted at ingest (pages joined by blank lines), from
         one snapshot; raises DocumentNotFoundError (also for one ``user`` may not see)."""
         def read() -> tuple[DocumentRecord, str]:
-            found = _found(document_id, self.catalog.get(document_id, user))
-            stored = self.catalog.stored_document(document_id)
+            found = _found(document_id, self.catalog.documents.get(document_id, user))
+            stored = self.catalog.documents.stored_document(document_id)
             return found, stored.text if stored is not None else ""
 
         with self.snapshots.open_with(read) as (_, record_and_text):
@@ -211,11 +210,11 @@ class Ragstream:
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""
-        return self.catalog.find_by_checksum(checksum, user)
+        return self.catalog.documents.find_by_checksum(checksum, user)
 
     def filter_fields(self, *, user: str | None = None) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        return filter_fields(self.catalog.list(user))
+        return filter_fields(self.catalog.documents.list(user))
 
     def document_chunks(self, document_id: str, *, user: str | None = None) -> list[Chunk]:
         """The live chunks of one document, in order."""
@@ -264,7 +263,7 @@ class Ragstream:
 
     def roots(self) -> list[RootRecord]:
         """Every synced or watched root: its document count, last sync and watcher lease."""
-        return self.catalog.roots()
+        return self.catalog.roots.roots()
 
     def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None) -> Watcher:
         """A watcher that keeps ``paths`` in step with this index as files change (``start``/``stop`` on a thread
@@ -280,7 +279,7 @@ class Ragstream:
 
         with self._embedder_lock:
             if self._folder_syncer is None:
-                self._folder_syncer = Syncer(self.config, self.catalog, self.ingestor)
+                self._folder_syncer = Syncer(self.config, self.catalog.documents, self.catalog.roots, self.ingestor)
             return self._folder_syncer
 
     # -- retrieval -------------------------------------------------------------------------------
@@ -331,12 +330,12 @@ class Ragstream:
         with Ragstream(settings) as target:  # opening it recovers a copy that was killed midway
             migration = Migration(Side(self.catalog, self.store), Side(target.catalog, target.store),
                                   self.config.store.migrate, vector_size=self._vector_size(), progress=progress)
-            with self.snapshots.open_with(self.catalog.list) as (snapshot, records):
+            with self.snapshots.open_with(self.catalog.documents.list) as (snapshot, records):
                 return migration.run(records, snapshot.max_generation, MigrationReport(target=to))
 
     def stats(self) -> dict[str, Any]:
         """Counts for observability."""
-        return {"documents": len(self.catalog.list()), **self.store.info()}
+        return {"documents": len(self.catalog.documents.list()), **self.store.info()}
 
     def close(self) -> None:
         """Release the store and catalog (flushing the store first when this process changed the index)."""
@@ -456,7 +455,7 @@ class Ragstream:
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,
-            conversations=ConversationStore(self.catalog, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS),
+            conversations=ConversationStore(self.catalog.conversations, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS),
             llm=context.agents.client,
             retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
                                 self.config.answer, self.config.limits.max_query_chars),

@@ -45,7 +45,7 @@ from ragstream.errors import (
 from ragstream.models import Chunk, DocumentRecord, FileFailure, IngestReport, LoadedDocument, TextPiece
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import CatalogBackend, DocumentVersion
+from ragstream.store.catalog_base import DocumentRegistry, DocumentVersion, Versions
 from ragstream.store.disk import ensure_free_space
 from ragstream.store.snapshots import Retired, Snapshots
 
@@ -87,7 +87,8 @@ class Ingestor:
     def __init__(
         self,
         config: RagstreamConfig,
-        catalog: CatalogBackend,
+        documents: DocumentRegistry,
+        versions: Versions,
         store: VectorStore,
         embedder: Callable[[], CachedEmbedder],
         snapshots: Snapshots,
@@ -97,7 +98,8 @@ class Ingestor:
         """``before_write`` runs before every write, before any file is read or embedded: it raises to refuse the
         write (an index on a full disk) or makes the index writable again."""
         self._config = config
-        self._catalog = catalog
+        self._documents = documents
+        self._versions = versions
         self._store = store
         self._embedder = embedder
         self._snapshots = snapshots
@@ -134,11 +136,11 @@ class Ingestor:
         """Remove a document and purge every one of its chunks; the record it had."""
         self._before_write()
         with self.commit_lock:
-            record = self._catalog.get(document_id)
+            record = self._documents.get(document_id)
             if record is None:
                 raise DocumentNotFoundError(f"no document with id {document_id!r}")
-            [intent] = self._catalog.add_intents([(document_id, None, record.generation)])
-            sequence = self._catalog.remove_document(document_id)
+            [intent] = self._versions.add_intents([(document_id, None, record.generation)])
+            sequence = self._documents.remove_document(document_id)
         self._on_change()
         self._snapshots.retire(sequence, [Retired(document_id, record.generation, intent)])
         return record
@@ -148,12 +150,12 @@ class Ingestor:
         chunks, in one switch (one commit sequence, one store flush); the records removed."""
         self._before_write()
         with self.commit_lock:
-            live = self._catalog.live_generations()
+            live = self._documents.live_generations()
             gone = [record for record in records if live.get(record.document_id) == record.generation]
             if not gone:
                 return []
-            intents = self._catalog.add_intents([(record.document_id, None, record.generation) for record in gone])
-            sequence = self._catalog.commit_documents([], removed=[record.document_id for record in gone])
+            intents = self._versions.add_intents([(record.document_id, None, record.generation) for record in gone])
+            sequence = self._documents.commit_documents([], removed=[record.document_id for record in gone])
         self._on_change()
         self._snapshots.retire(sequence, [Retired(record.document_id, record.generation, intent)
                                           for record, intent in zip(gone, intents, strict=True)])
@@ -186,13 +188,13 @@ class Ingestor:
         ensure_free_space([self._data_dir], _write_bytes(texts) + sum(v.nbytes for v in vectors),
                           self._config.limits.min_free_disk_bytes)
         with self.commit_lock:
-            live = self._catalog.live_generations()
+            live = self._documents.live_generations()
             kept = [(move, rows) for move, rows in zip(batch, vectors, strict=True)
                     if live.get(move.old.document_id) == move.old.generation and move.doc.document_id not in live]
             if not kept:
                 return {}
-            removals = self._catalog.add_intents([(move.old.document_id, None, move.old.generation) for move, _ in kept])
-            generations, intents = self._catalog.begin_versions([(move.doc.document_id, None) for move, _ in kept])
+            removals = self._versions.add_intents([(move.old.document_id, None, move.old.generation) for move, _ in kept])
+            generations, intents = self._versions.begin_versions([(move.doc.document_id, None) for move, _ in kept])
             moved_at = datetime.now(UTC).isoformat(timespec="seconds")
             try:
                 for (move, rows), generation in zip(kept, generations, strict=True):
@@ -200,7 +202,7 @@ class Ingestor:
                               for chunk, _ in move.points]
                     self._store.upsert(chunks, rows, generation)
                 self._store.flush()
-                sequence = self._catalog.commit_documents(
+                sequence = self._documents.commit_documents(
                     [DocumentVersion(move.doc, generation, len(move.points), move.old.fingerprint, moved_at,
                                      move.old.first_ingested_at) for (move, _), generation in zip(kept, generations, strict=True)],
                     removed=[move.old.document_id for move, _ in kept])
@@ -218,26 +220,26 @@ class Ingestor:
         """Re-chunk and re-embed every document from its stored text under the current settings."""
         from ragstream.documents.markdown_text import refresh_title  # the parsers load only when needed
 
-        docs = (self._catalog.stored_document(record.document_id) for record in self._catalog.list())
+        docs = (self._documents.stored_document(record.document_id) for record in self._documents.list())
         return self.ingest_documents((refresh_title(doc) for doc in docs if doc is not None), force=True, progress=progress)
 
     def stale_documents(self) -> list[str]:
         """Documents indexed under other chunking or embedding settings (they need a reindex)."""
         fingerprint = self._config.index_fingerprint()
-        return [record.document_id for record in self._catalog.list() if record.fingerprint != fingerprint]
+        return [record.document_id for record in self._documents.list() if record.fingerprint != fingerprint]
 
     def recover(self) -> int:
         """Finish or roll back operations a crash interrupted; returns how many were repaired."""
         with self.commit_lock:
-            intents = self._catalog.intents()
-            live = self._catalog.live_generations()
+            intents = self._versions.intents()
+            live = self._documents.live_generations()
             for _, document_id, new_generation, old_generation in intents:
                 for generation in (new_generation, old_generation):
                     if generation is not None and live.get(document_id) != generation:
                         self._store.delete_generation(document_id, generation)
             if intents:
                 self._store.flush()
-                self._catalog.clear_intents([intent[0] for intent in intents])
+                self._versions.clear_intents([intent[0] for intent in intents])
                 self._on_change()
         return len(intents)
 
@@ -285,18 +287,18 @@ class Ingestor:
         self, doc: LoadedDocument, fingerprint: str, report: IngestReport, *, force: bool, progress: ProgressCallback | None
     ) -> _Pending | None:
         """Skip an unchanged document, or validate and chunk it; None when skipped or failed."""
-        existing = self._catalog.get(doc.document_id)
+        existing = self._documents.get(doc.document_id)
         if (not force and existing and existing.checksum == doc.checksum and existing.fingerprint == fingerprint
                 and existing.owner == doc.owner):
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
             if doc.root is not None and existing.root != doc.root:  # unchanged, now kept in step with a synced root
-                self._catalog.set_root([doc.document_id], doc.root)
+                self._documents.set_root([doc.document_id], doc.root)
             if progress:
                 progress("skipped", doc.source)
             return None
         report.warnings.extend(doc.warnings)
-        duplicates = [r.source for r in self._catalog.find_by_checksum(doc.checksum) if r.document_id != doc.document_id]
+        duplicates = [r.source for r in self._documents.find_by_checksum(doc.checksum) if r.document_id != doc.document_id]
         if duplicates:
             report.warnings.append(f"{doc.source}: same content as {', '.join(duplicates)}")
         try:
@@ -338,7 +340,7 @@ class Ingestor:
         """The batch's documents with their vectors' slice, re-checked against the live catalog under the lock:
         a document another writer changed meanwhile keeps that writer's version when this run re-embeds stored
         text (reindex), else this version replaces it (last writer wins)."""
-        live = self._catalog.live_generations()
+        live = self._documents.live_generations()
         kept: list[tuple[_Pending, slice]] = []
         offset = 0
         for pending in batch:
@@ -358,7 +360,7 @@ class Ingestor:
     def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
                 report: IngestReport, progress: ProgressCallback | None) -> None:
         batch = [pending for pending, _ in kept]
-        generations, intents = self._catalog.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
+        generations, intents = self._versions.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
         ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             for (pending, rows), generation in zip(kept, generations, strict=True):
@@ -367,7 +369,7 @@ class Ingestor:
             self._store.flush()
             versions = [DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
                         for pending, generation in zip(batch, generations, strict=True)]
-            sequence = self._catalog.commit_documents(versions)
+            sequence = self._documents.commit_documents(versions)
         except InsufficientStorageError:
             self._roll_back([(p.doc.document_id, g) for p, g in zip(batch, generations, strict=True)], intents)
             raise
@@ -389,7 +391,7 @@ class Ingestor:
             for document_id, generation in written:
                 self._store.delete_generation(document_id, generation)
             self._store.flush()
-            self._catalog.clear_intents(intents)
+            self._versions.clear_intents(intents)
         except (RagstreamError, OSError):
             logger.warning("could not roll back a failed write now; recovery finishes it at the next start")
 

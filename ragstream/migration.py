@@ -35,7 +35,7 @@ from ragstream.config import MigrateConfig, RagstreamConfig
 from ragstream.errors import RagstreamError
 from ragstream.models import Chunk, DocumentRecord
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import CatalogBackend, DocumentVersion, TurnRow
+from ragstream.store.catalog_base import Catalog, DocumentRegistry, DocumentVersion, TurnRow
 
 MigrationProgress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while copying (stage: documents, embeddings, conversations)."""
@@ -91,9 +91,9 @@ class MigrationReport:
 
 @dataclass(frozen=True)
 class Side:
-    """One index: its catalog and vector store."""
+    """One index: its catalog (every role of it is copied) and vector store."""
 
-    catalog: CatalogBackend
+    catalog: Catalog
     store: VectorStore
 
 
@@ -156,7 +156,7 @@ class Migration:
         report.turns_copied = self._copy_turns()
         self.verify(records, report)
         if report.ok:
-            self._target.catalog.set_setting(IN_PROGRESS, 0)
+            self._target.catalog.settings.set_setting(IN_PROGRESS, 0)
         return report
 
     # -- copying ---------------------------------------------------------------------------------
@@ -164,33 +164,33 @@ class Migration:
     def _prepare(self, records: Sequence[DocumentRecord], max_generation: int, report: MigrationReport) -> None:
         """Refuse an unrelated non-empty target; mark it in progress; drop documents the source lost."""
         target = self._target.catalog
-        present = target.list()
-        if present and target.setting(IN_PROGRESS) is None:
+        present = target.documents.list()
+        if present and target.settings.setting(IN_PROGRESS) is None:
             raise MigrationError(f"the target {report.target} already holds {len(present)} documents "
                                  "and was not made by ragstream migrate; use an empty target")
-        target.set_setting(IN_PROGRESS, 1)
-        target.set_setting("vector_size", self._vector_size)
-        target.raise_generation(max_generation)
+        target.settings.set_setting(IN_PROGRESS, 1)
+        target.settings.set_setting("vector_size", self._vector_size)
+        target.versions.raise_generation(max_generation)
         wanted = {record.document_id for record in records}
         for record in present:
             if record.document_id not in wanted:  # deleted from the source since an interrupted run
-                [intent] = target.add_intents([(record.document_id, None, record.generation)])
-                target.remove_document(record.document_id)
+                [intent] = target.versions.add_intents([(record.document_id, None, record.generation)])
+                target.documents.remove_document(record.document_id)
                 self._target.store.delete_generation(record.document_id, record.generation)
                 self._target.store.flush()
-                target.clear_intents([intent])
+                target.versions.clear_intents([intent])
                 report.documents_removed += 1
 
     def _copy_roots(self) -> None:
         """The synced roots' registry (their documents carry their root already); a watcher's lease stays behind."""
-        for root in self._source.catalog.roots():
-            self._target.catalog.record_sync(root.root, root.last_sync_at or "", root.last_summary)
+        for root in self._source.catalog.roots.roots():
+            self._target.catalog.roots.record_sync(root.root, root.last_sync_at or "", root.last_summary)
 
     def _copy_documents(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
         batch: list[tuple[DocumentRecord, int | None, list[tuple[Chunk, np.ndarray]]]] = []
         chunks = reported = 0
         for done, record in enumerate(records, start=1):
-            existing = self._target.catalog.get(record.document_id)
+            existing = self._target.catalog.documents.get(record.document_id)
             if existing is not None and existing.generation == record.generation and self._target.store.count(
                     {"document_id": record.document_id, "generation": record.generation}) == record.chunk_count:
                 report.documents_already_there += 1
@@ -213,42 +213,42 @@ class Migration:
                      report: MigrationReport) -> None:
         """The ingest write protocol with the source's generations: intents, points, one switch, old points gone."""
         catalog, store = self._target.catalog, self._target.store
-        intents = catalog.add_intents([(record.document_id, record.generation, old) for record, old, _ in batch])
+        intents = catalog.versions.add_intents([(record.document_id, record.generation, old) for record, old, _ in batch])
         versions = []
         for record, _, points in batch:
             store.upsert([chunk for chunk, _ in points], np.stack([vector for _, vector in points]), record.generation)
-            doc = self._source.catalog.stored_document(record.document_id)
+            doc = self._source.catalog.documents.stored_document(record.document_id)
             if doc is None:
                 raise MigrationError(f"{record.source} was deleted from the source during the migration")
             versions.append(DocumentVersion(doc, record.generation, record.chunk_count, record.fingerprint, record.ingested_at,
                                             record.first_ingested_at))
         store.flush()
-        catalog.commit_documents(versions)
+        catalog.documents.commit_documents(versions)
         stale = [(record.document_id, old) for record, old, _ in batch if old is not None and old != record.generation]
         for document_id, old in stale:
             store.delete_generation(document_id, old)
         if stale:
             store.flush()
-        catalog.clear_intents(intents)
+        catalog.versions.clear_intents(intents)
         report.documents_copied += len(batch)
         report.chunks_copied += sum(len(points) for _, _, points in batch)
 
     def _copy_embeddings(self) -> int:
         copied = 0
-        for page in _pages(self._source.catalog.embedding_rows, self._config.page_rows, key=lambda row: (row[0], row[1])):
+        for page in _pages(self._source.catalog.migration.embedding_rows, self._config.page_rows, key=lambda row: (row[0], row[1])):
             by_model: dict[str, list[tuple[str, np.ndarray]]] = {}
             for model_id, content_hash, vector in page:
                 by_model.setdefault(model_id, []).append((content_hash, vector))
             for model_id, items in by_model.items():
-                self._target.catalog.cache_vectors(model_id, items)
+                self._target.catalog.cache.cache_vectors(model_id, items)
             copied += len(page)
             self._progress("embeddings", copied, 0)
         return copied
 
     def _copy_turns(self) -> int:
         copied = 0
-        for page in _pages(self._source.catalog.turn_rows, self._config.page_rows, key=_turn_key):
-            self._target.catalog.import_turns(page)
+        for page in _pages(self._source.catalog.migration.turn_rows, self._config.page_rows, key=_turn_key):
+            self._target.catalog.migration.import_turns(page)
             copied += len(page)
             self._progress("conversations", copied, 0)
         return copied
@@ -258,14 +258,15 @@ class Migration:
     def verify(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
         """Compare both sides: counts and checksums of every part, vectors within the tolerance."""
         source, target = self._source, self._target
-        target_records = target.catalog.list()
+        target_records = target.catalog.documents.list()
         report.checks = [
-            _check("documents", _documents_digest(source.catalog, records), _documents_digest(target.catalog, target_records)),
+            _check("documents", _documents_digest(source.catalog.documents, records),
+                   _documents_digest(target.catalog.documents, target_records)),
             _check("chunks", *self._chunks_digests(records, target_records, report)),
-            _check("embedding cache", _rows_digest(source.catalog.embedding_rows, self._config.page_rows),
-                   _rows_digest(target.catalog.embedding_rows, self._config.page_rows)),
-            _check("conversation turns", _rows_digest(source.catalog.turn_rows, self._config.page_rows, _turn_key),
-                   _rows_digest(target.catalog.turn_rows, self._config.page_rows, _turn_key)),
+            _check("embedding cache", _rows_digest(source.catalog.migration.embedding_rows, self._config.page_rows),
+                   _rows_digest(target.catalog.migration.embedding_rows, self._config.page_rows)),
+            _check("conversation turns", _rows_digest(source.catalog.migration.turn_rows, self._config.page_rows, _turn_key),
+                   _rows_digest(target.catalog.migration.turn_rows, self._config.page_rows, _turn_key)),
         ]
         report.vector_tolerance = self._config.vector_tolerance
 
@@ -302,10 +303,10 @@ def _check(name: str, source: tuple[int, str], target: tuple[int, str]) -> Check
     return Check(name, source[0], target[0], source[1], target[1])
 
 
-def _documents_digest(catalog: CatalogBackend, records: Sequence[DocumentRecord]) -> tuple[int, str]:
+def _documents_digest(documents: DocumentRegistry, records: Sequence[DocumentRecord]) -> tuple[int, str]:
     digest = hashlib.sha256()
     for record in sorted(records, key=lambda record: record.document_id):
-        doc = catalog.stored_document(record.document_id)
+        doc = documents.stored_document(record.document_id)
         stored = doc.model_dump(mode="json") if doc is not None else None
         digest.update(_canonical({"record": record.model_dump(mode="json"), "stored": stored}))
     return len(records), digest.hexdigest()

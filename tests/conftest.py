@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backend_fixtures import backend, opened, postgres_server, postgres_url  # noqa: F401 - re-exported fixtures
+from backend_fixtures import backend, catalog, opened, postgres_server, postgres_url  # noqa: F401 - re-exported fixtures
 from index_fixtures import (  # noqa: F401 - re-exported fixtures
     embedder,
     hash_embedder,

@@ -37,11 +37,11 @@ def main() -> None:
         raise SystemExit(f"unknown mode {mode!r}: one of {', '.join((*CRASH_POINTS, STEPS))}")
     rs = Ragstream(load_config(data_dir=data_dir))  # RAGSTREAM_STORE__* chooses the backend
     rs.embedder().inner.embed_documents(["load the model before the ingest starts"])  # not through the cache: no write
-    store_type, catalog_type = type(rs.store), type(rs.catalog)
+    store_type, versions_type, documents_type = type(rs.store), type(rs.catalog.versions), type(rs.catalog.documents)
     if mode == STEPS:
-        announce_steps(store_type, catalog_type, lambda step: _say(f"step {step}"))
+        announce_steps(store_type, versions_type, documents_type, lambda step: _say(f"step {step}"))
     else:
-        install_crash(store_type, catalog_type, mode, _die)
+        install_crash(store_type, documents_type, mode, _die)
     _say("ready")
     rs.ingest([folder], progress=lambda outcome, source: _say(f"{outcome} {source}"))
     rs.close()

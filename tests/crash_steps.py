@@ -10,8 +10,8 @@ the intents cleared (``clear_intents``).
 The three crash points stop it between those steps: ``mid_upsert`` (half of a document's points written and
 flushed), ``before_commit`` (every point written, the catalog not switched) and ``before_old_delete`` (the
 catalog switched, the old points still there). ``install_crash`` and ``announce_steps`` patch the classes of
-the store and catalog an index opened, with ``patch``: plain ``setattr`` in the child (it dies anyway), pytest's
-``monkeypatch.setattr`` in process (undone after the test).
+the store and of the catalog's roles (versions, documents) an index opened, with ``patch``: plain ``setattr``
+in the child (it dies anyway), pytest's ``monkeypatch.setattr`` in process (undone after the test).
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from typing import Any, NoReturn
 
 CRASH_POINTS = ("mid_upsert", "before_commit", "before_old_delete")
 STORE_STEPS = ("upsert", "flush", "delete_generation")
-CATALOG_STEPS = ("begin_versions", "commit_documents", "clear_intents")
+VERSIONS_STEPS = ("begin_versions", "clear_intents")
+DOCUMENTS_STEPS = ("commit_documents",)
 COMMIT_STEP = "commit_documents"
 
 Patch = Callable[[Any, str, Any], None]
 
 
-def install_crash(store_type: type, catalog_type: type, crash_point: str, crash: Callable[[str], NoReturn],
+def install_crash(store_type: type, documents_type: type, crash_point: str, crash: Callable[[str], NoReturn],
                   patch: Patch = setattr) -> None:
     """Make an ingest through these classes stop at ``crash_point``: ``crash(crash_point)`` runs there (the
     child SIGKILLs itself, an in-process test raises)."""
@@ -43,15 +44,16 @@ def install_crash(store_type: type, catalog_type: type, crash_point: str, crash:
 
         patch(store_type, "upsert", upsert_half)
     elif crash_point in ("before_commit", "before_old_delete"):
-        owner, name = (catalog_type, COMMIT_STEP) if crash_point == "before_commit" else (store_type, "delete_generation")
+        owner, name = (documents_type, COMMIT_STEP) if crash_point == "before_commit" else (store_type, "delete_generation")
         patch(owner, name, lambda self, *args, **kwargs: crash(crash_point))
     else:
         raise ValueError(f"unknown crash point {crash_point!r}: one of {', '.join(CRASH_POINTS)}")
 
 
-def announce_steps(store_type: type, catalog_type: type, announce: Callable[[str], None], patch: Patch = setattr) -> None:
+def announce_steps(store_type: type, versions_type: type, documents_type: type, announce: Callable[[str], None],
+                   patch: Patch = setattr) -> None:
     """Call ``announce(step)`` as each write step begins, before it touches anything."""
-    for owner, steps in ((store_type, STORE_STEPS), (catalog_type, CATALOG_STEPS)):
+    for owner, steps in ((store_type, STORE_STEPS), (versions_type, VERSIONS_STEPS), (documents_type, DOCUMENTS_STEPS)):
         for step in steps:
             patch(owner, step, _announced(getattr(owner, step), step, announce))
 

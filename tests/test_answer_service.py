@@ -64,7 +64,7 @@ def test_extractive_stream_and_conversation_memory(make_fast_index):
     conversation = done["conversation_id"]
     follow_up = rs.ask("And how do I disable timeouts?", conversation_id=conversation)
     assert follow_up.metadata["conversation_id"] == conversation
-    turns = rs.catalog.recent_turns(conversation, 10)
+    turns = rs.catalog.conversations.recent_turns(conversation, 10)
     assert [user for user, _ in turns] == [QUESTION, "And how do I disable timeouts?"]
     assert turns[0][1] == done["response"]["answer"]
 

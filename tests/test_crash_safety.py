@@ -140,7 +140,7 @@ def _crash(crash_point: str) -> NoReturn:
 
 def _install_crash(monkeypatch: pytest.MonkeyPatch, rs, crash_point: str) -> None:
     """In process, what ``crash_child.py`` does before it kills itself: fail at ``crash_point``."""
-    install_crash(type(rs.store), type(rs.catalog), crash_point, _crash, monkeypatch.setattr)
+    install_crash(type(rs.store), type(rs.catalog.documents), crash_point, _crash, monkeypatch.setattr)
 
 
 @pytest.mark.parametrize("crash_point", CRASH_POINTS)

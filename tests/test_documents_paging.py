@@ -16,7 +16,8 @@ from server_process import RunningServer, running_server
 from ragstream import Ragstream
 from ragstream.server.documents import SortKey
 from ragstream.server.ui import example_questions
-from ragstream.store.catalog import SORT_COLUMNS, Catalog
+from ragstream.store.catalog_base import SORT_COLUMNS
+from ragstream.store.factory import sqlite_catalog
 
 DOCS = 30
 
@@ -78,7 +79,7 @@ def test_an_update_keeps_the_first_ingest_time(rs: Ragstream, tmp_path: Path):
 
 def test_catalog_without_first_ingest_column_is_migrated(tmp_path: Path):
     path = tmp_path / "catalog.sqlite3"
-    Catalog(path).close()
+    sqlite_catalog(path).close()
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE documents DROP COLUMN first_ingested_at")
     db.execute("INSERT INTO documents (document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, "
@@ -86,8 +87,8 @@ def test_catalog_without_first_ingest_column_is_migrated(tmp_path: Path):
                "'2026-01-02T03:04:05+00:00', '{}', 1, '[]')")
     db.commit()
     db.close()
-    catalog = Catalog(path)
-    record = catalog.page(0, 10).records[0]
+    catalog = sqlite_catalog(path)
+    record = catalog.documents.page(0, 10).records[0]
     assert record.first_ingested_at == record.ingested_at == "2026-01-02T03:04:05+00:00"
     catalog.close()
 

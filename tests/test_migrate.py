@@ -64,9 +64,9 @@ def _assert_same_index(copy: Ragstream, original: Ragstream, results: dict) -> N
 def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEmbedder):
     source = _open(tmp_path / "source", hash_embedder)
     assert source.ingest([SAMPLES, _corpus(tmp_path / "corpus", 8)]).documents_failed == 0
-    source.catalog.add_turn("conv-1", "m-1", "what is a pool timeout?", "The time to wait for a connection [1].",
+    source.catalog.conversations.add_turn("conv-1", "m-1", "what is a pool timeout?", "The time to wait for a connection [1].",
                             "2026-01-01T00:00:00+00:00", keep=10)
-    source.catalog.add_turn("conv-1", "m-2", "and connect?", "Cut short", "2026-01-01T00:00:01+00:00", keep=10,
+    source.catalog.conversations.add_turn("conv-1", "m-2", "and connect?", "Cut short", "2026-01-01T00:00:01+00:00", keep=10,
                             incomplete=True)
     results = _results(source)
 
@@ -78,7 +78,7 @@ def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEm
     source_conversation = source.conversation("conv-1")
 
     on_qdrant = _open(tmp_path / "on-qdrant", hash_embedder, **_qdrant_local(tmp_path / "on-qdrant"))
-    assert on_qdrant.stats()["backend"] == "qdrant" and on_qdrant.catalog.setting(IN_PROGRESS) == 0
+    assert on_qdrant.stats()["backend"] == "qdrant" and on_qdrant.catalog.settings.setting(IN_PROGRESS) == 0
     _assert_same_index(on_qdrant, source, results)
     assert on_qdrant.conversation("conv-1") == source_conversation
     assert on_qdrant.stale_documents() == []
@@ -125,7 +125,7 @@ def test_round_trip_through_postgres(tmp_path: Path, hash_embedder: HashEmbedder
     rankings are its own), and the final copy ranks like the original in every mode."""
     source = _open(tmp_path / "source", hash_embedder)
     assert source.ingest([SAMPLES, _corpus(tmp_path / "corpus", 4)]).documents_failed == 0
-    source.catalog.add_turn("conv-1", "m-1", "pool timeout?", "Time to wait [1].", "2026-01-01T00:00:00+00:00", keep=10)
+    source.catalog.conversations.add_turn("conv-1", "m-1", "pool timeout?", "Time to wait [1].", "2026-01-01T00:00:00+00:00", keep=10)
     results = _results(source)
     assert source.migrate(postgres_url).ok
     on_postgres = _open(tmp_path / "pg", hash_embedder, store={"backend": "postgres", "url": postgres_url})
@@ -237,8 +237,8 @@ def test_a_killed_migration_resumes_and_verifies(tmp_path: Path, hash_embedder: 
 
     partial = _open(tmp_path / "target", hash_embedder, **overrides)  # opening it recovers the killed batch
     copied = len(partial.documents())
-    assert 0 < copied < documents and partial.catalog.setting(IN_PROGRESS) == 1
-    assert partial.catalog.intents() == []
+    assert 0 < copied < documents and partial.catalog.settings.setting(IN_PROGRESS) == 1
+    assert partial.catalog.versions.intents() == []
     for record in partial.documents():  # what the target committed is whole; recovery removed the rest
         assert len(partial.document_chunks(record.document_id)) == record.chunk_count
     assert partial.store.count() == sum(record.chunk_count for record in partial.documents())

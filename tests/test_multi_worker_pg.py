@@ -259,7 +259,7 @@ def test_killed_workers_job_is_taken_over(two_servers: tuple[RunningServer, Runn
     survivor.process.wait()  # type: ignore[union-attr]
     reopened = load_config(data_dir=tmp_path / "check", store={"backend": "postgres", "url": postgres_url})
     with Ragstream(reopened, embedder=HashEmbedder()) as rs:  # opening replays the dead worker's write intents
-        assert rs.catalog.intents() == []
+        assert rs.catalog.versions.intents() == []
         assert rs.store.count() == sum(record.chunk_count for record in rs.documents())  # nothing half-written left
 
 

@@ -1,7 +1,8 @@
-"""What the postgres backend adds beyond the shared contract (tests/test_store_contract.py): every
-handle on the database sees one committed state, BM25 is the exact formula, the HNSW index serves
-filtered queries, bad configuration and an unreachable server are clear errors, and
-``ragstream db`` runs the bundled server."""
+"""What the postgres backend adds beyond the shared contracts (tests/test_store_contract.py and the
+catalog's role suites tests/test_catalog_*.py): every handle on the database sees one committed
+state, BM25 is the exact formula, the HNSW index serves filtered queries, bad configuration and an
+unreachable server are clear errors, recovery replays only the intents of writers that are gone, a database from before
+sync gets its root column, and ``ragstream db`` runs the bundled server."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from backend_fixtures import document_version
 from hash_embedder import HashEmbedder
 from typer.testing import CliRunner
 
@@ -20,8 +22,7 @@ from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError, VectorDBUnavailableError
 from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store.base import Snapshot
-from ragstream.store.factory import open_backend
-from ragstream.store.postgres.catalog import PostgresCatalog
+from ragstream.store.factory import open_backend, postgres_catalog
 from ragstream.store.postgres.store import PostgresStore
 
 ALL = Snapshot(sequence=0, max_generation=10**6, uncommitted=frozenset())
@@ -36,19 +37,17 @@ def _chunk(index: int, text: str, document_id: str = "d") -> Chunk:
 
 def test_two_handles_see_the_same_committed_state(postgres_url: str):
     config = StoreConfig(backend="postgres", url=postgres_url)
-    writer, reader = PostgresCatalog(config), PostgresCatalog(config)  # as two worker processes would
+    writer, reader = postgres_catalog(config), postgres_catalog(config)  # as two worker processes would
     try:
-        [generation], intents = writer.begin_versions([("a", None)])
-        assert reader.snapshot() == writer.snapshot() == Snapshot(0, generation, frozenset({generation}))
-        with reader.read_transaction():  # one REPEATABLE READ transaction: later commits stay unseen
-            before = reader.snapshot()
-            from test_store_contract import _version
-
-            writer.commit_documents([_version("a", generation)])
-            assert reader.snapshot() == before and reader.get("a") is None
-        assert reader.snapshot() == writer.snapshot() == Snapshot(1, generation, frozenset())
-        writer.clear_intents(intents)
-        assert reader.intents() == []
+        [generation], intents = writer.versions.begin_versions([("a", None)])
+        assert reader.reads.snapshot() == writer.reads.snapshot() == Snapshot(0, generation, frozenset({generation}))
+        with reader.reads.read_transaction():  # one REPEATABLE READ transaction: later commits stay unseen
+            before = reader.reads.snapshot()
+            writer.documents.commit_documents([document_version("a", generation)])
+            assert reader.reads.snapshot() == before and reader.documents.get("a") is None
+        assert reader.reads.snapshot() == writer.reads.snapshot() == Snapshot(1, generation, frozenset())
+        writer.versions.clear_intents(intents)
+        assert reader.versions.intents() == []
     finally:
         writer.close()
         reader.close()
@@ -166,12 +165,12 @@ def test_two_indexes_on_one_database_share_documents_and_versions(make_fast_inde
         (docs / "a.md").write_text("# Pools\n\nVersion two: the connection pool keeps twenty connections.")
         writer.ingest([docs])
         # the reader registered its snapshot in the database: the writer keeps the old version for it
-        assert writer.snapshots.waiting() == 1 and reader.catalog.oldest_reader() == before.sequence
+        assert writer.snapshots.waiting() == 1 and reader.catalog.reads.oldest_reader() == before.sequence
         assert _versions(reader.search("connection pool", mode="bm25", snapshot=before).hits) == {"one"}
         assert len(reader.store.chunks_of(record.document_id, record.generation)) == record.chunk_count
         assert writer.snapshots.collect() == 0  # still open
     assert _versions(reader.search("connection pool", mode="bm25").hits) == {"two"}
-    assert reader.catalog.oldest_reader() == float("inf")
+    assert reader.catalog.reads.oldest_reader() == float("inf")
     assert writer.snapshots.collect() == 1 and reader.store.chunks_of(record.document_id, record.generation) == []
     assert reader.document(record.document_id).generation > record.generation
 
@@ -181,13 +180,13 @@ def test_two_indexes_on_one_database_share_documents_and_versions(make_fast_inde
 
 def test_recovery_replays_only_intents_of_writers_that_are_gone(postgres_url: str):
     config = StoreConfig(backend="postgres", url=postgres_url)
-    writer, starting = PostgresCatalog(config), PostgresCatalog(config)
+    writer, starting = postgres_catalog(config), postgres_catalog(config)
     try:
-        [generation], [intent] = writer.begin_versions([("a", None)])  # a write in flight in a live process
-        assert writer.intents() == [(intent, "a", generation, None)]
-        assert starting.intents() == []  # a process starting now must not roll it back
+        [generation], [intent] = writer.versions.begin_versions([("a", None)])  # a write in flight in a live process
+        assert writer.versions.intents() == [(intent, "a", generation, None)]
+        assert starting.versions.intents() == []  # a process starting now must not roll it back
         writer.close()  # the writer dies (its connections close, its owner lock is released)
-        assert starting.intents() == [(intent, "a", generation, None)]
+        assert starting.versions.intents() == [(intent, "a", generation, None)]
     finally:
         starting.close()
 
@@ -196,19 +195,19 @@ def test_a_database_from_before_sync_gets_the_root_column(postgres_url: str):
     import psycopg
 
     config = StoreConfig(backend="postgres", url=postgres_url)
-    PostgresCatalog(config).close()
+    postgres_catalog(config).close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # the schema before roots existed
         conn.execute("DROP TABLE sync_roots")
         conn.execute("ALTER TABLE documents DROP COLUMN root")
         conn.execute("INSERT INTO documents (document_id, source, title, mime, checksum, generation, chunk_count, "
                      "fingerprint, ingested_at, metadata, size_bytes, pages) VALUES ('old', '/docs/old.md', 'Old', "
                      "'text/markdown', 'c', 1, 1, 'fp', '2026-01-01T00:00:00+00:00', '{}', 1, '[]')")
-    catalog = PostgresCatalog(config)
+    catalog = postgres_catalog(config)
     try:
-        record = catalog.get("old")
+        record = catalog.documents.get("old")
         assert record is not None and record.root is None
-        catalog.set_root(["old"], "/docs")
-        catalog.record_sync("/docs", "2026-01-02T00:00:00+00:00", "{}")
-        assert [(root.root, root.documents) for root in catalog.roots()] == [("/docs", 1)]
+        catalog.documents.set_root(["old"], "/docs")
+        catalog.roots.record_sync("/docs", "2026-01-02T00:00:00+00:00", "{}")
+        assert [(root.root, root.documents) for root in catalog.roots.roots()] == [("/docs", 1)]
     finally:
         catalog.close()

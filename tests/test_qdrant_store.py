@@ -229,12 +229,12 @@ def test_a_server_of_an_unsupported_version_is_named_in_a_warning(caplog: pytest
 
 def test_catalog_in_postgres(qdrant: QdrantTarget, hash_embedder: HashEmbedder, tmp_path: Path, postgres_url: str):
     """store.qdrant.catalog_url: the chunks in Qdrant, the catalog in PostgreSQL (what several workers share)."""
-    from ragstream.store.postgres.catalog import PostgresCatalog
+    from ragstream.store.postgres.catalog import PostgresCatalogConnection
 
     store = qdrant.overrides()["store"]
     store["qdrant"]["catalog_url"] = postgres_url
     rs = Ragstream(load_config(data_dir=tmp_path / "index", reranker={"backend": "none"}, store=store), embedder=hash_embedder)
-    assert isinstance(rs.catalog, PostgresCatalog) and rs.stats()["backend"] == "qdrant"
+    assert isinstance(rs.catalog.connection, PostgresCatalogConnection) and rs.stats()["backend"] == "qdrant"
     assert rs.ingest([SAMPLES]).documents_failed == 0
     assert not (tmp_path / "index" / "catalog.sqlite3").exists()
     hits = rs.search("How do I configure a timeout for requests?", top_k=3).hits

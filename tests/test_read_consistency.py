@@ -21,8 +21,8 @@ from server_process import running_server
 from ragstream import Ragstream
 from ragstream.documents.chunk_builder import chunk_id_for
 from ragstream.models import Chunk, DocumentRecord
-from ragstream.store.catalog import Catalog
 from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.sqlite_catalog import SqliteDocuments
 
 DOCUMENTS = 3
 MARKER = re.compile(r"\[d(\d+)v(\d+)\]")
@@ -272,7 +272,7 @@ def test_a_reader_at_each_write_step_sees_the_committed_version(make_fast_index,
     rs.ingest([folder])
     old_chunks = sum(record.chunk_count for record in rs.documents())
     seen: dict[str, tuple[dict[int, set[int]], int]] = {}
-    upsert, commit = QdrantEdgeStore.upsert, Catalog.commit_documents
+    upsert, commit = QdrantEdgeStore.upsert, SqliteDocuments.commit_documents
 
     def upsert_then_read(self, *args, **kwargs):
         upsert(self, *args, **kwargs)
@@ -284,7 +284,7 @@ def test_a_reader_at_each_write_step_sees_the_committed_version(make_fast_index,
         return sequence
 
     monkeypatch.setattr(QdrantEdgeStore, "upsert", upsert_then_read)
-    monkeypatch.setattr(Catalog, "commit_documents", commit_then_read)
+    monkeypatch.setattr(SqliteDocuments, "commit_documents", commit_then_read)
     _write_version(folder, 1)
     rs.ingest([folder])
 
@@ -310,7 +310,7 @@ def test_an_open_snapshot_keeps_its_versions_until_it_closes(make_fast_index, tm
         assert _search_versions(rs)[0] == {doc: {1} for doc in range(1, DOCUMENTS)}
     assert rs.snapshots.waiting() == 0
     assert rs.store.count() == sum(record.chunk_count for record in rs.documents())
-    assert rs.catalog.intents() == []
+    assert rs.catalog.versions.intents() == []
 
 
 def test_a_crash_while_old_versions_wait_for_a_reader_recovers(make_fast_index, tmp_path):
@@ -326,7 +326,7 @@ def test_a_crash_while_old_versions_wait_for_a_reader_recovers(make_fast_index, 
     rs.close()
 
     reopened = make_fast_index(data_dir=data_dir)
-    assert reopened.catalog.intents() == []
+    assert reopened.catalog.versions.intents() == []
     assert reopened.store.count() == sum(record.chunk_count for record in reopened.documents())
     assert _search_versions(reopened)[0] == {doc: {1} for doc in range(DOCUMENTS)}
 

@@ -8,15 +8,15 @@ import pytest
 
 from ragstream.config import RagstreamConfig
 from ragstream.errors import ConfigError
-from ragstream.store.catalog import Catalog
 from ragstream.store.factory import BACKENDS, open_backend, open_catalog, single_process_reason
 from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.sqlite_catalog import SqliteConnection
 
 
 def test_default_backend_is_the_embedded_one(tmp_path: Path):
     config = RagstreamConfig(data_dir=tmp_path)
     catalog, store = open_backend(config, lambda catalog: 8)
-    assert isinstance(catalog, Catalog) and isinstance(store, QdrantEdgeStore)
+    assert isinstance(catalog.connection, SqliteConnection) and isinstance(store, QdrantEdgeStore)
     assert (tmp_path / "catalog.sqlite3").is_file()
     store.close()
     catalog.close()
@@ -40,7 +40,7 @@ def test_qdrant_backend_opens_a_sqlite_catalog_and_a_qdrant_collection(tmp_path:
         open_catalog(RagstreamConfig(data_dir=tmp_path))
     monkeypatch.setenv("RAGSTREAM_STORE__URL", str(tmp_path / "qdrant-local"))
     catalog, store = open_backend(RagstreamConfig(data_dir=tmp_path), lambda catalog: 8)
-    assert isinstance(catalog, Catalog) and isinstance(store, QdrantServerStore)
+    assert isinstance(catalog.connection, SqliteConnection) and isinstance(store, QdrantServerStore)
     assert store.info()["backend"] == "qdrant" and (tmp_path / "catalog.sqlite3").is_file()
     store.close()
     catalog.close()

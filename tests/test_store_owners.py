@@ -1,16 +1,15 @@
-"""The store and catalog contract for owners: the visibility filter ``owner in [user, shared]`` is an
-ordinary exact-match filter in every search mode, owners round-trip through the payload (shared
-as None), and the catalog lists, pages, finds and keeps conversations per user; on every backend
-(the ``backend`` fixture of the contract suite)."""
+"""The store contract for owners: the visibility filter ``owner in [user, shared]`` is an ordinary
+exact-match filter in every search mode, and owners round-trip through the payload (shared as None);
+on every backend (the ``backend`` fixture of the contract suite). The catalog's side (lists, pages,
+finds and conversations per user) is in ``test_catalog_documents.py`` and ``test_catalog_conversations.py``."""
 
 from __future__ import annotations
 
 import numpy as np
 from hash_embedder import HashEmbedder
 
-from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, Page
+from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store.base import Snapshot, visible_to
-from ragstream.store.catalog_base import DocumentVersion
 
 TEXT = "connection pool timeouts for the client"
 OWNERS = {"a": "alice", "b": "bob", "s": None}
@@ -38,32 +37,3 @@ def test_searches_see_the_users_and_the_shared_points(opened, hash_embedder: Has
     narrowed = visible_to({"document_id": "a"}, "bob")
     assert store.search_dense(vector, 10, narrowed, EVERYTHING) == []
     assert [c.metadata.owner for c in store.chunks_of("s", 3)] == [None]
-
-
-def _version(document_id: str, generation: int) -> DocumentVersion:
-    doc = LoadedDocument(document_id=document_id, source=document_id, title=document_id, mime="text/plain",
-                         checksum="same", size_bytes=1, pages=(Page(text="x"),), metadata={}, owner=OWNERS[document_id])
-    return DocumentVersion(doc, generation, 1, "f", "2026-01-01T00:00:00+00:00")
-
-
-def test_catalog_lists_finds_and_converses_per_user(opened):
-    catalog, _ = opened
-    catalog.commit_documents([_version(document_id, g) for g, document_id in enumerate(OWNERS, start=1)])
-    assert {r.document_id for r in catalog.list()} == {"a", "b", "s"}
-    assert {r.document_id for r in catalog.list("alice")} == {"a", "s"}
-    assert {r.document_id for r in catalog.find_by_checksum("same", "bob")} == {"b", "s"}
-    assert catalog.get("a", "bob") is None and catalog.get("a", "alice") is not None
-    assert catalog.get("a").owner == "alice" and catalog.get("s").owner is None
-    assert catalog.stored_document("b").owner == "bob"
-    page = catalog.page(0, 10, sort="title", descending=True, user="alice")
-    assert [r.document_id for r in page.records] == ["s", "a"] and page.total == 2
-    assert catalog.page(0, 10, query="B", user="bob").total == 1
-
-    catalog.add_turn("c", "m1", "q-alice", "a-alice", "t", 10, owner="alice")
-    catalog.add_turn("c", "m2", "q-bob", "a-bob", "t", 10, owner="bob")
-    catalog.add_turn("c", "m3", "q-none", "a-none", "t", 10)
-    assert catalog.recent_turns("c", 10, "alice") == [("q-alice", "a-alice")]
-    assert [turn["user"] for turn in catalog.conversation_turns("c", "bob")] == ["q-bob"]
-    assert [turn["user"] for turn in catalog.conversation_turns("c")] == ["q-none"]
-    assert {(row.message_id, row.owner) for row in catalog.turn_rows(None, 10)} == {
-        ("m1", "alice"), ("m2", "bob"), ("m3", "")}

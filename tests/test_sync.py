@@ -86,7 +86,7 @@ def test_sync_adds_edits_removes_and_renames_without_embedding_again(tmp_path: P
         # embedding cache emptied (a re-ingest would have to run the model again)
         old_source = str((folder / "notes.txt").resolve())
         old = rs.document(default_document_id(old_source))
-        rs.catalog._db.execute("DELETE FROM embeddings")  # type: ignore[attr-defined]
+        rs.catalog.connection.db.execute("DELETE FROM embeddings")  # type: ignore[attr-defined]
         before = embedder.passages
         (folder / "notes.txt").rename(folder / "ops" / "pooling.txt")
         moved = rs.sync([folder])

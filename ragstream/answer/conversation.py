@@ -9,7 +9,7 @@ from typing import Any
 
 from ragstream.errors import InsufficientStorageError
 from ragstream.pipeline.super_prompt import ConversationPair
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import Conversations
 
 logger = logging.getLogger("ragstream.answer")
 
@@ -17,8 +17,8 @@ logger = logging.getLogger("ragstream.answer")
 class ConversationStore:
     """Keeps the last ``max_pairs`` turn pairs of each conversation (``pipeline.N4_RECENT_CONV_MAX_PAIRS``)."""
 
-    def __init__(self, catalog: CatalogBackend, max_pairs: int) -> None:
-        self._catalog = catalog
+    def __init__(self, turns: Conversations, max_pairs: int) -> None:
+        self._turns = turns
         self._max_pairs = max_pairs
 
     @staticmethod
@@ -31,7 +31,7 @@ class ConversationStore:
 
         Conversations are kept per owner: one user never reads or continues another's."""
         return [ConversationPair(user=user, assistant=assistant)
-                for user, assistant in self._catalog.recent_turns(conversation_id, self._max_pairs, owner)]
+                for user, assistant in self._turns.recent_turns(conversation_id, self._max_pairs, owner)]
 
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
                owner: str | None = None) -> None:
@@ -39,11 +39,11 @@ class ConversationStore:
         disk the turn is not kept (logged), and the answer is still served."""
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            self._catalog.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
+            self._turns.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
                                    incomplete=incomplete, owner=owner)
         except InsufficientStorageError as error:  # the answer is still served; only its memory is lost
             logger.warning("conversation turn not kept: %s", error.message)
 
     def messages(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:
         """``owner``'s kept turns, oldest first: message_id, user, assistant, created_at, incomplete."""
-        return self._catalog.conversation_turns(conversation_id, owner)
+        return self._turns.conversation_turns(conversation_id, owner)

@@ -15,20 +15,20 @@ from ragstream.config import RagstreamConfig
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders import Embedder, make_embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import EmbeddingCache
 
 if TYPE_CHECKING:
     from ragstream.providers.rerankers.base import Reranker
 
 
 class IndexModels:
-    """The embedder and the reranker of the index whose catalog is ``catalog`` (``embedder``: one given by the
-    caller instead of the configured one)."""
+    """The embedder and the reranker of the index whose catalog's embedding cache is ``cache`` (``embedder``: one
+    given by the caller instead of the configured one)."""
 
-    def __init__(self, config: RagstreamConfig, catalog: CatalogBackend, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: RagstreamConfig, cache: EmbeddingCache, embedder: Embedder | None = None) -> None:
         self._config = config
-        self._catalog = catalog
-        self._embedder = CachedEmbedder(embedder, catalog, config.embedding.query_cache_size) if embedder else None
+        self._cache = cache
+        self._embedder = CachedEmbedder(embedder, cache, config.embedding.query_cache_size) if embedder else None
         self._embedder_error: EmbedderUnavailableError | None = None
         self._reranker: tuple[Reranker | None, str | None] | None = None
         self._lock = threading.Lock()
@@ -40,7 +40,7 @@ class IndexModels:
                 if self._embedder_error is not None:
                     raise self._embedder_error
                 try:
-                    self._embedder = CachedEmbedder(make_embedder(self._config.embedding), self._catalog,
+                    self._embedder = CachedEmbedder(make_embedder(self._config.embedding), self._cache,
                                                     self._config.embedding.query_cache_size)
                 except EmbedderUnavailableError as error:
                     self._embedder_error = error

@@ -40,7 +40,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     app = FastAPIOffline(title=TITLE, description=DESCRIPTION, version=metrics.package_version())
     uploads = _upload_store(rs, config)
     shared = single_process_reason(rs.config) is None
-    jobs = JobRunner(rs.catalog, config.jobs, shared=shared, discard=_discard_unindexed(rs, uploads))
+    jobs = JobRunner(rs.catalog.jobs, config.jobs, shared=shared, discard=_discard_unindexed(rs, uploads))
     state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs, root_syncs=RootSyncs(lambda root: rs.sync([root])),
                         prompts=PromptSessions(config.max_pipeline_sessions, config.max_pipeline_session_bytes))
     app.state.ragstream = state

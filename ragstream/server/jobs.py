@@ -31,7 +31,7 @@ from typing import Any
 from ragstream.config import JobsConfig
 from ragstream.errors import RagstreamError
 from ragstream.server.schemas import ErrorDetail, JobStatus, UploadedFile
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import JobQueue
 
 logger = logging.getLogger("ragstream.server")
 
@@ -82,10 +82,10 @@ class LeaseLostError(Exception):
 class JobRunner:
     """Takes jobs from the catalog's queue and runs them one at a time on a thread of this process."""
 
-    def __init__(self, catalog: CatalogBackend, config: JobsConfig, *, shared: bool, discard: Discard) -> None:
+    def __init__(self, queue: JobQueue, config: JobsConfig, *, shared: bool, discard: Discard) -> None:
         """``shared``: other processes use the catalog too, so the queue is polled for their jobs and for jobs
         whose worker died; otherwise only this process's submissions wake the thread."""
-        self._catalog = catalog
+        self._queue = queue
         self._config = config
         self._shared = shared
         self._discard = discard
@@ -115,23 +115,23 @@ class JobRunner:
         job = JobStatus(id=uuid.uuid4().hex, kind=UPLOAD_KIND, user=user, shared=shared, state=QUEUED,
                         files_total=len(files), files_done=sum(f.status != "pending" for f in files), files=files,
                         created_at=now, updated_at=now)
-        self._catalog.save_job(job.id, job.kind, job.state, job.model_dump_json(), job.updated_at)
+        self._queue.save_job(job.id, job.kind, job.state, job.model_dump_json(), job.updated_at)
         self._spawn()
         self._wake.set()
         return job
 
     def get(self, job_id: str) -> JobStatus | None:
         """The job's current state, or None."""
-        row = self._catalog.job(job_id)
+        row = self._queue.job(job_id)
         return JobStatus.model_validate_json(row["payload"]) if row else None
 
     def fail_interrupted(self) -> int:
         """Mark jobs a restart interrupted as failed, removing each file they had not ingested (for a catalog
         one process holds: whatever is unfinished when it starts belongs to a process that is gone)."""
-        interrupted = [JobStatus.model_validate_json(row["payload"]) for row in self._catalog.unfinished_jobs()]
+        interrupted = [JobStatus.model_validate_json(row["payload"]) for row in self._queue.unfinished_jobs()]
         for job in interrupted:
             failed = self._failed(job, INTERRUPTED)
-            self._catalog.save_job(failed.id, failed.kind, failed.state, failed.model_dump_json(), failed.updated_at)
+            self._queue.save_job(failed.id, failed.kind, failed.state, failed.model_dump_json(), failed.updated_at)
         return len(interrupted)
 
     def shutdown(self) -> None:
@@ -148,7 +148,7 @@ class JobRunner:
     def _loop(self) -> None:
         while not self._stopping.is_set():
             try:
-                row = self._catalog.claim_job(self.worker, self._config.lease_seconds, _now())
+                row = self._queue.claim_job(self.worker, self._config.lease_seconds, _now())
             except RagstreamError:  # the database is unavailable for now: try again later
                 logger.exception("could not take a job from the queue")
                 row = None
@@ -183,7 +183,7 @@ class JobRunner:
     def _heartbeat(self, job_id: str, done: threading.Event) -> None:
         while not done.wait(self._config.heartbeat_seconds):
             try:
-                if not self._catalog.renew_job(job_id, self.worker, self._config.lease_seconds):
+                if not self._queue.renew_job(job_id, self.worker, self._config.lease_seconds):
                     return
             except RagstreamError:
                 logger.exception("job %s: could not renew the lease", job_id)
@@ -228,8 +228,8 @@ class JobRunner:
         holds it now. ``quietly``: a failure to record is logged, not raised."""
         job = job.model_copy(update={"updated_at": _now()})
         try:
-            if not self._catalog.update_job(job.id, self.worker, job.state, job.model_dump_json(), job.updated_at,
-                                            self._config.lease_seconds):
+            if not self._queue.update_job(job.id, self.worker, job.state, job.model_dump_json(), job.updated_at,
+                                          self._config.lease_seconds):
                 raise LeaseLostError(job.id)
         except (RagstreamError, LeaseLostError):
             if not quietly:

@@ -1,10 +1,23 @@
-"""The catalog protocol: what ragstream needs from the database that says which version of each
-document is live (documents, versions, write intents, counters, embedding cache, conversations).
+"""The catalog's roles: what ragstream needs from the database that says which version of each
+document is live, split by who uses what.
 
-One implementation per backend: :class:`ragstream.store.catalog.Catalog` (SQLite, the embedded
-default) and :class:`ragstream.store.postgres.catalog.PostgresCatalog`. The factory
-(:mod:`ragstream.store.factory`) opens the one the config names. docs/consistency.md tells the
-protocol every implementation keeps; ``tests/test_store_contract.py`` proves it on each.
+| Role | What it keeps | Used by |
+|---|---|---|
+| :class:`DocumentRegistry` | the live version of each document, its stored text and root | ingestion, sync, migration, the facade's reads |
+| :class:`Versions` | the generation counter and the write intents | ingestion, snapshots, migration |
+| :class:`ReadConsistency` | read transactions, snapshots and reader leases | snapshots |
+| :class:`SyncRoots` | the roots ``ragstream sync`` / ``watch`` keep in step | sync, migration |
+| :class:`Settings` | integer settings (the vector size) | the facade, migration |
+| :class:`EmbeddingCache` | passage vectors by content hash | the cached embedder, migration |
+| :class:`Conversations` | conversation turns | the answer service |
+| :class:`MigrationRows` | the cache and the turns in key order, for a copy | migration |
+| :class:`JobQueue` | background jobs and their workers' leases | the server's job runner |
+
+A backend implements each role in a module of its own over one shared
+:class:`CatalogConnection` (SQLite: :mod:`ragstream.store.sqlite_catalog`; PostgreSQL:
+:mod:`ragstream.store.postgres.catalog`); the factory (:mod:`ragstream.store.factory`) composes
+the roles into a :class:`Catalog`. docs/consistency.md tells the protocol every implementation
+keeps; the ``tests/test_catalog_*.py`` suites prove each role on each backend.
 """
 
 from __future__ import annotations
@@ -88,71 +101,8 @@ class DocumentPage:
     total: int
 
 
-class CatalogBackend(Protocol):
-    """The document registry and everything stored beside it (thread-safe)."""
-
-    read_only: bool
-    """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
-
-    def reopen_writable(self, min_free_bytes: int) -> None:
-        """Opened read-only: open for writing now (the disk has room again, ``min_free_bytes`` kept free);
-        InsufficientStorageError when it still cannot. A catalog never opened read-only does nothing."""
-        ...
-
-    def close(self) -> None:
-        """Release the database."""
-        ...
-
-    def read_transaction(self) -> AbstractContextManager[None]:
-        """One read transaction: every catalog read inside it sees the same committed state (nests)."""
-        ...
-
-    def snapshot(self) -> Snapshot:
-        """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
-        ...
-
-    def open_reader(self) -> int | None:
-        """Register a reader that is about to read a snapshot, at the commit sequence committed now, so that no
-        process deletes a version it may read; its id (for :meth:`close_reader`), or None where no other process
-        reads this catalog (the process's own snapshot bookkeeping is enough)."""
-        ...
-
-    def close_reader(self, reader_id: int) -> None:
-        """The reader ``reader_id`` is done."""
-        ...
-
-    def oldest_reader(self) -> float:
-        """The oldest commit sequence a registered reader (of any process) may read; infinity when none is."""
-        ...
-
-    # -- settings, generations and intents ---------------------------------------------------
-
-    def setting(self, name: str) -> int | None:
-        """A stored integer setting (e.g. the vector size the store was created with)."""
-        ...
-
-    def set_setting(self, name: str, value: int) -> None:
-        """Store an integer setting."""
-        ...
-
-    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
-        """New, never reused generations for (document_id, old_generation) pairs and their write
-        intents, in one transaction: ``(generations, intent_ids)``."""
-        ...
-
-    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
-        """Record (document_id, new_generation, old_generation) intents; their ids."""
-        ...
-
-    def clear_intents(self, intent_ids: Sequence[int]) -> None:
-        """Forget intents once the vector store matches the catalog."""
-        ...
-
-    def intents(self) -> builtins.list[tuple[int, str, int | None, int | None]]:
-        """Unfinished intents: (intent_id, document_id, new_generation, old_generation)."""
-        ...
-
-    # -- documents ---------------------------------------------------------------------------
+class DocumentRegistry(Protocol):
+    """The live version of each document, its stored text and the synced root it belongs to (thread-safe)."""
 
     def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
         """Make each version live and drop the documents ``removed`` (a rename: the old id goes as the new one
@@ -190,8 +140,6 @@ class CatalogBackend(Protocol):
         """The extracted text of a document as it was ingested."""
         ...
 
-    # -- synced roots (ragstream sync / watch) ------------------------------------------------
-
     def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
         """Every live document that belongs to ``root``, by source."""
         ...
@@ -200,7 +148,64 @@ class CatalogBackend(Protocol):
         """Make live documents belong to ``root`` (no new version: the root is not part of what readers see)."""
         ...
 
-    def roots(self) -> builtins.list[RootRecord]:
+
+class Versions(Protocol):
+    """Generations (never reused version numbers) and the write intents that name those being written or
+    retired (thread-safe)."""
+
+    def begin_versions(self, documents: Sequence[tuple[str, int | None]]) -> tuple[list[int], list[int]]:
+        """New, never reused generations for (document_id, old_generation) pairs and their write
+        intents, in one transaction: ``(generations, intent_ids)``."""
+        ...
+
+    def add_intents(self, intents: Sequence[tuple[str, int | None, int | None]]) -> list[int]:
+        """Record (document_id, new_generation, old_generation) intents; their ids."""
+        ...
+
+    def clear_intents(self, intent_ids: Sequence[int]) -> None:
+        """Forget intents once the vector store matches the catalog."""
+        ...
+
+    def intents(self) -> list[tuple[int, str, int | None, int | None]]:
+        """Unfinished intents recovery may replay: (intent_id, document_id, new_generation, old_generation)."""
+        ...
+
+    def raise_generation(self, at_least: int) -> None:
+        """Move the generation counter up to ``at_least`` (never down): generations copied from another index
+        under their own numbers are never allocated here again."""
+        ...
+
+
+class ReadConsistency(Protocol):
+    """What readers filter by, and the readers other processes must wait for (docs/consistency.md)."""
+
+    def read_transaction(self) -> AbstractContextManager[None]:
+        """One read transaction: every catalog read inside it sees the same committed state (nests)."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The committed state readers filter by (commit sequence, last generation, uncommitted ones)."""
+        ...
+
+    def open_reader(self) -> int | None:
+        """Register a reader that is about to read a snapshot, at the commit sequence committed now, so that no
+        process deletes a version it may read; its id (for :meth:`close_reader`), or None where no other process
+        reads this catalog (the process's own snapshot bookkeeping is enough)."""
+        ...
+
+    def close_reader(self, reader_id: int) -> None:
+        """The reader ``reader_id`` is done."""
+        ...
+
+    def oldest_reader(self) -> float:
+        """The oldest commit sequence a registered reader (of any process) may read; infinity when none is."""
+        ...
+
+
+class SyncRoots(Protocol):
+    """The roots ``ragstream sync`` and ``watch`` keep the index in step with (their documents carry the root)."""
+
+    def roots(self) -> list[RootRecord]:
         """Every root a sync has run on, with its document count, last sync and watcher lease, by root."""
         ...
 
@@ -216,7 +221,26 @@ class CatalogBackend(Protocol):
         """Unregister ``root`` (its documents must be gone first; the caller removes them)."""
         ...
 
-    # -- embedding cache ---------------------------------------------------------------------
+
+class Settings(Protocol):
+    """Integer settings of the index."""
+
+    def setting(self, name: str) -> int | None:
+        """A stored integer setting (e.g. the vector size the store was created with)."""
+        ...
+
+    def set_setting(self, name: str, value: int) -> None:
+        """Store an integer setting."""
+        ...
+
+
+class EmbeddingCache(Protocol):
+    """Passage vectors by model and chunk-content hash, so unchanged text is never embedded twice."""
+
+    @property
+    def read_only(self) -> bool:
+        """The catalog was opened for reading only (a full disk): :meth:`cache_vectors` would fail."""
+        ...
 
     def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors for the given chunk-content hashes."""
@@ -226,41 +250,44 @@ class CatalogBackend(Protocol):
         """Store vectors by chunk-content hash."""
         ...
 
-    # -- conversations -----------------------------------------------------------------------
+
+class Conversations(Protocol):
+    """The kept turns of each user's conversations."""
 
     def add_turn(self, conversation_id: str, message_id: str, user_text: str, assistant_text: str,
                  created_at: str, keep: int, *, incomplete: bool = False, owner: str | None = None) -> None:
         """Append a (user, assistant) turn pair to ``owner``'s conversation and keep only its last ``keep``
-        pairs (the same id under two owners is two conversations)."""
+        pairs (the same id under two owners is two conversations); ``incomplete`` marks an answer cut short."""
         ...
 
-    def recent_turns(self, conversation_id: str, limit: int, owner: str | None = None) -> builtins.list[tuple[str, str]]:
+    def recent_turns(self, conversation_id: str, limit: int, owner: str | None = None) -> list[tuple[str, str]]:
         """The last ``limit`` (user, assistant) pairs of ``owner``'s conversation, oldest first."""
         ...
 
-    def conversation_turns(self, conversation_id: str, owner: str | None = None) -> builtins.list[dict[str, Any]]:
+    def conversation_turns(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:
         """Every kept turn of ``owner``'s conversation, oldest first, with its message id and completeness."""
         ...
 
-    # -- copying to another catalog (ragstream migrate, docs/backends.md) -----------------------
 
-    def raise_generation(self, at_least: int) -> None:
-        """Move the generation counter up to ``at_least`` (never down)."""
-        ...
+class MigrationRows(Protocol):
+    """The embedding cache and the conversation turns in pages of key order, as ``ragstream migrate`` copies
+    them (docs/backends.md), and the turns stored back exactly."""
 
-    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> builtins.list[tuple[str, str, np.ndarray]]:
+    def embedding_rows(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, np.ndarray]]:
         """Up to ``limit`` embedding-cache entries (model_id, content_hash, vector) in key order, after ``after``."""
         ...
 
-    def turn_rows(self, after: str | None, limit: int) -> builtins.list[TurnRow]:
+    def turn_rows(self, after: str | None, limit: int) -> list[TurnRow]:
         """Up to ``limit`` stored conversation turns in message-id order, after the message id ``after``."""
         ...
 
     def import_turns(self, rows: Sequence[TurnRow]) -> None:
-        """Store conversation turns exactly as given (an existing message id is replaced)."""
+        """Store conversation turns exactly as given (position and ids kept; an existing message id is replaced)."""
         ...
 
-    # -- background jobs ---------------------------------------------------------------------
+
+class JobQueue(Protocol):
+    """Background jobs, and the leases of the workers running them."""
 
     def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
         """Create or update a background job (``payload``: its progress and results as JSON text)."""
@@ -270,7 +297,7 @@ class CatalogBackend(Protocol):
         """A job's row (:data:`JOB_COLUMNS`), or None."""
         ...
 
-    def unfinished_jobs(self) -> builtins.list[dict[str, str]]:
+    def unfinished_jobs(self) -> list[dict[str, str]]:
         """Jobs still queued or running (after a restart: the ones it interrupted)."""
         ...
 
@@ -289,3 +316,53 @@ class CatalogBackend(Protocol):
         lease; ``queued`` hands it back to the queue, not counted as an attempt). False, and nothing written,
         when the job is no longer ``worker``'s (another worker took it over)."""
         ...
+
+
+class CatalogConnection(Protocol):
+    """The database one backend's roles share (thread-safe)."""
+
+    @property
+    def read_only(self) -> bool:
+        """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
+        ...
+
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only: open for writing now (the disk has room again, ``min_free_bytes`` kept free);
+        InsufficientStorageError when it still cannot. A catalog never opened read-only does nothing."""
+        ...
+
+    def close(self) -> None:
+        """Release the database."""
+        ...
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One backend's catalog: its roles over one shared connection, as the factory composes them.
+
+    A caller takes the role it uses (``catalog.documents``, ``catalog.jobs``, ...), not the whole catalog.
+    """
+
+    connection: CatalogConnection
+    documents: DocumentRegistry
+    versions: Versions
+    reads: ReadConsistency
+    roots: SyncRoots
+    settings: Settings
+    cache: EmbeddingCache
+    conversations: Conversations
+    migration: MigrationRows
+    jobs: JobQueue
+
+    @property
+    def read_only(self) -> bool:
+        """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
+        return self.connection.read_only
+
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        """Opened read-only: open for writing now; InsufficientStorageError when it still cannot."""
+        self.connection.reopen_writable(min_free_bytes)
+
+    def close(self) -> None:
+        """Release the database."""
+        self.connection.close()

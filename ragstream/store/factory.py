@@ -2,8 +2,9 @@
 
 Each backend is one entry of :data:`BACKENDS`: a function that opens its catalog, and one that
 opens its vector store once the vector size is known (the size may come from the catalog, which
-remembers it, so an index opens without loading the embedder). docs/backends.md tells how to
-choose one.
+remembers it, so an index opens without loading the embedder). A catalog is its roles composed
+over one connection (:func:`sqlite_catalog`, :func:`postgres_catalog`; the roles are in
+:mod:`ragstream.store.catalog_base`). docs/backends.md tells how to choose one.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragstream.config import RagstreamConfig
+from ragstream.config import RagstreamConfig, StoreConfig
 from ragstream.errors import ConfigError
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import Catalog
 
 SQLITE_CATALOG_FILE = "catalog.sqlite3"
 QDRANT_EDGE_DIR = "qdrant"
@@ -25,23 +26,49 @@ QDRANT_EDGE_DIR = "qdrant"
 class Backend:
     """How to open one backend's catalog and store."""
 
-    open_catalog: Callable[[RagstreamConfig], CatalogBackend]
-    open_store: Callable[[RagstreamConfig, CatalogBackend, int], VectorStore]
+    open_catalog: Callable[[RagstreamConfig], Catalog]
+    open_store: Callable[[RagstreamConfig, Catalog, int], VectorStore]
     needs_url: bool = False
     url_example: str = "postgresql://user:password@host:5432/ragstream; `ragstream db start` runs a local one"
     single_process: Callable[[RagstreamConfig], str | None] = lambda config: None
     """Why several processes may not open this backend's index at once (None: they may)."""
 
 
-def _sqlite_catalog(config: RagstreamConfig) -> CatalogBackend:
-    from ragstream.store.catalog import Catalog
+def sqlite_catalog(path: Path) -> Catalog:
+    """The SQLite catalog at ``path`` (created if new; read-only on a full disk): every role over one connection."""
+    from ragstream.store import sqlite_catalog as sqlite
 
+    connection = sqlite.SqliteConnection(path)
+    return Catalog(connection=connection, documents=sqlite.SqliteDocuments(connection),
+                   versions=sqlite.SqliteVersions(connection), reads=sqlite.SqliteReads(connection),
+                   roots=sqlite.SqliteRoots(connection), settings=sqlite.SqliteSettings(connection),
+                   cache=sqlite.SqliteEmbeddingCache(connection), conversations=sqlite.SqliteConversations(connection),
+                   migration=sqlite.SqliteMigrationRows(connection), jobs=sqlite.SqliteJobQueue(connection))
+
+
+def postgres_catalog(config: StoreConfig) -> Catalog:
+    """The catalog in the PostgreSQL database at ``config.url``: every role over one pool and owner lock."""
+    from ragstream.store.postgres import MISSING_PACKAGES
+
+    try:
+        from ragstream.store.postgres import catalog as pg
+    except ImportError as error:
+        raise ConfigError(f"{MISSING_PACKAGES} ({error})") from error
+    connection = pg.PostgresCatalogConnection(config)
+    return Catalog(connection=connection, documents=pg.PostgresDocuments(connection),
+                   versions=pg.PostgresVersions(connection), reads=pg.PostgresReads(connection),
+                   roots=pg.PostgresRoots(connection), settings=pg.PostgresSettings(connection),
+                   cache=pg.PostgresEmbeddingCache(connection), conversations=pg.PostgresConversations(connection),
+                   migration=pg.PostgresMigrationRows(connection), jobs=pg.PostgresJobQueue(connection))
+
+
+def _sqlite_catalog(config: RagstreamConfig) -> Catalog:
     data_dir = Path(config.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    return Catalog(data_dir / SQLITE_CATALOG_FILE)
+    return sqlite_catalog(data_dir / SQLITE_CATALOG_FILE)
 
 
-def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+def _qdrant_edge_store(config: RagstreamConfig, catalog: Catalog, dimensions: int) -> VectorStore:
     """The embedded store; read-only when its catalog is, or when the disk has less than
     ``limits.min_free_disk_bytes`` free besides what loading the shard may allocate (a full disk: searches
     still work, writes are refused; loading it for writing then would be a SIGBUS)."""
@@ -54,19 +81,17 @@ def _qdrant_edge_store(config: RagstreamConfig, catalog: CatalogBackend, dimensi
     return QdrantEdgeStore(shard, dimensions, config.store, read_only=read_only)
 
 
-def _postgres_catalog(config: RagstreamConfig) -> CatalogBackend:
-    from ragstream.store.postgres import open_catalog
-
-    return open_catalog(config.store)
+def _postgres_catalog(config: RagstreamConfig) -> Catalog:
+    return postgres_catalog(config.store)
 
 
-def _postgres_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+def _postgres_store(config: RagstreamConfig, catalog: Catalog, dimensions: int) -> VectorStore:
     from ragstream.store.postgres import open_store
 
     return open_store(config.store, catalog, dimensions)
 
 
-def _qdrant_catalog(config: RagstreamConfig) -> CatalogBackend:
+def _qdrant_catalog(config: RagstreamConfig) -> Catalog:
     """The qdrant backend's catalog: SQLite in data_dir, or PostgreSQL at ``store.qdrant.catalog_url``."""
     url = config.store.qdrant.catalog_url
     if not url:
@@ -91,7 +116,7 @@ def _qdrant_single_process(config: RagstreamConfig) -> str | None:
     return None
 
 
-def _qdrant_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+def _qdrant_store(config: RagstreamConfig, catalog: Catalog, dimensions: int) -> VectorStore:
     from ragstream.store.qdrant_server import QdrantServerStore
 
     return QdrantServerStore(str(config.store.url), dimensions, config.store)
@@ -124,17 +149,17 @@ def single_process_reason(config: RagstreamConfig) -> str | None:
     return backend(config).single_process(config)
 
 
-def open_catalog(config: RagstreamConfig) -> CatalogBackend:
+def open_catalog(config: RagstreamConfig) -> Catalog:
     """The configured backend's catalog."""
     return backend(config).open_catalog(config)
 
 
-def open_store(config: RagstreamConfig, catalog: CatalogBackend, dimensions: int) -> VectorStore:
+def open_store(config: RagstreamConfig, catalog: Catalog, dimensions: int) -> VectorStore:
     """The configured backend's vector store, for vectors of ``dimensions``."""
     return backend(config).open_store(config, catalog, dimensions)
 
 
-def open_backend(config: RagstreamConfig, dimensions: Callable[[CatalogBackend], int]) -> tuple[CatalogBackend, VectorStore]:
+def open_backend(config: RagstreamConfig, dimensions: Callable[[Catalog], int]) -> tuple[Catalog, VectorStore]:
     """(catalog, store) of the configured backend; ``dimensions(catalog)`` gives the vector size.
 
     The catalog is closed again when the store cannot open.

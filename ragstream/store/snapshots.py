@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ragstream.store.base import Snapshot, VectorStore
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import ReadConsistency, Versions
 
 T = TypeVar("T")
 logger = logging.getLogger("ragstream.store")
@@ -45,8 +45,9 @@ class _Pending:
 class Snapshots:
     """The open snapshots of this process and the deletions waiting for them."""
 
-    def __init__(self, catalog: CatalogBackend, store: VectorStore) -> None:
-        self._catalog = catalog
+    def __init__(self, reads: ReadConsistency, versions: Versions, store: VectorStore) -> None:
+        self._reads = reads
+        self._versions = versions
         self._store = store
         self._lock = threading.Lock()
         self._ids = itertools.count()
@@ -67,9 +68,9 @@ class Snapshots:
             self._open[token] = None  # registered before reading: no deletion can slip in between
         reader: int | None = None
         try:
-            reader = self._catalog.open_reader()  # the same, for other processes (on a shared catalog)
-            with self._catalog.read_transaction():
-                snapshot = self._catalog.snapshot()
+            reader = self._reads.open_reader()  # the same, for other processes (on a shared catalog)
+            with self._reads.read_transaction():
+                snapshot = self._reads.snapshot()
                 value = read()
             with self._lock:
                 self._open[token] = snapshot.sequence
@@ -95,7 +96,7 @@ class Snapshots:
         with self._lock:
             if not self._has_due():
                 return 0
-        shared = self._catalog.oldest_reader()  # readers of every process, this one's included
+        shared = self._reads.oldest_reader()  # readers of every process, this one's included
         with self._lock:
             horizon = min(self._horizon(), shared)
             due = [item for item in self._pending if item.sequence <= horizon]
@@ -108,7 +109,7 @@ class Snapshots:
                     self._store.delete_generation(item.retired.document_id, item.retired.generation)
             if any(item.retired.generation is not None for item in due):
                 self._store.flush()
-            self._catalog.clear_intents([item.retired.intent_id for item in due])
+            self._versions.clear_intents([item.retired.intent_id for item in due])
         except BaseException:
             with self._lock:
                 self._pending = due + self._pending
@@ -137,7 +138,7 @@ class Snapshots:
     def _close_quietly(self, reader: int) -> None:
         """Unregister a reader; a failure leaves its registration to expire (``store.reader_lease_seconds``)."""
         try:
-            self._catalog.close_reader(reader)
+            self._reads.close_reader(reader)
         except Exception as error:
             logger.warning("could not unregister a reader (it expires on its own): %s", error)
 

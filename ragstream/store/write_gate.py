@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ragstream.errors import InsufficientStorageError
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import CatalogConnection
 from ragstream.store.disk import free_bytes
 
 
@@ -25,7 +25,7 @@ class WriteGate:
     ``recover`` finishes what an interrupted write left; it runs once the index opens for writing.
     """
 
-    def __init__(self, store: VectorStore, catalog: CatalogBackend, data_dir: Path, min_free_bytes: int,
+    def __init__(self, store: VectorStore, catalog: CatalogConnection, data_dir: Path, min_free_bytes: int,
                  recover: Callable[[], object]) -> None:
         self._store = store
         self._catalog = catalog

@@ -25,7 +25,7 @@ from ragstream.documents.selection import FileSelector
 from ragstream.errors import DocumentError, RootNotFoundError
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import DocumentRecord, FileFailure, LoadedDocument, SkippedFile
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import DocumentRegistry, SyncRoots
 from ragstream.sync.files import FileDigests, TemporaryFiles, under
 from ragstream.sync.report import RenamedFile, SyncReport
 
@@ -59,9 +59,10 @@ def resolve_root(path: str | Path) -> Path:
 class Syncer:
     """Keeps the index in step with roots; one sync at a time per index handle (thread-safe)."""
 
-    def __init__(self, config: RagstreamConfig, catalog: CatalogBackend, ingestor: Ingestor) -> None:
+    def __init__(self, config: RagstreamConfig, documents: DocumentRegistry, roots: SyncRoots, ingestor: Ingestor) -> None:
         self._config = config
-        self._catalog = catalog
+        self._documents = documents
+        self._roots = roots
         self._ingestor = ingestor
         self._selector = FileSelector(config.ingest)
         self._temporary = TemporaryFiles(config.sync.temporary_files)
@@ -87,8 +88,8 @@ class Syncer:
                     parts.append(SyncReport(roots=[source], failures=[_failure(source, error)]))
                     continue
                 part = self._sync_root(root, looked_at, progress)
-                self._catalog.record_sync(str(root), datetime.now(UTC).isoformat(timespec="seconds"),
-                                          json.dumps(part.counts(self._config.sync.failures_kept)))
+                self._roots.record_sync(str(root), datetime.now(UTC).isoformat(timespec="seconds"),
+                                        json.dumps(part.counts(self._config.sync.failures_kept)))
                 parts.append(part)
         report = SyncReport().merge(parts)
         report.duration_seconds = time.perf_counter() - started
@@ -105,7 +106,7 @@ class Syncer:
 
     def lease(self, roots: list[str], until: float | None) -> None:
         """A watcher's lease on ``roots`` until ``until`` (seconds since the epoch; None drops it)."""
-        self._catalog.watch_roots(roots, until)
+        self._roots.watch_roots(roots, until)
 
     def forget(self, path: str | Path) -> SyncReport:
         """Remove every document of the root ``path`` (which may no longer exist) and unregister it; raises
@@ -113,12 +114,12 @@ class Syncer:
         started = time.perf_counter()
         key = str(Path(path).expanduser().resolve())
         with self._lock:
-            records = self._catalog.documents_in_root(key)
-            if not records and key not in {root.root for root in self._catalog.roots()}:
+            records = self._documents.documents_in_root(key)
+            if not records and key not in {root.root for root in self._roots.roots()}:
                 raise RootNotFoundError(f"{key} is not a synced root")
             report = SyncReport(roots=[key])
             self._remove(records, key, report)
-            self._catalog.forget_root(key)
+            self._roots.forget_root(key)
         report.duration_seconds = time.perf_counter() - started
         return report
 
@@ -128,13 +129,13 @@ class Syncer:
         key = str(root)
         report = SyncReport(roots=[key])
         plan = _Plan(present=self._files(root, changed, report))
-        known = {record.source: record for record in self._catalog.documents_in_root(key)}
+        known = {record.source: record for record in self._documents.documents_in_root(key)}
         self._classify(key, plan, changed, report)
         plan.gone = [record for source, record in known.items()
                      if source not in plan.present and _looked_at(source, changed)]
         self._match_renames(plan)
         if plan.adopt:
-            self._catalog.set_root([record.document_id for record in plan.adopt], key)
+            self._documents.set_root([record.document_id for record in plan.adopt], key)
             report.adopted.extend(record.source for record in plan.adopt)
         for old, source in self._move(plan.moves, key, report):  # those that could not be moved
             plan.load[source] = plan.present[source]
@@ -168,7 +169,7 @@ class Syncer:
         """Sort the root's files into unchanged, adopted, new and changed, by content hash."""
         fingerprint = self._config.index_fingerprint()
         for source, path in list(plan.present.items()):
-            existing = self._catalog.get(default_document_id(source))
+            existing = self._documents.get(default_document_id(source))
             if existing is not None and existing.owner is not None:
                 report.warnings.append(f"{source}: user {existing.owner!r}'s document; sync leaves it alone")
                 continue
@@ -223,7 +224,7 @@ class Syncer:
         docs: list[tuple[DocumentRecord, LoadedDocument]] = []
         failed: list[tuple[DocumentRecord, str]] = []
         for old, source in moves:
-            stored = self._catalog.stored_document(old.document_id)
+            stored = self._documents.stored_document(old.document_id)
             if stored is None:
                 failed.append((old, source))
             else:
@@ -260,7 +261,7 @@ class Syncer:
     def _remove(self, gone: list[DocumentRecord], key: str, report: SyncReport) -> None:
         """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root, got an owner
         or a new version; in one switch."""
-        current = [record for record in (self._catalog.get(old.document_id) for old in gone)
+        current = [record for record in (self._documents.get(old.document_id) for old in gone)
                    if record is not None and record.root == key and record.owner is None]
         report.removed.extend(record.source for record in self._ingestor.delete_many(current))
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ragstream.errors import InsufficientStorageError
 from ragstream.providers.embedders.base import Embedder
-from ragstream.store.catalog_base import CatalogBackend
+from ragstream.store.catalog_base import EmbeddingCache
 
 logger = logging.getLogger("ragstream.embedding")
 
@@ -42,9 +42,9 @@ class CachedEmbedder:
     Retrieval computed: a question is embedded once.
     """
 
-    def __init__(self, inner: Embedder, catalog: CatalogBackend, query_cache_size: int = 1024) -> None:
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
         self.inner = inner
-        self._catalog = catalog
+        self._cache = cache
         self.model_id = inner.model_id
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_cache_size = query_cache_size
@@ -68,7 +68,7 @@ class CachedEmbedder:
         if not texts:
             return self.inner.embed_documents([]), CacheStats(0, 0, 0.0)
         hashes = [content_hash(text) for text in texts]
-        cached = self._catalog.cached_vectors(model_id, hashes)
+        cached = self._cache.cached_vectors(model_id, hashes)
         missing = list(dict.fromkeys(h for h in hashes if h not in cached))
         seconds = 0.0
         if missing:
@@ -77,9 +77,9 @@ class CachedEmbedder:
             fresh = encode([by_hash[h] for h in missing])
             seconds = time.perf_counter() - started
             new_items = dict(zip(missing, fresh, strict=True))
-            if not self._catalog.read_only:
+            if not self._cache.read_only:
                 try:
-                    self._catalog.cache_vectors(model_id, new_items.items())
+                    self._cache.cache_vectors(model_id, new_items.items())
                 except InsufficientStorageError as error:  # a full disk only costs the cache, never the vectors
                     logger.warning("embedding cache not written: %s", error.message)
             cached.update(new_items)

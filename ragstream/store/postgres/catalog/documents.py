@@ -1,0 +1,122 @@
+"""The PostgreSQL catalog's document registry: which version of each document is live, its stored text and
+root, in a database every worker shares (a version switch is one transaction)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+
+from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
+from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.postgres.catalog.connection import BUMP, PostgresRole, one
+
+# A new version keeps the time its document was first ingested (unless the version names one: a copy), and
+# its root unless it names one.
+_UPSERT_DOCUMENT = (
+    f"INSERT INTO documents ({INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) ON CONFLICT (document_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in INSERT_COLUMNS.split(", ")[1:-2])
+    + ", first_ingested_at = COALESCE(%s, documents.first_ingested_at, EXCLUDED.first_ingested_at)"
+    + ", root = COALESCE(EXCLUDED.root, documents.root)"
+)
+
+
+class PostgresDocuments(PostgresRole):
+    """The :class:`~ragstream.store.catalog_base.DocumentRegistry` in PostgreSQL."""
+
+    def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
+        """Make each version live and drop the documents ``removed`` in one transaction; the commit sequence."""
+        rows = [
+            (
+                v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner, v.doc.size_bytes,
+                json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at or v.ingested_at,
+                v.doc.root, v.first_ingested_at,
+            )
+            for v in versions
+        ]
+        with self._db.write() as conn:
+            with conn.cursor() as cursor:
+                cursor.executemany(_UPSERT_DOCUMENT, rows)
+            if removed:
+                conn.execute("DELETE FROM documents WHERE document_id = ANY(%s)", (builtins.list(removed),))
+            return one(conn, BUMP, (COMMIT_SEQUENCE, 1))
+
+    def remove_document(self, document_id: str) -> int:
+        """Drop a document from the registry; the commit sequence."""
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM documents WHERE document_id = %s", (document_id,))
+            return one(conn, BUMP, (COMMIT_SEQUENCE, 1))
+
+    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+        """The live record of a document, or None (also when ``user`` may not see it)."""
+        visible, params = _visible_to(user)
+        with self._db.read() as conn:
+            row = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE document_id = %s AND {visible}",
+                               (document_id, *params)).fetchone()
+        return record(row) if row else None
+
+    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
+        visible, params = _visible_to(user)
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE checksum = %s AND {visible} "
+                                "ORDER BY source", (checksum, *params)).fetchall()
+        return [record(row) for row in rows]
+
+    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Every live document, by source; with ``user``, only that user's and the shared ones."""
+        visible, params = _visible_to(user)
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+                                params).fetchall()
+        return [record(row) for row in rows]
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains ``query``."""
+        column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
+        direction = "DESC" if descending else "ASC"
+        visible, params = _visible_to(user)
+        where = f"WHERE {visible}"
+        if query:
+            pattern = like_pattern(query)
+            where = f"{where} AND (lower(title) LIKE %s OR lower(source) LIKE %s)"
+            params = (*params, pattern, pattern)
+        with self._db.read() as conn:
+            total = one(conn, f"SELECT COUNT(*) FROM documents {where}", params)
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction} "
+                                f"NULLS LAST, source {direction} LIMIT %s OFFSET %s", (*params, limit, offset)).fetchall()
+        return DocumentPage(records=[record(row) for row in rows], total=total)
+
+    def live_generations(self) -> dict[str, int]:
+        """document_id -> live generation."""
+        with self._db.read() as conn:
+            return {str(d): int(g) for d, g in conn.execute("SELECT document_id, generation FROM documents")}
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        """The extracted text of a document as it was ingested."""
+        with self._db.read() as conn:
+            row = conn.execute(f"SELECT {STORED_COLUMNS} FROM documents WHERE document_id = %s", (document_id,)).fetchone()
+        return None if row is None else stored_document(row)
+
+    def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
+        """Every live document that belongs to ``root``, by source."""
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = %s ORDER BY source",
+                                (root,)).fetchall()
+        return [record(row) for row in rows]
+
+    def set_root(self, document_ids: Sequence[str], root: str) -> None:
+        """Make live documents belong to ``root``."""
+        with self._db.write() as conn:
+            conn.execute("UPDATE documents SET root = %s WHERE document_id = ANY(%s)", (root, builtins.list(document_ids)))
+
+
+def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
+    shared ones (owner NULL); every document when ``user`` is None."""
+    if user is None:
+        return "TRUE", ()
+    return "(owner IS NULL OR owner = %s)", (user,)

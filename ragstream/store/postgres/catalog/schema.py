@@ -1,0 +1,86 @@
+"""The PostgreSQL catalog's tables: applied on every open, under an advisory lock. New tables or columns go
+here with ``IF NOT EXISTS``, so databases from before them get them when they open."""
+
+from __future__ import annotations
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    pages TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE TABLE IF NOT EXISTS write_intents (
+    intent_id BIGSERIAL PRIMARY KEY,
+    document_id TEXT NOT NULL,
+    new_generation BIGINT,
+    old_generation BIGINT
+);
+ALTER TABLE write_intents ADD COLUMN IF NOT EXISTS owner BIGINT;
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (model_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    message_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    incomplete BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS first_ingested_at TEXT;
+CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
+CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_ingest ON documents(first_ingested_at);
+CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
+ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker TEXT;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(created_at) WHERE state IN ('queued', 'running');
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS root TEXT;
+CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
+CREATE TABLE IF NOT EXISTS sync_roots (
+    root TEXT PRIMARY KEY,
+    last_sync_at TEXT,
+    last_summary TEXT NOT NULL DEFAULT '{}',
+    watched_until DOUBLE PRECISION
+);
+CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
+    reader_id BIGSERIAL PRIMARY KEY,
+    sequence BIGINT NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL
+);
+"""

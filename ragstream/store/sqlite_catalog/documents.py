@@ -1,0 +1,134 @@
+"""The SQLite catalog's document registry: which version of each document is live, its stored text and root.
+
+The catalog is the source of truth for which *generation* (version) of each document is live. Vector-store
+points of any other generation are invisible to readers and removed once no reader needs them, or on
+recovery. docs/consistency.md tells the whole protocol.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
+from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.sqlite_catalog.connection import SqliteRole
+
+# A new version keeps the time its document was first ingested, and its root unless it names one.
+_INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?), "
+                    "COALESCE(?, (SELECT root FROM documents WHERE document_id = ?)))")
+
+
+class SqliteDocuments(SqliteRole):
+    """The :class:`~ragstream.store.catalog_base.DocumentRegistry` in SQLite."""
+
+    def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
+        """Make each version live and drop the documents ``removed``, all in one transaction (the atomic
+        switch of an upsert, or of a rename). Returns the commit sequence of the switch.
+        """
+        rows = [
+            (
+                v.doc.document_id, v.doc.source, v.doc.title, v.doc.mime, v.doc.checksum, v.generation, v.chunk_count,
+                v.fingerprint, v.ingested_at, json.dumps(v.doc.metadata, sort_keys=True), v.doc.owner,
+                v.doc.size_bytes, json.dumps([page.model_dump() for page in v.doc.pages]), v.first_ingested_at,
+                v.doc.document_id, v.ingested_at, v.doc.root, v.doc.document_id,
+            )
+            for v in versions
+        ]
+        with self._connection.transaction() as db:
+            db.executemany(_INSERT_DOCUMENT, rows)
+            db.executemany("DELETE FROM documents WHERE document_id = ?", [(document_id,) for document_id in removed])
+            return self._next_sequence(db)
+
+    def remove_document(self, document_id: str) -> int:
+        """Drop a document from the registry (its points become invisible at once); the commit sequence."""
+        with self._connection.transaction() as db:
+            db.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+            return self._next_sequence(db)
+
+    def _next_sequence(self, db: sqlite3.Connection) -> int:
+        db.execute("INSERT INTO counters(name, value) VALUES(?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
+                   (COMMIT_SEQUENCE,))
+        return self._connection.counter(COMMIT_SEQUENCE)
+
+    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+        """The live record of a document, or None (also when ``user`` is given and may not see it)."""
+        visible, params = _visible_to(user)
+        with self._connection.lock:
+            row = self._connection.db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM documents WHERE document_id = ? AND {visible}",
+                (document_id, *params)).fetchone()
+        return record(row) if row else None
+
+    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
+        visible, params = _visible_to(user)
+        with self._connection.lock:
+            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE checksum = ? AND {visible} "
+                                               "ORDER BY source", (checksum, *params)).fetchall()
+        return [record(row) for row in rows]
+
+    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+        """Every live document, by source; with ``user``, only that user's and the shared ones."""
+        visible, params = _visible_to(user)
+        with self._connection.lock:
+            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+                                               params).fetchall()
+        return [record(row) for row in rows]
+
+    def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
+             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+        """Live documents ``user`` may see (every one without a user) whose title or source contains
+        ``query`` (case-insensitive), sorted by ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source),
+        ``limit`` of them from ``offset``."""
+        column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
+        direction = "DESC" if descending else "ASC"
+        visible, visible_params = _visible_to(user)
+        where, params = f"WHERE {visible}", visible_params
+        if query:
+            pattern = like_pattern(query)
+            where = f"{where} AND (lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\')"
+            params = (*visible_params, pattern, pattern)
+        with self._connection.read_transaction():
+            db = self._connection.db
+            total = int(db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
+            rows = db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
+                "LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+        return DocumentPage(records=[record(row) for row in rows], total=total)
+
+    def live_generations(self) -> dict[str, int]:
+        """document_id -> live generation."""
+        with self._connection.lock:
+            return dict(self._connection.db.execute("SELECT document_id, generation FROM documents"))
+
+    def stored_document(self, document_id: str) -> LoadedDocument | None:
+        """The extracted text of a document as it was ingested (for reindexing without the file)."""
+        with self._connection.lock:
+            row = self._connection.db.execute(f"SELECT {STORED_COLUMNS} FROM documents WHERE document_id = ?",
+                                              (document_id,)).fetchone()
+        return None if row is None else stored_document(row)
+
+    def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
+        """Every live document that belongs to ``root``, by source."""
+        with self._connection.lock:
+            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = ? ORDER BY source",
+                                               (root,)).fetchall()
+        return [record(row) for row in rows]
+
+    def set_root(self, document_ids: Sequence[str], root: str) -> None:
+        """Make live documents belong to ``root``."""
+        with self._connection.transaction() as db:
+            db.executemany("UPDATE documents SET root = ? WHERE document_id = ?", [(root, i) for i in document_ids])
+
+
+def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
+    shared ones (owner NULL); every document when ``user`` is None."""
+    if user is None:
+        return "1 = 1", ()
+    return "(owner IS NULL OR owner = ?)", (user,)

@@ -1,0 +1,105 @@
+"""The SQLite catalog's tables, and the migration of catalogs written by earlier versions (applied on every
+open for writing; a new table or column goes here)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    pages TEXT NOT NULL,
+    owner TEXT,
+    first_ingested_at TEXT,
+    root TEXT
+);
+CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
+CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
+CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
+CREATE TABLE IF NOT EXISTS write_intents (
+    intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id TEXT NOT NULL,
+    new_generation INTEGER,
+    old_generation INTEGER
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model_id, content_hash)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    message_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    incomplete INTEGER NOT NULL DEFAULT 0,
+    owner TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_turns(conversation_id, seq);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    worker TEXT,
+    lease_until REAL,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS sync_roots (
+    root TEXT PRIMARY KEY,
+    last_sync_at TEXT,
+    last_summary TEXT NOT NULL DEFAULT '{}',
+    watched_until REAL
+);
+"""
+INDEXES = """
+CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
+CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
+CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+"""
+"""Indexes on columns that :func:`migrate` may have to add first."""
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Bring catalogs written by earlier versions up to the current schema (documents written before
+    owners existed are shared and belong to no synced root; conversations, held for no user)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
+    if "incomplete" not in columns:
+        db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
+    if "owner" not in columns:
+        db.execute("ALTER TABLE conversation_turns ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    job_columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+    for column, kind in (("worker", "TEXT"), ("lease_until", "REAL"), ("attempts", "INTEGER NOT NULL DEFAULT 0")):
+        if column not in job_columns:  # catalogs before the job queue (docs/backends.md)
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+    document_columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "owner" not in document_columns:
+        db.execute("ALTER TABLE documents ADD COLUMN owner TEXT")
+    if "first_ingested_at" not in document_columns:  # catalogs before it: the live version's time is the best known
+        db.execute("ALTER TABLE documents ADD COLUMN first_ingested_at TEXT")
+        db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
+    if "root" not in document_columns:  # catalogs before sync: no document belongs to a synced root yet
+        db.execute("ALTER TABLE documents ADD COLUMN root TEXT")
