@@ -19,7 +19,7 @@ import pytest
 from hash_embedder import HashEmbedder
 from index_fixtures import FAST_DEFAULTS, REPO_ROOT, SAMPLES
 from qdrant_backend import QdrantTarget
-from test_qdrant_store import same_ranking
+from test_store_contract import same_ranking
 
 from ragstream import Ragstream, load_config
 from ragstream.migration import IN_PROGRESS, MigrationError

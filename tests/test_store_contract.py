@@ -1,20 +1,32 @@
-"""The store/catalog contract, on every backend (``backend`` fixture: qdrant_edge, postgres, qdrant on
+"""The vector-store contract, on every backend (``backend`` fixture: qdrant_edge, postgres, qdrant on
 qdrant-client's local mode, and qdrant on a real server when ``RAGSTREAM_TEST_QDRANT_URL`` is set):
-a search returns exactly the points a snapshot sees, filters mean the same everywhere, and an
-interrupted write recovers on reopen. The catalog's roles have their own suites: ``test_catalog_*.py``
+a search returns exactly the points a snapshot sees, filters mean the same everywhere, rankings equal
+the embedded store's, points survive a reopen, an unreachable server is a clear error, and an
+interrupted write recovers on reopen; then what the qdrant backend adds (local mode, version check,
+its catalog in PostgreSQL). The catalog's roles have their own suites: ``test_catalog_*.py``
 (docs/consistency.md, docs/backends.md)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 import pytest
 from crash_steps import CRASH_POINTS, install_crash
 from hash_embedder import HashEmbedder
+from index_fixtures import SAMPLES
+from qdrant_backend import QdrantTarget
 
-from ragstream.models import Chunk, ChunkMetadata
+from ragstream import Ragstream, load_config
+from ragstream.config import StoreConfig
+from ragstream.errors import ConfigError, VectorDBUnavailableError
+from ragstream.models import Chunk, ChunkMetadata, SearchHit
 from ragstream.store.base import Snapshot, VectorStore
+from ragstream.store.factory import open_backend
+from ragstream.store.qdrant_edge import QdrantEdgeStore
+from ragstream.store.qdrant_server import QdrantServerStore
 
 TEXT = "connection pool timeouts for the client"
 ALL = Snapshot(sequence=0, max_generation=1_000, uncommitted=frozenset())
@@ -147,8 +159,132 @@ def test_versions_are_deleted_whole_and_read_back_in_order(opened, hash_embedder
     # writing a chunk id again replaces the point
     _write(store, hash_embedder, [_chunk("a", 2, "part 0 rewritten", index=0)], 2)
     assert store.count() == 2 and store.chunks_of("a", 2)[0].text == "part 0 rewritten"
+    assert store.chunks_of("a", 9) == [] and store.points_of("b", 1) == []  # no such version
     assert store.info()["points"] == 2
     store.maybe_optimize()
+
+
+def test_reopening_keeps_the_points(tmp_path, backend, hash_embedder: HashEmbedder):
+    config = load_config(data_dir=tmp_path / "index", store=backend)
+    catalog, store = open_backend(config, lambda catalog: hash_embedder.dimensions)
+    _write(store, hash_embedder, [_chunk("a", 1, index=i) for i in range(3)], 1)
+    assert store.info()["backend"] == config.store.backend
+    store.close()
+    catalog.close()
+    catalog, store = open_backend(config, lambda catalog: hash_embedder.dimensions)
+    try:
+        assert store.count() == 3 and [c.metadata.chunk_index for c in store.chunks_of("a", 1)] == [0, 1, 2]
+    finally:
+        store.close()
+        catalog.close()
+
+
+# -- rankings equal the embedded store's ------------------------------------------------------
+
+SAME_BM25 = ("qdrant_edge", "qdrant")
+"""Backends whose BM25 is Qdrant's, scores and all; postgres computes the textbook formula instead
+(tests/test_postgres_backend.py proves it), so its BM25 scores differ and only its dense ones are compared."""
+
+def same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], rtol: float = 1e-5,
+                 atol: float = 1e-6) -> None:
+    """Assert two rankings of (id, score) are the same up to the order of tied scores: equal scores
+    position by position and, in each group of tied scores but the last (which a limit may cut),
+    the same ids. ``atol`` covers float32 noise on tiny scores (the IDF of a term in nearly every
+    chunk is ln(1 + x) for a small x, which the backends compute in different ways)."""
+    assert len(ours) == len(theirs)
+    assert np.allclose([score for _, score in ours], [score for _, score in theirs], rtol=rtol, atol=atol), \
+        " ".join(f"{a:.6g}/{b:.6g}" for (_, a), (_, b) in zip(ours, theirs, strict=True))
+    groups: list[list[int]] = []
+    for position, (_, score) in enumerate(ours):
+        if groups and np.isclose(score, ours[groups[-1][0]][1], rtol=rtol, atol=atol):
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    for group in groups[:-1]:
+        assert {ours[i][0] for i in group} == {theirs[i][0] for i in group}
+
+
+def _ranking(hits: list[SearchHit]) -> list[tuple[str, float]]:
+    """A search result as (document#chunk_index, score): the same chunk in two indexes has the same key."""
+    return [(f"{hit.chunk.metadata.document_id}#{hit.chunk.metadata.chunk_index}", hit.score) for hit in hits]
+
+
+def test_scores_equal_the_embedded_stores(opened, backend, hash_embedder: HashEmbedder, tmp_path):
+    """Same points in this backend and in the embedded store: the same dense hits (and BM25 hits, on a Qdrant
+    backend) in the same order with the same scores."""
+    _, store = opened
+    same_bm25 = backend["backend"] in SAME_BM25
+    texts = [path.read_text(encoding="utf-8") for path in sorted(SAMPLES.glob("*.md"))]
+    paragraphs = [paragraph for text in texts for paragraph in text.split("\n\n") if len(paragraph.split()) > 5]
+    chunks = [_chunk(f"doc{i % 7}", 1, paragraph, index=i) for i, paragraph in enumerate(paragraphs)]
+    assert len(chunks) > 50
+    vectors = hash_embedder.embed_documents([chunk.text for chunk in chunks])
+    edge = QdrantEdgeStore(tmp_path / "edge", hash_embedder.dimensions, StoreConfig())
+    for target in (edge, store):
+        target.upsert(chunks, vectors, 1)
+        target.flush()
+    try:
+        for query in ["How do I configure a timeout?", "AsyncClient streaming responses", "proxy authentication",
+                      "raise for status exception", "connection pool limits"]:
+            vector = hash_embedder.embed_queries([query])[0]
+            pairs = [(store.search_dense(vector, 20, None, ALL), edge.search_dense(vector, 20, None, ALL))]
+            if same_bm25:
+                pairs.append((store.search_bm25(query, 20, None, ALL), edge.search_bm25(query, 20, None, ALL)))
+            for ours, theirs in pairs:
+                assert theirs
+                same_ranking([(chunk.chunk_id, score) for chunk, score in ours],
+                             [(chunk.chunk_id, score) for chunk, score in theirs])
+    finally:
+        edge.close()
+
+
+def test_sample_corpus_ranks_like_the_embedded_store(backend, hash_embedder: HashEmbedder, tmp_path):
+    """A whole index on this backend returns the embedded index's top results in every mode (dense only on a
+    backend whose BM25 is not Qdrant's)."""
+    if backend["backend"] == "qdrant_edge":
+        pytest.skip("the embedded store is the reference")
+    modes = ("bm25", "dense", "hybrid") if backend["backend"] in SAME_BM25 else ("dense",)
+    edge = Ragstream(load_config(data_dir=tmp_path / "edge", reranker={"backend": "none"}), embedder=hash_embedder)
+    other = Ragstream(load_config(data_dir=tmp_path / "other", reranker={"backend": "none"}, store=backend),
+                      embedder=hash_embedder)
+    try:
+        for rs in (edge, other):
+            assert rs.ingest([SAMPLES]).documents_failed == 0
+        assert other.stats()["points"] == edge.stats()["points"]
+        for query in ["How do I configure a timeout for requests?", "AsyncClient streaming responses",
+                      "what exceptions can httpx raise", "federal register rule"]:
+            for mode in modes:
+                theirs = edge.search(query, mode=mode, top_k=10).hits
+                assert len(theirs) == 10
+                same_ranking(_ranking(other.search(query, mode=mode, top_k=10).hits), _ranking(theirs))
+    finally:
+        edge.close()
+        other.close()
+
+
+def test_real_corpus_on_the_real_model_ranks_like_the_embedded_store(backend, embedder, shared_data: Path,
+                                                                     tmp_path: Path):
+    """The httpx documentation (real Markdown) on the packaged model: this backend returns the embedded
+    store's top 10 in bm25, dense and hybrid mode (dense only on a backend whose BM25 is not Qdrant's)."""
+    if backend["backend"] == "qdrant_edge":
+        pytest.skip("the embedded store is the reference")
+    modes = ("bm25", "dense", "hybrid") if backend["backend"] in SAME_BM25 else ("dense",)
+    corpus = shared_data / "markdown_docs"
+    edge = Ragstream(load_config(data_dir=tmp_path / "edge", reranker={"backend": "none"}), embedder=embedder)
+    other = Ragstream(load_config(data_dir=tmp_path / "other", reranker={"backend": "none"}, store=backend),
+                      embedder=embedder)
+    try:
+        for rs in (edge, other):
+            assert rs.ingest([corpus]).documents_processed > 10
+        for query in ["How do I set a timeout on a request?", "stream a large response body", "HTTP/2 support",
+                      "client certificates for TLS", "retry failed connections", "event hooks for logging requests"]:
+            for mode in modes:
+                theirs = edge.search(query, mode=mode, top_k=10).hits
+                assert len(theirs) == 10
+                same_ranking(_ranking(other.search(query, mode=mode, top_k=10).hits), _ranking(theirs))
+    finally:
+        edge.close()
+        other.close()
 
 
 # -- crash safety through the whole engine ---------------------------------------------------
@@ -192,3 +328,66 @@ def test_interrupted_write_recovers_on_reopen(make_fast_index, backend, tmp_path
     assert reopened.store.count() == total, "points of dead generations survived recovery"
     assert reopened.ingest([folder]).documents_failed == 0
     assert {c.text.split("version ")[1][:4] for r in reopened.documents() for c in reopened.document_chunks(r.document_id)} == {"beta"}
+
+
+# -- unreachable servers -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("store", "message"), [
+    # port 1 and port 9 (discard) on loopback: nothing listens, the connection is refused at once
+    ({"backend": "postgres", "url": "postgresql://postgres:x@127.0.0.1:1/ragstream", "connect_timeout_seconds": 2},
+     "PostgreSQL database at 127.0.0.1:1"),
+    ({"backend": "qdrant", "url": "http://127.0.0.1:9", "qdrant": {"timeout_seconds": 2}},
+     "cannot open Qdrant collection 'ragstream' at http://127.0.0.1:9"),
+])
+def test_an_unreachable_server_is_a_clear_unavailable_error(tmp_path, store: dict[str, Any], message: str):
+    with pytest.raises(VectorDBUnavailableError, match=re.escape(message)):
+        open_backend(load_config(data_dir=tmp_path, store=store), lambda catalog: 8)
+
+
+# -- what the qdrant backend adds ----------------------------------------------------------------
+
+def test_qdrant_local_mode_is_one_process_and_checks_the_collection(tmp_path: Path, hash_embedder: HashEmbedder):
+    path = str(tmp_path / "local")
+    store = QdrantServerStore(path, hash_embedder.dimensions, StoreConfig())
+    store.upsert([_chunk("a", 1)], hash_embedder.embed_documents([TEXT]), 1)
+    with pytest.raises(VectorDBUnavailableError, match="open in another ragstream process"):
+        QdrantServerStore(path, hash_embedder.dimensions, StoreConfig())
+    store.close()
+    store = QdrantServerStore(path, hash_embedder.dimensions, StoreConfig())
+    assert store.count() == 1 and store.chunks_of("a", 1)[0].text.startswith(TEXT)
+    store.close()
+    with pytest.raises(ConfigError, match="holds 256-dimensional vectors"):
+        QdrantServerStore(path, 8, StoreConfig())
+    QdrantServerStore(path, hash_embedder.dimensions, StoreConfig()).close()  # the refused open released the folder
+
+
+def test_a_qdrant_server_of_an_unsupported_version_is_named_in_a_warning(caplog: pytest.LogCaptureFixture):
+    from importlib.metadata import version
+
+    from ragstream.store.qdrant_server import _check_version
+
+    major, minor = (int(part) for part in version("qdrant-client").split(".")[:2])
+    _check_version(f"v{major}.{minor + 1}.0", "http://qdrant:6333")
+    _check_version(f"{major}.{minor - 1}.4", "http://qdrant:6333")
+    assert not caplog.records
+    _check_version(f"{major}.{minor + 3}.0", "http://qdrant:6333")
+    assert "the Qdrant server at http://qdrant:6333 runs" in caplog.text
+
+
+def test_qdrant_with_its_catalog_in_postgres(qdrant: QdrantTarget, hash_embedder: HashEmbedder, tmp_path: Path,
+                                             postgres_url: str):
+    """store.qdrant.catalog_url: the chunks in Qdrant, the catalog in PostgreSQL (what several workers share)."""
+    from ragstream.store.postgres.catalog import PostgresCatalogConnection
+
+    store = qdrant.overrides()["store"]
+    store["qdrant"]["catalog_url"] = postgres_url
+    rs = Ragstream(load_config(data_dir=tmp_path / "index", reranker={"backend": "none"}, store=store), embedder=hash_embedder)
+    assert isinstance(rs.catalog.connection, PostgresCatalogConnection) and rs.stats()["backend"] == "qdrant"
+    assert rs.ingest([SAMPLES]).documents_failed == 0
+    assert not (tmp_path / "index" / "catalog.sqlite3").exists()
+    hits = rs.search("How do I configure a timeout for requests?", top_k=3).hits
+    assert any("timeouts" in hit.chunk.metadata.source for hit in hits)
+    record = rs.documents()[0]
+    rs.delete(record.document_id)
+    assert rs.store.count({"document_id": record.document_id}) == 0
+    rs.close()
