@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from backend_fixtures import document_version
 
-from ragstream.store.catalog_base import SORT_KEYS, Catalog
+from ragstream.store.catalog_base import SORT_COLUMNS, Catalog
 
 
 def _commit(catalog: Catalog, *ids: str, **fields) -> list[int]:
@@ -74,7 +74,7 @@ def test_pages_sort_filter_and_count(catalog: Catalog):
     documents = catalog.documents
     ids = ["Beta", "alpha", "gamma_1", "100%", "delta"]
     _commit(catalog, *ids)
-    for sort in SORT_KEYS:
+    for sort in SORT_COLUMNS:
         for descending in (False, True):
             page = documents.page(0, 10, sort=sort, descending=descending)
             assert page.total == len(ids) and sorted(r.document_id for r in page.records) == sorted(ids)

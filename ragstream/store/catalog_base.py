@@ -75,7 +75,6 @@ SORT_COLUMNS = {"title": "lower(title)", "source": "lower(source)", "mime": "mim
                 "ingested": "first_ingested_at", "updated": "ingested_at"}
 """What a page of documents may be sorted by (title, source, type, chunk count, first ingest, last
 update) and the SQL expression each catalog sorts by (the same in SQLite and PostgreSQL)."""
-SORT_KEYS = tuple(SORT_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class DocumentRegistry(Protocol):
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
              descending: bool = False, *, user: str | None = None) -> DocumentPage:
         """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains
-        ``query`` (case-insensitive), sorted by ``sort`` (one of :data:`SORT_KEYS`; ties by source)."""
+        ``query`` (case-insensitive), sorted by ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source)."""
         ...
 
     def live_generations(self) -> dict[str, int]:
