@@ -96,3 +96,57 @@ def test_the_import_graph_has_no_loops():
         if node not in index:
             visit(node)
     assert loops == []
+
+
+MAX_MODULE_LINES = 500
+MAX_PUBLIC_METHODS = 20
+"""The house's size limits (docs/architecture.md): a module does one job, a class below the facade
+serves one role."""
+
+
+def test_no_module_exceeds_the_line_limit():
+    long = {name: lines for name, path in _modules().items()
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def _public_methods(node: ast.ClassDef) -> list[str]:
+    return [item.name for item in node.body
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and not item.name.startswith("_")]
+
+
+def test_no_class_below_the_facade_has_more_than_twenty_public_methods():
+    wide = {}
+    for name, path in _modules().items():
+        if name == FACADE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and len(methods := _public_methods(node)) > MAX_PUBLIC_METHODS:
+                wide[f"{name}.{node.name}"] = len(methods)
+    assert wide == {}
+
+
+def _reads_extras(tree: ast.AST) -> list[int]:
+    """Lines that read ``<x>.extras`` (a subscript or ``.get`` that is not the target of an assignment)."""
+    stores = {id(node.value) for node in ast.walk(tree)
+              if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del)}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr == "extras" and id(node) not in stores
+                  and not _is_assigned_whole(node, tree))
+
+
+def _is_assigned_whole(node: ast.Attribute, tree: ast.AST) -> bool:
+    return any(isinstance(parent, ast.Assign) and node in parent.targets for parent in ast.walk(tree))
+
+
+def test_no_stage_hands_data_to_another_through_extras():
+    """``SuperPrompt.extras`` holds per-stage logs for display: only written, never read, in the package
+    (what a later stage, the answer or the UI needs is a typed field)."""
+    readers = {name: lines for name, path in _modules().items()
+               if (lines := _reads_extras(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert readers == {}
+
+
+def test_the_pipeline_page_reads_no_extras():
+    script = (PACKAGE / "server" / "static" / "pipeline.js").read_text(encoding="utf-8")
+    assert ".extras" not in script
