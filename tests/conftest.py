@@ -16,16 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backend_fixtures import backend, catalog, opened, postgres_server, postgres_url  # noqa: F401 - re-exported fixtures
-from index_fixtures import (  # noqa: F401 - re-exported fixtures
+from support.backend_fixtures import backend, catalog, opened, postgres_server, postgres_url  # noqa: F401 - re-exported fixtures
+from support.index_fixtures import (  # noqa: F401 - re-exported fixtures
     embedder,
     hash_embedder,
     hash_embedder_by_default,
     make_fast_index,
     make_index,
 )
-from llm_server import llama_servers_alive, qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
-from qdrant_backend import qdrant  # noqa: F401 - re-exported fixture
+from support.llm_server import llama_servers_alive, qwen_server, smollm2_server  # noqa: F401 - re-exported fixtures
+from support.qdrant_backend import qdrant  # noqa: F401 - re-exported fixture
 
 from ragstream.providers.circuit import reset_breakers
 

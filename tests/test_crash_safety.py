@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from crash_steps import COMMIT_STEP, CRASH_POINTS, install_crash
+from support.crash_steps import COMMIT_STEP, CRASH_POINTS, install_crash
 
-CHILD = Path(__file__).with_name("crash_child.py")
+TESTS_DIR = Path(__file__).resolve().parent
+CHILD = "support.crash_child"
+"""The child, run as ``python -m support.crash_child`` with the tests folder on ``PYTHONPATH``."""
 DOCUMENTS = 6
 PARAGRAPHS = 12
 VERSIONS = ("alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "lambda")
@@ -72,9 +74,10 @@ def _start_child(data_dir: Path, folder: Path, mode: str, log: Path,
                  store: dict[str, Any] | None = None) -> subprocess.Popen[str]:
     """Start crash_child.py on the index and wait until it has loaded the model (``store``: the backend's config
     section, passed as environment; the child's stderr goes to ``log``)."""
-    env = {**os.environ, **_environment("RAGSTREAM_STORE", store or {})}
+    env = {**os.environ, **_environment("RAGSTREAM_STORE", store or {}),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
     with log.open("w") as errors:
-        child = subprocess.Popen([sys.executable, str(CHILD), str(data_dir), str(folder), mode],
+        child = subprocess.Popen([sys.executable, "-m", CHILD, str(data_dir), str(folder), mode],
                                  stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     assert child.stdout is not None
     line = child.stdout.readline()

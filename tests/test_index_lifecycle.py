@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from index_fixtures import SAMPLES
+from support.index_fixtures import SAMPLES
 
 
 def _copy_samples(tmp_path: Path) -> Path:

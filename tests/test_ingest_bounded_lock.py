@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hash_embedder import HashEmbedder
-from index_fixtures import FAST_DEFAULTS
+from support.hash_embedder import HashEmbedder
+from support.index_fixtures import FAST_DEFAULTS
 
 from ragstream import Ragstream, load_config
 from ragstream.models import IngestReport

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hash_embedder import HashEmbedder
-from index_fixtures import FAST_DEFAULTS, REPO_ROOT, SAMPLES
-from qdrant_backend import QdrantTarget
-from test_store_contract import same_ranking
+from support.hash_embedder import HashEmbedder
+from support.index_fixtures import FAST_DEFAULTS, REPO_ROOT, SAMPLES
+from support.qdrant_backend import QdrantTarget
+from support.rankings import same_ranking
 
 from ragstream import Ragstream, load_config
 from ragstream.migration import IN_PROGRESS, MigrationError

@@ -1,6 +1,6 @@
 """Document owners through the facade (``user=`` / ``owner=``) on the real embedded store (issue 9, item 4).
 
-The server's isolation tests (tests/test_server_users.py) go over HTTP; these pin the facade the
+The server's isolation tests (tests/server/test_server_users.py) go over HTTP; these pin the facade the
 server, CLI and UI share: searches filter by owner in the store, the retrieval cache is per user,
 owners survive reindexing and re-ingesting, and indexes written before owners existed open with
 every document shared.

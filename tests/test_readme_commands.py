@@ -12,7 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
-from llm_server import PORTABLE_CMAKE_ARGS
+from support.llm_server import PORTABLE_CMAKE_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SECTION = "## Set-up"

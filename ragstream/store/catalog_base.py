@@ -17,7 +17,7 @@ A backend implements each role in a module of its own over one shared
 :class:`CatalogConnection` (SQLite: :mod:`ragstream.store.sqlite_catalog`; PostgreSQL:
 :mod:`ragstream.store.postgres.catalog`); the factory (:mod:`ragstream.store.factory`) composes
 the roles into a :class:`Catalog`. docs/consistency.md tells the protocol every implementation
-keeps; the ``tests/test_catalog_*.py`` suites prove each role on each backend.
+keeps; the ``tests/store/test_catalog_*.py`` suites prove each role on each backend.
 """
 
 from __future__ import annotations
