@@ -1,4 +1,4 @@
-"""The SuperPrompt pipeline with every LLM off, on a real index of the bundled samples (seed 000 section 7)."""
+"""The SuperPrompt pipeline with every LLM off, on a real index of the bundled samples (docs/pipeline.md)."""
 
 from __future__ import annotations
 
