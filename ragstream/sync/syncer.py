@@ -88,7 +88,7 @@ class Syncer:
                     parts.append(SyncReport(roots=[source], failures=[_failure(source, error)]))
                     continue
                 part = self._sync_root(root, looked_at, progress)
-                self._roots.record_sync(str(root), datetime.now(UTC).isoformat(timespec="seconds"),
+                self._roots.record_sync(str(root), datetime.now(UTC).isoformat(timespec="milliseconds"),
                                         json.dumps(part.counts(self._config.sync.failures_kept)))
                 parts.append(part)
         report = SyncReport().merge(parts)

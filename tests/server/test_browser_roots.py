@@ -50,5 +50,6 @@ def test_documents_page_shows_watched_folders(browser: Any, tmp_path: Path):
         expect(row.locator("td").nth(4)).to_have_text("1 added")
 
         row.get_by_role("button", name=f"Sync {root} now").click()
-        expect(page.locator("#roots-status")).to_contain_text(root)
-        expect(row.locator("td").nth(4)).to_have_text("no change")  # the full sync found nothing new
+        expect(page.locator("#roots-status")).to_contain_text(root)  # "Syncing ROOT…" until the sync is seen done
+        expect(page.locator("#roots-status")).to_have_text(f"Synced {root}: no change")  # the full sync found nothing new
+        expect(row.locator("td").nth(4)).to_have_text("no change")

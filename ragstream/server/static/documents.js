@@ -12,6 +12,8 @@ const JOB_ENDED = new Set(["succeeded", "failed"]);
 const ROOTS_POLL_MS = 5000;
 const SYNC_COUNTS = ["added", "changed", "renamed", "removed", "failed"];
 let lastSyncs = null;
+/** The folder whose "Sync now" the user clicked, until its sync is seen done: { root, before: its last_sync_at then }. */
+let pendingSync = null;
 const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
 let filterTimer = null;
 
@@ -172,12 +174,28 @@ async function removeDocument(doc) {
   (buttons[Math.min(index, buttons.length - 1)] || $("refresh")).focus();
 }
 
-/** "2 added, 1 removed" from a root's last sync counts (or "no change"), with its first failures as a title. */
-function syncResult(last) {
+/** "2 added, 1 removed" from a root's last sync counts ("no change" when nothing moved, "" before any sync). */
+function syncSummary(last) {
   const parts = SYNC_COUNTS.filter((key) => last[key]).map((key) => `${last[key]} ${key}`);
+  return parts.length ? parts.join(", ") : last.unchanged !== undefined ? "no change" : "";
+}
+
+/** The last-sync cell, with its first failures as a title. */
+function syncResult(last) {
   const failures = (last.failures || []).map((item) => `${item.source}: ${item.code}: ${item.message}`).join("\n");
-  return el("td", { class: last.failed ? "error" : "muted", title: failures || null },
-    parts.length ? parts.join(", ") : last.unchanged !== undefined ? "no change" : "");
+  return el("td", { class: last.failed ? "error" : "muted", title: failures || null }, syncSummary(last));
+}
+
+/** The roots status line: the folder the user asked to sync (syncing, then its result), else the counts. */
+function rootsStatus(roots) {
+  const pending = pendingSync && roots.find((root) => root.root === pendingSync.root);
+  if (pending && (pending.syncing || pending.last_sync_at === pendingSync.before)) return `Syncing ${pending.root}…`;
+  pendingSync = null;
+  if (pending) return `Synced ${pending.root}: ${syncSummary(pending.last_sync || {}) || "done"}`;
+  const watching = roots.filter((root) => root.watching).length;
+  return roots.length
+    ? `${roots.length} folder(s), ${watching} watched`
+    : "No synced folders yet: run ragstream sync PATH or ragstream watch PATH on the server's machine.";
 }
 
 function rootRow(root) {
@@ -201,10 +219,7 @@ async function refreshRoots() {
     const syncs = roots.map((root) => `${root.root}@${root.last_sync_at}`).join("|");
     if (lastSyncs !== null && syncs !== lastSyncs) await refresh();
     lastSyncs = syncs;
-    const watching = roots.filter((root) => root.watching).length;
-    setStatus($("roots-status"), roots.length
-      ? `${roots.length} folder(s), ${watching} watched`
-      : "No synced folders yet: run ragstream sync PATH or ragstream watch PATH on the server's machine.");
+    setStatus($("roots-status"), rootsStatus(roots));
   } catch (error) {
     setStatus($("roots-status"), describe(error), true);
   }
@@ -214,7 +229,12 @@ async function syncRoot(root, button) {
   button.disabled = true;
   try {
     const answer = await api("/api/roots/sync", { method: "POST", body: { root: root.root } });
-    setStatus($("roots-status"), answer.queued ? `Syncing ${root.root}…` : `A sync of ${root.root} is already queued`);
+    if (!answer.queued) {
+      setStatus($("roots-status"), `A sync of ${root.root} is already queued`);
+      return;
+    }
+    pendingSync = { root: root.root, before: root.last_sync_at };
+    setStatus($("roots-status"), `Syncing ${root.root}…`);
     await refreshRoots();
   } catch (error) {
     setStatus($("roots-status"), describe(error), true);
