@@ -1,9 +1,11 @@
 """Readers see, for every document, exactly the version committed when their request started.
 
 Every version of a test document carries its marker ``[d<doc>v<version>]`` in every sentence, so
-a chunk names the version it came from. The deterministic tests read at each step of a write; the
-threaded ones run one writer re-ingesting three documents against four reader threads (search,
-retrieve, ask, document + chunks) for a bounded time, with real components and real threads.
+a chunk names the version it came from. The deterministic tests read at each step of a write (the
+exact claim: what was committed when the snapshot was taken); the threaded ones run one writer
+re-ingesting three documents against four reader threads (search, retrieve, ask, document + chunks)
+for a bounded time, with real components and real threads, and check that no response mixes versions,
+none is older than the version committed when the request started, and none is half a document.
 """
 
 from __future__ import annotations
@@ -100,6 +102,13 @@ class _Writer:
         """The versions one of which is committed now: (last returned, being written)."""
         return self.committed, self.attempting
 
+    def through(self, start: tuple[int, int]) -> tuple[int, int]:
+        """The versions a request that read ``start`` before it began may see when it ends: from the one
+        committed at its start up to the one being written now. (A reader thread paused between reading
+        ``start`` and taking its snapshot for longer than one version write may take it after the next
+        commit; the write steps themselves are checked deterministically below.)"""
+        return start[0], self.attempting
+
     def chunk_versions(self) -> dict[str, tuple[int, int]]:
         """chunk_id -> (document number, version) of every committed chunk."""
         numbers = {record.document_id: int(re.findall(r"doc(\d+)", record.source)[-1]) for record in self.records()}
@@ -186,7 +195,7 @@ def _searcher(rs: Ragstream) -> Reader:
     def read(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
         result = rs.search(QUERY, top_k=TOP_K)
-        tally.check("search", window, _versions(hit.chunk.text for hit in result.hits))
+        tally.check("search", writer.through(window), _versions(hit.chunk.text for hit in result.hits))
 
     return read
 
@@ -195,7 +204,7 @@ def _retriever(rs: Ragstream) -> Reader:
     def read(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
         context = rs.retrieve(QUERY, "consistency", max_chunks=TOP_K, min_relevance=0.0)
-        tally.check("retrieve", window, _versions(chunk.text for chunk in context.document_chunks))
+        tally.check("retrieve", writer.through(window), _versions(chunk.text for chunk in context.document_chunks))
 
     return read
 
@@ -205,7 +214,7 @@ def _asker(rs: Ragstream) -> Reader:
         window = writer.window()
         answer = rs.ask(QUESTION)
         with tally.lock:  # checked at the end, when every committed chunk id is known
-            tally.answers.append((window, answer.metadata["context_chunk_ids"]))
+            tally.answers.append((writer.through(window), answer.metadata["context_chunk_ids"]))
 
     return read
 
@@ -214,7 +223,8 @@ def _document_reader(rs: Ragstream) -> Reader:
     def read(writer: _Writer, tally: _Tally) -> None:
         for record in rs.documents():
             window = writer.window()
-            _check_document(tally, window, *rs.document_with_chunks(record.document_id))
+            found = rs.document_with_chunks(record.document_id)
+            _check_document(tally, writer.through(window), *found)
 
     return read
 
@@ -360,18 +370,18 @@ def _http_readers(api: httpx.Client) -> list[Reader]:
     def search(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
         hits = post("/api/search", {"query": QUERY, "top_k": TOP_K})["hits"]
-        tally.check("search", window, _versions(hit["chunk"]["text"] for hit in hits))
+        tally.check("search", writer.through(window), _versions(hit["chunk"]["text"] for hit in hits))
 
     def retrieve(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
         context = post("/api/retrieve", {"query": QUERY, "max_chunks": TOP_K, "min_relevance": 0.0})
-        tally.check("retrieve", window, _versions(chunk["text"] for chunk in context["document_chunks"]))
+        tally.check("retrieve", writer.through(window), _versions(chunk["text"] for chunk in context["document_chunks"]))
 
     def query(writer: _Writer, tally: _Tally) -> None:
         window = writer.window()
         answer = post("/api/query", {"query": QUESTION})
         with tally.lock:
-            tally.answers.append((window, answer["metadata"]["context_chunk_ids"]))
+            tally.answers.append((writer.through(window), answer["metadata"]["context_chunk_ids"]))
 
     def document(writer: _Writer, tally: _Tally) -> None:
         for record in _records(api):
@@ -380,7 +390,7 @@ def _http_readers(api: httpx.Client) -> list[Reader]:
             assert response.status_code == 200, response.text
             body = response.json()
             chunks = [Chunk.model_validate(chunk) for chunk in body["chunks"]]
-            _check_document(tally, window, DocumentRecord.model_validate(body["document"]), chunks)
+            _check_document(tally, writer.through(window), DocumentRecord.model_validate(body["document"]), chunks)
 
     return [search, retrieve, query, document]
 
