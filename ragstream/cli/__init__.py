@@ -19,7 +19,7 @@ from ragstream.cli import answers, backends, demo, documents, search, serving, s
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")
-db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream[postgres]').",
+db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream\\[postgres]').",
                      no_args_is_help=True)
 app.add_typer(db_app, name="db")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from ragstream.cli.index import err_console, fail, open_index, reading_index
 from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument
@@ -53,7 +54,7 @@ def chat(
             try:
                 conversation = print_answer(rs, question, conversation, None, stream=True, json_output=False)
             except RagstreamError as error:
-                err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {error.message}")
+                err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {escape(error.message)}")
 
 
 def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
@@ -111,7 +112,7 @@ def prompt(
         print(sp.prompt_ready)
         _print_rerank(sp)
         for stage, reason in sp.fallbacks().items():
-            err_console.print(f"[yellow]stage {stage} fell back:[/] {reason}")
+            err_console.print(f"[yellow]stage {stage} fell back:[/] {escape(reason)}")
 
 
 def _print_rerank(sp: SuperPrompt) -> None:

@@ -250,3 +250,10 @@ def test_commands_go_through_a_running_server_on_the_index(tmp_path: Path, monke
         held = runner.invoke(app, ["ingest", str(SAMPLES / "httpx-async.md")])
         assert held.exit_code == 2 and f"ragstream serve at {server.url}" in " ".join(held.stderr.split())
     assert not (server.data_dir / "server.json").exists(), "a stopped server withdraws its announcement"
+
+
+def test_help_keeps_the_brackets_of_an_extra():
+    """Rich markup must not swallow ``[postgres]`` in the install hint."""
+    result = runner.invoke(app, ["db", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert "ragstream[postgres]" in result.output
