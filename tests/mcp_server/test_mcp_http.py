@@ -9,7 +9,6 @@ with Alice seeing it, so none passes vacuously.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp.shared.exceptions import MCPError
 from support.index_fixtures import SAMPLES
-from support.mcp_client import Mcp, connected, http_session, text_of
+from support.mcp_client import Mcp, connected, http_session, text_of, wait_for
 from support.recording_llm import RecordingLLM
 from support.server_process import RunningServer, running_server
 
@@ -38,7 +37,6 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "curl", "version": "1"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-LEAVE_WAIT_SECONDS = 60.0
 
 
 def keys() -> str:
@@ -204,8 +202,8 @@ def test_a_client_that_leaves_mid_answer_stops_the_llm_call(tmp_path: Path):
 
         seen = anyio.run(ask_and_leave)
         assert "done" not in seen and any("tokens written" in message for message in seen)
-        _wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
-        _wait_for(lambda: "ask ended before its answer was done" in running.log_text(), "the server to log it")
+        wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
+        wait_for(lambda: "ask ended before its answer was done" in running.log_text(), "the server to log it")
         turns = httpx.get(f"{running.url}/api/conversations/{conversation}", timeout=TIMEOUT,
                           headers={"Authorization": f"Bearer {ALICE_KEY}"}).json()
         assert len(turns) == 1 and turns[0]["incomplete"] is True
@@ -236,11 +234,3 @@ def _all_uris(client: Mcp) -> set[str]:
         if not page.next_cursor:
             return uris
         cursor = page.next_cursor
-
-
-def _wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + LEAVE_WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {LEAVE_WAIT_SECONDS} s for {what}")
-        time.sleep(0.05)

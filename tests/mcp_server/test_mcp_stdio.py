@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS, SAMPLES
-from support.mcp_client import CLI, Mcp, connected, stdio_session, text_of
+from support.mcp_client import CLI, Mcp, connected, stdio_session, text_of, wait_for
 from support.recording_llm import RecordingLLM
 from support.server_process import server_env
 
@@ -25,7 +24,6 @@ TIMEOUTS = "httpx-timeouts.md"
 QUESTION = "How do I set a timeout on a request?"
 PAGE_SIZE = 2
 READ_TOOLS = {"search", "ask", "list_documents", "read"}
-LEAVE_WAIT_SECONDS = 60.0
 
 
 def open_index(data_dir: Path) -> Ragstream:
@@ -253,7 +251,7 @@ def test_a_cancelled_ask_stops_the_llm_call_and_keeps_the_turn_incomplete(tmp_pa
 
         seen = client.portal.call(ask_then_cancel)
         assert "done" not in seen and any("tokens written" in message for message in seen)
-        _wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
+        wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
         assert len(llm.requests) == 1
         assert client.ok("search", {"query": "timeout"})["passages"]  # the server goes on
     log = (tmp_path / "stderr.log").read_text()
@@ -283,7 +281,7 @@ def test_a_client_that_goes_away_mid_answer_stops_the_llm_call(tmp_path: Path):
 
         seen = anyio.run(ask_and_quit)
         assert "done" not in seen and any("tokens written" in message for message in seen)
-        _wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
+        wait_for(lambda: llm.disconnects == 1, "the LLM stream to be closed")
     with open_index(data_dir) as rs:  # the server process has ended and left the turn behind
         [turn] = rs.conversation(conversation)
     assert turn["incomplete"] is True
@@ -296,14 +294,6 @@ def test_without_the_sdk_ragstream_mcp_names_the_extra(tmp_path: Path):
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and done.stdout == ""
     assert "pip install 'ragstream[mcp]'" in done.stderr
-
-
-def _wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + LEAVE_WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {LEAVE_WAIT_SECONDS} s for {what}")
-        time.sleep(0.05)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ session's calls.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
@@ -27,6 +28,8 @@ CLI = "from ragstream.cli import app; app()"
 HASH_EMBEDDER = (f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); from support import hash_embedder; "
                  "hash_embedder.install_as_default(); ")
 HTTP_TIMEOUT_SECONDS = 120.0
+LEAVE_WAIT_SECONDS = 60.0
+"""How long a test waits for the server to notice that a client left (the LLM stream closed, a log line)."""
 
 
 @asynccontextmanager
@@ -116,3 +119,12 @@ def connected(session: AbstractAsyncContextManager[ClientSession]) -> Iterator[M
     """``session`` opened on a portal's event loop, for blocking calls; closed afterwards."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(session) as opened:
         yield Mcp(portal, opened)
+
+
+def wait_for(condition: Any, what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after :data:`LEAVE_WAIT_SECONDS`."""
+    deadline = time.monotonic() + LEAVE_WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {LEAVE_WAIT_SECONDS} s for {what}")
+        time.sleep(0.05)
