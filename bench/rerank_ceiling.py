@@ -22,18 +22,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rerank_levers import halves
+from rerank_levers import first_pages, halves
 
 from ragstream import Ragstream, load_config
-from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
+from ragstream.evaluation.beir import DOC_ID_KEY, BeirDataset, load_beir
 
 SECOND_EMBEDDER = "bge-small-en-v1.5"
 VARIANT = "head_heading_160"
 
 
-def first_page_by_second_embedder(dataset_dir: Path, index: Path, queries: dict[str, str]) -> dict[str, str]:
+def first_page_by_second_embedder(dataset: BeirDataset, index: Path, queries: dict[str, str]) -> dict[str, str]:
     """Per question, the first page of a hybrid search on an index embedded with :data:`SECOND_EMBEDDER`."""
-    dataset = load_beir(dataset_dir, "all")
     config = load_config(data_dir=index, embedding={"model": SECOND_EMBEDDER}, reranker={"backend": "none"})
     firsts: dict[str, str] = {}
     with Ragstream(config) as rs:
@@ -59,18 +58,16 @@ def main() -> None:
     for directory in map(Path, args.dataset):
         dataset = load_beir(directory, "all")
         rows = cache[dataset.name]
-        firsts = first_page_by_second_embedder(directory, args.index_root / f"bge-{dataset.name}",
+        firsts = first_page_by_second_embedder(dataset, args.index_root / f"bge-{dataset.name}",
                                                {qid: dataset.queries[qid] for qid in rows})
         entry: dict[str, Any] = {}
         for half, ids in halves(directory, "all", list(rows)).items():
             counts = dict.fromkeys(("hybrid", "cross_encoder", "bge_hybrid", "either_hybrid_or_cross_encoder",
                                     "any_of_three"), 0)
             for qid in ids:
-                row, relevant = rows[qid], dataset.qrels[qid]
-                count = min(args.head, len(row["docs"]))
-                logits = row["ce"][args.variant][:count]
-                right = [relevant.get(page, 0) > 0 for page in
-                         (row["docs"][0], row["docs"][max(range(count), key=lambda i: logits[i])], firsts[qid])]
+                relevant = dataset.qrels[qid]
+                right = [relevant.get(page, 0) > 0
+                         for page in (*first_pages(rows[qid], args.variant, args.head), firsts[qid])]
                 for name, value in zip(("hybrid", "cross_encoder", "bge_hybrid"), right, strict=True):
                     counts[name] += value
                 counts["either_hybrid_or_cross_encoder"] += right[0] or right[1]

@@ -147,6 +147,13 @@ def evaluate_setting(rows: dict[str, Any], qrels: dict[str, dict[str, int]], ids
     return {name: round(value / max(1, len(ids)), 4) for name, value in totals.items()}
 
 
+def first_pages(row: dict[str, Any], variant: str, head: int) -> tuple[str, str]:
+    """A question's first page by hybrid, and by the cross-encoder over hybrid's first ``head`` candidates."""
+    count = min(head, len(row["docs"]))
+    logits = row["ce"][variant][:count]
+    return row["docs"][0], row["docs"][max(range(count), key=lambda i: logits[i])]
+
+
 def ceiling(rows: dict[str, Any], qrels: dict[str, dict[str, int]], ids: Sequence[str], variant: str,
             head: int) -> dict[str, float]:
     """What any use of this cross-encoder could reach on hit@1: hybrid's first page, the model's first page
@@ -155,10 +162,7 @@ def ceiling(rows: dict[str, Any], qrels: dict[str, dict[str, int]], ids: Sequenc
     counts = {"hybrid": 0, "cross_encoder": 0, "either": 0, "hybrid_top2": 0, "hybrid_top5": 0}
     for qid in ids:
         row, relevant = rows[qid], qrels[qid]
-        count = min(head, len(row["docs"]))
-        logits = row["ce"][variant][:count]
-        first_hybrid = relevant.get(row["docs"][0], 0) > 0
-        first_model = relevant.get(row["docs"][max(range(count), key=lambda i: logits[i])], 0) > 0
+        first_hybrid, first_model = (relevant.get(page, 0) > 0 for page in first_pages(row, variant, head))
         pages = ranked_docs(row["docs"], range(len(row["docs"])))
         counts["hybrid"] += first_hybrid
         counts["cross_encoder"] += first_model
