@@ -127,16 +127,12 @@ def test_no_class_below_the_facade_has_more_than_twenty_public_methods():
 
 
 def _reads_extras(tree: ast.AST) -> list[int]:
-    """Lines that read ``<x>.extras`` (a subscript or ``.get`` that is not the target of an assignment)."""
-    stores = {id(node.value) for node in ast.walk(tree)
-              if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del)}
+    """Lines that read ``<x>.extras`` (anything but the target of ``x.extras[k] = ...``, ``del`` or ``x.extras = ...``)."""
+    written = {id(node.value) for node in ast.walk(tree)
+               if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del)}
+    written |= {id(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)}
     return sorted(node.lineno for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and node.attr == "extras" and id(node) not in stores
-                  and not _is_assigned_whole(node, tree))
-
-
-def _is_assigned_whole(node: ast.Attribute, tree: ast.AST) -> bool:
-    return any(isinstance(parent, ast.Assign) and node in parent.targets for parent in ast.walk(tree))
+                  if isinstance(node, ast.Attribute) and node.attr == "extras" and id(node) not in written)
 
 
 def test_no_stage_hands_data_to_another_through_extras():
