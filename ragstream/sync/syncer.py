@@ -4,6 +4,7 @@ hash without re-embedding, documents whose files are gone (or now excluded) remo
 Each document a sync writes belongs to its *root* (the folder or file given, resolved; a catalog column), and
 is shared with every user, like the CLI's ingest. A sync of a root only ever removes documents of that root
 that are shared: a user's document, or one another root that holds the file keeps in step, is left alone.
+A symlink in a root is followed only as ``ingest.follow_symlinks`` allows, checked again when the file is read.
 A root that does not exist is reported (``root_not_found``) and nothing of it is removed: an unmounted disk
 does not empty the index.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -66,7 +68,8 @@ class Syncer:
         self._ingestor = ingestor
         self._selector = FileSelector(config.ingest)
         self._temporary = TemporaryFiles(config.sync.temporary_files)
-        self._digests = FileDigests(config.sync.hash_block_bytes, config.limits.max_file_bytes)
+        self._digests = FileDigests(config.sync.hash_block_bytes, config.limits.max_file_bytes,
+                                    config.ingest.follow_symlinks)
         self._own = [str(Path(folder).expanduser().resolve()) for folder in (config.data_dir, config.server.upload_dir)
                      if folder is not None]
         """The index's own folders (data, uploads): never synced, even inside a root."""
@@ -162,7 +165,7 @@ class Syncer:
                 if changed is None:
                     report.skipped_files.append(SkippedFile(source=str(path), reason=TEMPORARY))
             elif not self.ignores(path):
-                files[str(path.resolve())] = path
+                files[os.path.realpath(path)] = path
         return files
 
     def _classify(self, key: str, plan: _Plan, changed: set[str] | None, report: SyncReport) -> None:
@@ -177,12 +180,15 @@ class Syncer:
                 report.warnings.append(f"{source}: kept in step with the root {existing.root}, which also holds it")
                 continue
             try:
-                digest = self._digests.digest(Path(source), fresh=changed is not None)
+                digest = self._digests.digest(Path(source), root=key, fresh=changed is not None)
             except FileNotFoundError:  # gone since the walk: its document goes too
                 del plan.present[source]
                 continue
             except OSError as error:
                 report.failures.append(_failure(source, DocumentError(f"{source}: cannot read file: {error.strerror or error}")))
+                continue
+            except DocumentError as error:  # swapped for a FIFO or a link out of the root since the walk
+                report.failures.append(_failure(source, error))
                 continue
             if existing is None:
                 if digest is None:
