@@ -143,6 +143,11 @@ class DocumentRegistry(Protocol):
         """Every live document that belongs to ``root``, by source."""
         ...
 
+    def shared_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document (no owner) whose source is ``folder`` or lies inside it (``folder`` + the
+        path separator + more), whatever root it belongs to, by source."""
+        ...
+
     def set_root(self, document_ids: Sequence[str], root: str) -> None:
         """Make live documents belong to ``root`` (no new version: the root is not part of what readers see)."""
         ...

@@ -3,7 +3,10 @@ hash without re-embedding, documents whose files are gone (or now excluded) remo
 
 Each document a sync writes belongs to its *root* (the folder or file given, resolved; a catalog column), and
 is shared with every user, like the CLI's ingest. A sync of a root only ever removes documents of that root
-that are shared: a user's document, or one another root that holds the file keeps in step, is left alone.
+that are shared: a user's document, or one another root that holds the file keeps in step, is left alone. A
+shared document ingested without a root (``ragstream ingest``) whose source lies under the root is the root's
+too, whoever ingested it: adopted when its file is taken, removed when the file is gone or no longer taken
+(editors' temporary files and the index's own folders aside: sync never touches those).
 A symlink in a root is followed only as ``ingest.follow_symlinks`` allows, checked again when the file is read.
 A root that does not exist is reported (``root_not_found``) and nothing of it is removed: an unmounted disk
 does not empty the index.
@@ -133,6 +136,9 @@ class Syncer:
         report = SyncReport(roots=[key])
         plan = _Plan(present=self._files(root, changed, report))
         known = {record.source: record for record in self._documents.documents_in_root(key)}
+        for record in self._documents.shared_documents_under(key):  # ingested without a root: adopted or removed
+            if record.root is None and not self.ignores(record.source):
+                known.setdefault(record.source, record)
         self._classify(key, plan, changed, report)
         plan.gone = [record for source, record in known.items()
                      if source not in plan.present and _looked_at(source, changed)]
@@ -265,10 +271,11 @@ class Syncer:
         report.embedding_cache_hits += ingest.embedding_cache_hits
 
     def _remove(self, gone: list[DocumentRecord], key: str, report: SyncReport) -> None:
-        """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root, got an owner
-        or a new version; in one switch."""
+        """Remove the documents of ``key`` (or ingested without a root under it) whose files are gone, unless
+        meanwhile they left the root, got an owner or a new version; in one switch."""
         current = [record for record in (self._documents.get(old.document_id) for old in gone)
-                   if record is not None and record.root == key and record.owner is None]
+                   if record is not None and record.owner is None
+                   and (record.root == key or (record.root is None and under(record.source, key)))]
         report.removed.extend(record.source for record in self._ingestor.delete_many(current))
 
 

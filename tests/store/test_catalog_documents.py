@@ -116,3 +116,23 @@ def test_documents_belong_to_roots_and_a_rename_is_one_switch(catalog: Catalog):
     assert sequence == before + 1
     assert documents.get("b") is None and documents.get("b2").generation == moved  # type: ignore[union-attr]
     assert [record.document_id for record in documents.documents_in_root("/docs")] == ["a", "b2", "c"]
+
+
+def test_shared_documents_under_a_folder_whatever_their_root(catalog: Catalog):
+    documents = catalog.documents
+    generations, intents = catalog.versions.begin_versions(
+        [(source, None) for source in ("/docs", "/docs/a.md", "/docs/sub/b.md", "/docsx/c.md", "/docs/mine.md",
+                                       "/do%s/_.md", "/other/d.md")])
+    documents.commit_documents([
+        document_version("/docs", generations[0]),
+        document_version("/docs/a.md", generations[1]),
+        document_version("/docs/sub/b.md", generations[2], root="/docs/sub"),
+        document_version("/docsx/c.md", generations[3]),  # a sibling whose name starts the same
+        document_version("/docs/mine.md", generations[4], owner="alice"),  # a user's: never a sync's
+        document_version("/do%s/_.md", generations[5]),  # wildcards of LIKE are plain characters here
+        document_version("/other/d.md", generations[6], root="/docs")])
+    catalog.versions.clear_intents(intents)
+    assert [r.source for r in documents.shared_documents_under("/docs")] == ["/docs", "/docs/a.md", "/docs/sub/b.md"]
+    assert [r.source for r in documents.shared_documents_under("/docs/")] == ["/docs/a.md", "/docs/sub/b.md"]
+    assert [r.source for r in documents.shared_documents_under("/do%s")] == ["/do%s/_.md"]
+    assert documents.shared_documents_under("/do") == []
