@@ -138,8 +138,10 @@ class FileSelector:
         that cannot be read (None: a regular file to read, or gone meanwhile, which the read reports)."""
         try:
             status = os.lstat(path)
-        except OSError:
+        except FileNotFoundError:
             return None
+        except OSError:  # a folder that may be listed but not entered
+            return UNREADABLE
         if stat.S_ISLNK(status.st_mode):
             try:
                 status = os.stat(path)
@@ -184,12 +186,13 @@ class FileSelector:
         found = []
         for name in self._config.ignore_files:
             candidate = folder / name
-            if candidate.is_file():
-                try:
-                    lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
-                except OSError:
+            try:
+                if not candidate.is_file():
                     continue
-                found.append(_IgnoreFile(base=folder, spec=pathspec.GitIgnoreSpec.from_lines(lines)))
+                lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            found.append(_IgnoreFile(base=folder, spec=pathspec.GitIgnoreSpec.from_lines(lines)))
         return found
 
 
