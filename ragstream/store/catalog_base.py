@@ -143,9 +143,9 @@ class DocumentRegistry(Protocol):
         """Every live document that belongs to ``root``, by source."""
         ...
 
-    def shared_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
-        """Every live shared document (no owner) whose source is ``folder`` or lies inside it (``folder`` + the
-        path separator + more), whatever root it belongs to, by source."""
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document (no owner) that belongs to no root and whose source is ``folder`` or lies
+        inside it (``folder`` + the path separator + more), by source: what ``ingest`` put in a synced root."""
         ...
 
     def set_root(self, document_ids: Sequence[str], root: str) -> None:

@@ -136,8 +136,8 @@ class Syncer:
         report = SyncReport(roots=[key])
         plan = _Plan(present=self._files(root, changed, report))
         known = {record.source: record for record in self._documents.documents_in_root(key)}
-        for record in self._documents.shared_documents_under(key):  # ingested without a root: adopted or removed
-            if record.root is None and not self.ignores(record.source):
+        for record in self._documents.unrooted_documents_under(key):  # ingested without a root: adopted or removed
+            if not self.ignores(record.source):
                 known.setdefault(record.source, record)
         self._classify(key, plan, changed, report)
         plan.gone = [record for source, record in known.items()

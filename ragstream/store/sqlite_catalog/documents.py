@@ -121,12 +121,12 @@ class SqliteDocuments(SqliteRole):
                                                (root,)).fetchall()
         return [record(row) for row in rows]
 
-    def shared_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
-        """Every live shared document whose source is ``folder`` or lies inside it, by source."""
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document of no root whose source is ``folder`` or lies inside it, by source."""
         prefix = folder.rstrip(os.sep) + os.sep
         with self._connection.lock:
             rows = self._connection.db.execute(
-                f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND (source = ? OR substr(source, 1, ?) = ?) "
+                f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND root IS NULL AND (source = ? OR substr(source, 1, ?) = ?) "
                 "ORDER BY source", (folder, len(prefix), prefix)).fetchall()
         return [record(row) for row in rows]
 

@@ -109,11 +109,11 @@ class PostgresDocuments(PostgresRole):
                                 (root,)).fetchall()
         return [record(row) for row in rows]
 
-    def shared_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
-        """Every live shared document whose source is ``folder`` or lies inside it, by source."""
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document of no root whose source is ``folder`` or lies inside it, by source."""
         prefix = folder.rstrip(os.sep) + os.sep
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND "
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND root IS NULL AND "
                                 "(source = %s OR left(source, %s) = %s) ORDER BY source",
                                 (folder, len(prefix), prefix)).fetchall()
         return [record(row) for row in rows]
