@@ -31,6 +31,19 @@ class FileTooLargeError(DocumentError):
     code = "file_too_large"
 
 
+class NotARegularFileError(DocumentError):
+    """A path to read is a FIFO, socket, device or folder, not a file (refused without waiting on it)."""
+
+    code = "not_a_regular_file"
+
+
+class OutsideRootError(DocumentError):
+    """A file taken from a folder resolved outside it when it was opened (a symlink swapped in after the folder
+    was listed, or any link while ``ingest.follow_symlinks`` is ``never``)."""
+
+    code = "outside_root"
+
+
 class EmptyDocumentError(DocumentError):
     code = "empty_document"
 

@@ -117,12 +117,14 @@ class Ingestor:
     ) -> IngestReport:
         """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
         is reported and skipped. The documents belong to ``owner`` (None: shared) and, when given, to the synced
-        ``root`` (None: they keep the root they have)."""
+        ``root`` (None: they keep the root they have), inside which every file must then lie when it is read
+        (``ingest.follow_symlinks``), as a file taken from a folder must lie inside that folder."""
         self._before_write()
         report = _new_report()
         selection = select_files(paths, self._config.ingest)
         report.skipped_files = selection.skipped
-        docs = self._load_all(selection.files, metadata, owner, report, progress, root)
+        within = [(path, root or selection.within.get(path)) for path in selection.files]
+        docs = self._load_all(within, metadata, owner, report, progress, root)
         return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
@@ -246,15 +248,16 @@ class Ingestor:
     # -- the job -------------------------------------------------------------------------------
 
     def _load_all(
-        self, paths: Iterable[Path], metadata: dict[str, Any] | None, owner: str | None, report: IngestReport,
+        self, paths: list[tuple[Path, str | None]], metadata: dict[str, Any] | None, owner: str | None, report: IngestReport,
         progress: ProgressCallback | None, root: str | None = None,
     ) -> Iterator[LoadedDocument]:
+        """Load each file of ``paths`` (with the resolved folder it must lie inside when read, or None)."""
         from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
 
         given = {key: value for key, value in (("owner", owner), ("root", root)) if value is not None}
-        for path in paths:
+        for path, within in paths:
             try:
-                doc = load_file(path, self._config, metadata=metadata)
+                doc = load_file(path, self._config, metadata=metadata, root=within)
                 yield doc.model_copy(update=given) if given else doc
             except (DocumentError, OSError) as error:
                 _fail(report, str(path), error, progress)

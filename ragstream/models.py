@@ -168,10 +168,15 @@ class SkippedFile(BaseModel):
     """A file or folder that a folder ingest did not take, and why."""
 
     source: str
-    reason: Literal["not_a_document", "excluded", "ignored", "hidden", "temporary"] = Field(
+    reason: Literal["not_a_document", "excluded", "ignored", "hidden", "temporary", "symlink", "symlink_outside_root",
+                    "folder_symlink", "broken_symlink", "symlink_loop", "special_file", "unreadable"] = Field(
         description="not_a_document: no ingest.include glob matched; excluded: an ingest.exclude glob matched; "
         "ignored: an ignore file (.gitignore, .ragstreamignore) matched; hidden: the name starts with a dot; "
-        "temporary: an editor's lock, swap or backup file or a partial download (sync.temporary_files; sync only)."
+        "temporary: an editor's lock, swap or backup file or a partial download (sync.temporary_files; sync only); "
+        "symlink: a file link while ingest.follow_symlinks is never; symlink_outside_root: a file link whose target "
+        "lies outside the folder given (ingest.follow_symlinks = inside_root); folder_symlink: a link to a folder "
+        "(never walked); broken_symlink: a link to nothing; symlink_loop: a link that leads back to itself; "
+        "special_file: a FIFO, socket or device (never opened); unreadable: a file or folder without read permission."
     )
 
 

@@ -15,10 +15,16 @@ from ragstream.errors import RagstreamError
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
-    from ragstream.models import IngestReport
+    from ragstream.models import IngestReport, SkippedFile
 
 SKIP_REASON_LABELS = {"not_a_document": "not a document type", "excluded": "excluded", "ignored": "ignored",
-                      "hidden": "hidden", "temporary": "temporary (editor or download)"}
+                      "hidden": "hidden", "temporary": "temporary (editor or download)",
+                      "symlink": "symlink (ingest.follow_symlinks = never)",
+                      "symlink_outside_root": "symlink to outside the folder", "folder_symlink": "symlink to a folder",
+                      "broken_symlink": "broken symlink", "symlink_loop": "symlink loop",
+                      "special_file": "FIFO, socket or device", "unreadable": "unreadable"}
+SELECTION_REASONS = frozenset({"not_a_document", "excluded", "ignored", "hidden", "temporary"})
+"""Skip reasons of the folder rules; the others (links, special and unreadable files) a sync prints too."""
 
 
 def ingest(
@@ -124,6 +130,17 @@ def print_ingest_report(report: IngestReport, *, verbose: bool) -> None:
         console.print(f"  [yellow]warning[/] {warning}", soft_wrap=True)
     for skipped in report.skipped_files:
         console.print(f"  [dim]skipped[/] {skipped.source}: {SKIP_REASON_LABELS.get(skipped.reason, skipped.reason)}", soft_wrap=True)
+
+
+def skipped_links_line(skipped: list[SkippedFile]) -> str | None:
+    """``skipped 2 links and special files: 1 symlink loop, 1 symlink to outside the folder``, or None."""
+    counts: dict[str, int] = {}
+    for entry in skipped:
+        if entry.reason not in SELECTION_REASONS:
+            counts[entry.reason] = counts.get(entry.reason, 0) + 1
+    if not counts:
+        return None
+    return f"skipped {sum(counts.values())} links and special files: {_counted(counts, SKIP_REASON_LABELS)}"
 
 
 def _counted(counts: dict[str, Any], labels: dict[str, str]) -> str:

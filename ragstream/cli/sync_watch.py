@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from ragstream.cli.documents import SELECTION_REASONS, SKIP_REASON_LABELS, skipped_links_line
 from ragstream.cli.index import EXIT_ERROR, console, err_console, fail, load_settings, open_index, open_settings_index
 from ragstream.cli.options import ConfigOption, DataDirOption, VerboseOption
 from ragstream.errors import RagstreamError
@@ -111,6 +112,9 @@ def print_sync_report(report: SyncReport, console: Console, *, verbose: bool) ->
     """The one-line summary; failures by code on a second line; every file with ``verbose``."""
     console.print(report.summary(), soft_wrap=True, highlight=False)
     hint = "" if verbose else " (--verbose lists them)"
+    links = skipped_links_line(report.skipped_files)
+    if links is not None:
+        console.print(f"{links}{hint}", soft_wrap=True, highlight=False)
     if report.failures:
         codes: dict[str, int] = {}
         for failure in report.failures:
@@ -130,6 +134,10 @@ def print_sync_report(report: SyncReport, console: Console, *, verbose: bool) ->
         console.print(f"  [red]failed[/] {failure.source}: {failure.code}: {failure.message}", soft_wrap=True)
     for warning in report.warnings:
         console.print(f"  [yellow]warning[/] {warning}", soft_wrap=True)
+    for skipped in report.skipped_files:
+        if skipped.reason not in SELECTION_REASONS:
+            console.print(f"  skipped {skipped.source}: {SKIP_REASON_LABELS[skipped.reason]}", soft_wrap=True,
+                          highlight=False, markup=False)
 
 
 def watch_here(rs: Ragstream, paths: Sequence[Path], console: Console, *, serve_port: int | None) -> None:

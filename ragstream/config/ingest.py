@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
@@ -52,5 +54,12 @@ class IngestConfig(ConfigSection):
         description="Ignore files honoured in every folder walked, with .gitignore rules (a deeper file wins).",
     )
     skip_hidden: bool = Field(True, description="Folder ingest skips files and folders whose name starts with a dot.")
+    follow_symlinks: Literal["never", "inside_root", "always"] = Field(
+        "inside_root",
+        description="A file symlink met in a folder (ingest, sync, watch): inside_root follows it only when its "
+        "target, resolved, lies inside the folder given; never skips every link; always follows links anywhere "
+        "(a link to /etc/passwd becomes a shared document). Checked again when the file is opened. Links to "
+        "folders are never walked; a file named on its own is always read.",
+    )
     read_hidden_sheets: bool = Field(
         False, description="Spreadsheets: also read sheets hidden in the workbook (by default only visible sheets).")

@@ -4,12 +4,14 @@ pages read by the format's reader (docs/formats.md)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path, PurePath
 from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
 from ragstream.config import RagstreamConfig
 from ragstream.documents import sniff
+from ragstream.documents.file_access import open_document
 from ragstream.documents.office import archive
 from ragstream.documents.readers import extract
 from ragstream.errors import DocumentError, DocumentTooLargeError, EmptyDocumentError, FileTooLargeError
@@ -27,25 +29,27 @@ def load_file(
     *,
     document_id: str | None = None,
     metadata: dict[str, Any] | None = None,
+    root: str | None = None,
 ) -> LoadedDocument:
     """Load the file at ``path``; its source is the resolved absolute path.
 
-    The size limit is checked on the file's size before anything is read.
+    ``root``: the resolved folder the file was taken from; the open checks the file is still inside it
+    (``ingest.follow_symlinks``; None: a file named on its own, read wherever it leads). The size limit is
+    checked on the file's size before anything is read.
     Raises a :class:`DocumentError` subclass for any file that cannot be loaded.
     """
     path = Path(path)
     limit = config.limits.max_file_bytes
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise _too_large(path.name, size, limit)
-        with path.open("rb") as handle:
+        handle, source = open_document(path, root=root, follow=config.ingest.follow_symlinks)
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise _too_large(path.name, size, limit)
             data = handle.read(limit + 1)
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read file: {exc.strerror or exc}") from exc
-    return load_bytes(
-        data, path.name, config, source=str(path.resolve()), document_id=document_id, metadata=metadata
-    )
+    return load_bytes(data, path.name, config, source=source, document_id=document_id, metadata=metadata)
 
 
 def load_bytes(

@@ -143,6 +143,11 @@ class DocumentRegistry(Protocol):
         """Every live document that belongs to ``root``, by source."""
         ...
 
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document (no owner) that belongs to no root and whose source is ``folder`` or lies
+        inside it (``folder`` + the path separator + more), by source: what ``ingest`` put in a synced root."""
+        ...
+
     def set_root(self, document_ids: Sequence[str], root: str) -> None:
         """Make live documents belong to ``root`` (no new version: the root is not part of what readers see)."""
         ...

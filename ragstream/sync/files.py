@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pathspec
 
+from ragstream.documents.file_access import FollowSymlinks, inside, open_document
+
 
 class TemporaryFiles:
     """Editors' lock, swap and backup files and partial downloads, by name (``sync.temporary_files``)."""
@@ -28,24 +30,27 @@ class FileDigests:
     Not thread-safe: the :class:`~ragstream.sync.syncer.Syncer` runs one sync at a time.
     """
 
-    def __init__(self, block_bytes: int, max_bytes: int) -> None:
+    def __init__(self, block_bytes: int, max_bytes: int, follow: FollowSymlinks = "inside_root") -> None:
         self._block_bytes = block_bytes
         self._max_bytes = max_bytes
+        self._follow = follow
         self._known: dict[str, tuple[int, int, str]] = {}
 
-    def digest(self, path: Path, *, fresh: bool = False) -> str | None:
+    def digest(self, path: Path, *, root: str | None = None, fresh: bool = False) -> str | None:
         """The file's sha256 (hex); None for a file over ``limits.max_file_bytes`` (ingest refuses it with its own
-        error). ``fresh``: read it even when size and time are unchanged (a file event said it changed).
-        Raises OSError (FileNotFoundError when it is gone)."""
-        stat = path.stat()
-        if stat.st_size > self._max_bytes:
-            return None
-        key = str(path)
-        known = self._known.get(key)
-        if not fresh and known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns):
-            return known[2]
-        sha = hashlib.sha256()
-        with path.open("rb") as handle:
+        error). ``root``: the resolved root the file must lie inside (``ingest.follow_symlinks``). ``fresh``: read
+        it even when size and time are unchanged (a file event said it changed). Raises OSError
+        (FileNotFoundError when it is gone) and DocumentError (not a regular file, or outside ``root``)."""
+        handle, _ = open_document(path, root=root, follow=self._follow)
+        with handle:
+            stat = os.fstat(handle.fileno())
+            if stat.st_size > self._max_bytes:
+                return None
+            key = str(path)
+            known = self._known.get(key)
+            if not fresh and known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns):
+                return known[2]
+            sha = hashlib.sha256()
             while block := handle.read(self._block_bytes):
                 sha.update(block)
         self._known[key] = (stat.st_size, stat.st_mtime_ns, sha.hexdigest())
@@ -61,4 +66,4 @@ class FileDigests:
 
 def under(source: str, root: str) -> bool:
     """Whether the path ``source`` is ``root`` or lies inside it."""
-    return source == root or source.startswith(root.rstrip(os.sep) + os.sep)
+    return inside(source, root)

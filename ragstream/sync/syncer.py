@@ -3,7 +3,11 @@ hash without re-embedding, documents whose files are gone (or now excluded) remo
 
 Each document a sync writes belongs to its *root* (the folder or file given, resolved; a catalog column), and
 is shared with every user, like the CLI's ingest. A sync of a root only ever removes documents of that root
-that are shared: a user's document, or one another root that holds the file keeps in step, is left alone.
+that are shared: a user's document, or one another root that holds the file keeps in step, is left alone. A
+shared document ingested without a root (``ragstream ingest``) whose source lies under the root is the root's
+too, whoever ingested it: adopted when its file is taken, removed when the file is gone or no longer taken
+(editors' temporary files and the index's own folders aside: sync never touches those).
+A symlink in a root is followed only as ``ingest.follow_symlinks`` allows, checked again when the file is read.
 A root that does not exist is reported (``root_not_found``) and nothing of it is removed: an unmounted disk
 does not empty the index.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -66,7 +71,8 @@ class Syncer:
         self._ingestor = ingestor
         self._selector = FileSelector(config.ingest)
         self._temporary = TemporaryFiles(config.sync.temporary_files)
-        self._digests = FileDigests(config.sync.hash_block_bytes, config.limits.max_file_bytes)
+        self._digests = FileDigests(config.sync.hash_block_bytes, config.limits.max_file_bytes,
+                                    config.ingest.follow_symlinks)
         self._own = [str(Path(folder).expanduser().resolve()) for folder in (config.data_dir, config.server.upload_dir)
                      if folder is not None]
         """The index's own folders (data, uploads): never synced, even inside a root."""
@@ -130,6 +136,9 @@ class Syncer:
         report = SyncReport(roots=[key])
         plan = _Plan(present=self._files(root, changed, report))
         known = {record.source: record for record in self._documents.documents_in_root(key)}
+        for record in self._documents.unrooted_documents_under(key):  # ingested without a root: adopted or removed
+            if not self.ignores(record.source):
+                known.setdefault(record.source, record)
         self._classify(key, plan, changed, report)
         plan.gone = [record for source, record in known.items()
                      if source not in plan.present and _looked_at(source, changed)]
@@ -162,7 +171,7 @@ class Syncer:
                 if changed is None:
                     report.skipped_files.append(SkippedFile(source=str(path), reason=TEMPORARY))
             elif not self.ignores(path):
-                files[str(path.resolve())] = path
+                files[os.path.realpath(path)] = path
         return files
 
     def _classify(self, key: str, plan: _Plan, changed: set[str] | None, report: SyncReport) -> None:
@@ -177,12 +186,15 @@ class Syncer:
                 report.warnings.append(f"{source}: kept in step with the root {existing.root}, which also holds it")
                 continue
             try:
-                digest = self._digests.digest(Path(source), fresh=changed is not None)
+                digest = self._digests.digest(Path(source), root=key, fresh=changed is not None)
             except FileNotFoundError:  # gone since the walk: its document goes too
                 del plan.present[source]
                 continue
             except OSError as error:
                 report.failures.append(_failure(source, DocumentError(f"{source}: cannot read file: {error.strerror or error}")))
+                continue
+            except DocumentError as error:  # swapped for a FIFO or a link out of the root since the walk
+                report.failures.append(_failure(source, error))
                 continue
             if existing is None:
                 if digest is None:
@@ -259,10 +271,11 @@ class Syncer:
         report.embedding_cache_hits += ingest.embedding_cache_hits
 
     def _remove(self, gone: list[DocumentRecord], key: str, report: SyncReport) -> None:
-        """Remove the documents of ``key`` whose files are gone, unless meanwhile they left the root, got an owner
-        or a new version; in one switch."""
+        """Remove the documents of ``key`` (or ingested without a root under it) whose files are gone, unless
+        meanwhile they left the root, got an owner or a new version; in one switch."""
         current = [record for record in (self._documents.get(old.document_id) for old in gone)
-                   if record is not None and record.root == key and record.owner is None]
+                   if record is not None and record.owner is None
+                   and (record.root == key or (record.root is None and under(record.source, key)))]
         report.removed.extend(record.source for record in self._ingestor.delete_many(current))
 
 

@@ -116,3 +116,26 @@ def test_documents_belong_to_roots_and_a_rename_is_one_switch(catalog: Catalog):
     assert sequence == before + 1
     assert documents.get("b") is None and documents.get("b2").generation == moved  # type: ignore[union-attr]
     assert [record.document_id for record in documents.documents_in_root("/docs")] == ["a", "b2", "c"]
+
+
+def test_unrooted_shared_documents_under_a_folder(catalog: Catalog):
+    documents = catalog.documents
+    generations, intents = catalog.versions.begin_versions(
+        [(source, None) for source in ("/docs", "/docs/a.md", "/docs/sub/b.md", "/docsx/c.md", "/docs/mine.md",
+                                       "/do%s/_.md", "/docs/rooted.md")])
+    documents.commit_documents([
+        document_version("/docs", generations[0]),
+        document_version("/docs/a.md", generations[1]),
+        document_version("/docs/sub/b.md", generations[2]),
+        document_version("/docsx/c.md", generations[3]),  # a sibling whose name starts the same
+        document_version("/docs/mine.md", generations[4], owner="alice"),  # a user's: never a sync's
+        document_version("/do%s/_.md", generations[5]),  # wildcards of LIKE are plain characters here
+        document_version("/docs/rooted.md", generations[6], root="/docs")])  # a root's already
+    catalog.versions.clear_intents(intents)
+    under = documents.unrooted_documents_under
+    assert [r.source for r in under("/docs")] == ["/docs", "/docs/a.md", "/docs/sub/b.md"]
+    assert [r.source for r in under("/docs/")] == ["/docs/a.md", "/docs/sub/b.md"]
+    assert [r.source for r in under("/do%s")] == ["/do%s/_.md"]
+    assert under("/do") == []
+    documents.set_root(["/docs/a.md"], "/docs")
+    assert [r.source for r in under("/docs")] == ["/docs", "/docs/sub/b.md"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import sqlite3
 from collections.abc import Sequence
 
@@ -118,6 +119,15 @@ class SqliteDocuments(SqliteRole):
         with self._connection.lock:
             rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = ? ORDER BY source",
                                                (root,)).fetchall()
+        return [record(row) for row in rows]
+
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document of no root whose source is ``folder`` or lies inside it, by source."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        with self._connection.lock:
+            rows = self._connection.db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND root IS NULL AND (source = ? OR substr(source, 1, ?) = ?) "
+                "ORDER BY source", (folder, len(prefix), prefix)).fetchall()
         return [record(row) for row in rows]
 
     def set_root(self, document_ids: Sequence[str], root: str) -> None:

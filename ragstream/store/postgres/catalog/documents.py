@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 from collections.abc import Sequence
 
 from ragstream.models import DocumentRecord, LoadedDocument
@@ -106,6 +107,15 @@ class PostgresDocuments(PostgresRole):
         with self._db.read() as conn:
             rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = %s ORDER BY source",
                                 (root,)).fetchall()
+        return [record(row) for row in rows]
+
+    def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
+        """Every live shared document of no root whose source is ``folder`` or lies inside it, by source."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE owner IS NULL AND root IS NULL AND "
+                                "(source = %s OR left(source, %s) = %s) ORDER BY source",
+                                (folder, len(prefix), prefix)).fetchall()
         return [record(row) for row in rows]
 
     def set_root(self, document_ids: Sequence[str], root: str) -> None:
