@@ -1,0 +1,72 @@
+"""Small files that fail inside a reader (a deeply nested OpenDocument text, a truncated .docx) and ones whose
+reading is much more work than their size says (a .docx that unpacks to megabytes, a PDF of many pages, a large
+image): what the upload tests send beside good files."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from PIL import Image
+from pypdf import PdfWriter
+
+from support.office_files import handbook_docx, replace_entry
+
+ODT_MIME = "application/vnd.oasis.opendocument.text"
+_ODF_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+_ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+_MANIFEST = (b'<?xml version="1.0" encoding="UTF-8"?>'
+             b'<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
+             b'<manifest:file-entry manifest:full-path="/" manifest:media-type="' + ODT_MIME.encode() + b'"/>'
+             b'<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+             b'</manifest:manifest>')
+
+
+def odt(body: str) -> bytes:
+    """An OpenDocument text whose ``office:text`` holds ``body`` (XML in the text namespace, prefix ``text``)."""
+    content = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="{_ODF_OFFICE}" '
+               f'xmlns:text="{_ODF_TEXT}" office:version="1.3"><office:body><office:text>{body}</office:text>'
+               '</office:body></office:document-content>')
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr(zipfile.ZipInfo("mimetype"), ODT_MIME)  # first and stored, as ODF asks
+        package.writestr("content.xml", content, compress_type=zipfile.ZIP_DEFLATED)
+        package.writestr("META-INF/manifest.xml", _MANIFEST, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def nested_odt(depth: int = 5000) -> bytes:
+    """A ~1 KB .odt whose one paragraph nests ``depth`` spans (a RecursionError in a recursive reader)."""
+    return odt("<text:p>" + "<text:span>" * depth + "deep" + "</text:span>" * depth + "</text:p>")
+
+
+def truncated_docx() -> bytes:
+    """A .docx cut in the middle of its central directory."""
+    data = handbook_docx()
+    return data[: len(data) - 40]
+
+
+def inflating_docx(paragraph_bytes: int) -> bytes:
+    """A small .docx whose ``word/document.xml`` unpacks to more than ``paragraph_bytes`` bytes of repeated text."""
+    text = "the same words again " * (paragraph_bytes // 21 + 1)
+    xml = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document '
+           'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>'
+           f"{text}</w:t></w:r></w:p></w:body></w:document>")
+    return replace_entry(handbook_docx(), "word/document.xml", xml.encode())
+
+
+def text_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank pages (no text layer)."""
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(200, 200)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def blank_png(width: int, height: int) -> bytes:
+    """A white PNG of ``width`` x ``height`` pixels (a few KB)."""
+    out = io.BytesIO()
+    Image.new("L", (width, height), 255).save(out, "PNG")
+    return out.getvalue()
