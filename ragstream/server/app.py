@@ -72,7 +72,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     limits = rs.config.limits
     app.add_middleware(RequestGuardMiddleware, max_json_bytes=limits.max_json_body_bytes,
                        json_limits=JSONLimits(limits.max_json_depth, limits.max_json_number_chars),
-                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
+                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}),
+                       jsonrpc_paths=frozenset({rs.config.mcp.http_path} if rs.config.mcp.http_enabled else ()))
     if api_key_required(config, keys):
         app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.add_middleware(RequestContextMiddleware, config=config)
