@@ -94,12 +94,9 @@ class ServerConfig(ConfigSection):
     background_unpacked_bytes: int = Field(
         8 * 1024 * 1024, ge=0, description="An upload request whose zipped documents (Office, OpenDocument, EPUB) "
         "together declare they unpack to more bytes is ingested by a background job (their XML is what takes time).")
-    background_pdf_pages: int = Field(
-        10, ge=0, description="An upload holding a PDF of more pages than this is ingested by a background job "
-        "(pages without a text layer are read by OCR, about a second each).")
-    background_image_pixels: int = Field(
-        4_000_000, ge=0, description="An upload holding an image of more pixels than this (all its frames) is "
-        "ingested by a background job when OCR is on (OCR time grows with the pixels).")
+    background_ocr_pages: int = Field(
+        5, ge=0, description="An upload request whose files hold more pages for OCR to read (PDF pages without "
+        "fonts, image frames; when OCR is on) is ingested by a background job (OCR takes about a second a page).")
     jobs: JobsConfig = JobsConfig()
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
         "info", description="Log level of `ragstream serve` and `ragstream mcp` (their logs go to stderr).")

@@ -79,8 +79,8 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     file) with the per-file results when every file failed; 507 ``insufficient_storage`` before anything is
     read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. A failed file's stored copy
     is deleted. When reading the files would hold the request long (``server.background_ingest_bytes`` of
-    them; zips unpacking to ``server.background_unpacked_bytes``; a PDF over ``server.background_pdf_pages`` pages; an image over
-    ``server.background_image_pixels`` pixels), a background job ingests them: 202 with the job
+    them, zips unpacking to ``server.background_unpacked_bytes``, ``server.background_ocr_pages`` pages to
+    OCR), a background job ingests them: 202 with the job
     (``GET /api/jobs/{id}`` shows its progress), unless every file was refused before any work (e.g. each over
     ``limits.max_file_bytes``): then the error body at once, and no job.
     """

@@ -4,9 +4,9 @@ bytes before any reader runs.
 A request goes to a job (202 with the job id) when its files together take more than
 ``server.background_ingest_bytes``; when its zipped documents (Office, OpenDocument, EPUB) together declare
 they unpack to more than ``server.background_unpacked_bytes`` (a few hundred KB of .docx may hold many MB of
-XML); when it holds a PDF of more than ``server.background_pdf_pages`` pages (each may need OCR); or an image
-of more than ``server.background_image_pixels`` pixels that OCR would read. A file these checks cannot read
-(a damaged one) adds nothing: its ingest refuses it quickly with its own error.
+XML); or, when OCR is on, when they hold more than ``server.background_ocr_pages`` pages for OCR (PDF pages
+without fonts: scans; image frames). A file these checks cannot read (a damaged one) adds nothing: its ingest
+refuses it quickly with its own error.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from ragstream.documents import mimes
 from ragstream.documents.ocr import ocr_installed
 from ragstream.documents.office import archive
 from ragstream.documents.sniff import sniff_mime
-from ragstream.errors import DocumentTooLargeError
 
 logger = logging.getLogger("ragstream.server")
 
@@ -34,19 +33,19 @@ def background_reason(paths: list[tuple[Path, str]], received: int, config: Rags
     sizes = [_size(path) for path, _ in paths]
     if max(received, sum(sizes)) > server.background_ingest_bytes:  # else each read below is under this many bytes
         return f"the files take more than {server.background_ingest_bytes} bytes (server.background_ingest_bytes)"
-    unpacked = 0
+    ocr = config.ocr.enabled and ocr_installed()
+    unpacked = ocr_pages = 0
     for path, name in paths:
-        reason = None
         try:
             data = path.read_bytes()
             if archive.is_zip(data):  # its entries are never inflated here
                 unpacked += _unpacked(data, config)
-            else:
-                reason = _heavy(data, name, config)
+            elif ocr:
+                ocr_pages += _ocr_pages(data, name, config, server.background_ocr_pages - ocr_pages)
         except Exception:  # a file the checks cannot read is refused quickly by its ingest
             logger.debug("%s: the work estimate could not read the file", name, exc_info=True)
-        if reason is not None:
-            return reason
+        if ocr_pages > server.background_ocr_pages:
+            return f"the files hold more than {server.background_ocr_pages} pages to OCR (server.background_ocr_pages)"
     if unpacked > server.background_unpacked_bytes:
         return (f"the zipped documents unpack to more than {server.background_unpacked_bytes} bytes "
                 "(server.background_unpacked_bytes)")
@@ -60,36 +59,34 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _heavy(data: bytes, name: str, config: RagstreamConfig) -> str | None:
-    """Why this one file is too much work for a request (a long PDF, a large image to OCR), or None."""
+def _ocr_pages(data: bytes, name: str, config: RagstreamConfig, left: int) -> int:
+    """The pages OCR would read in this file (counted up to one past ``left``): a PDF's pages without fonts (scans),
+    an image's frames."""
     mime = sniff_mime(data, name)
-    server = config.server
-    if mime == mimes.PDF:
-        from pypdf import PdfReader
+    if mime in mimes.IMAGES:
+        from PIL import Image
 
-        from ragstream.documents.pdf_text import count_pages
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(io.BytesIO(data)) as image:
+                return int(getattr(image, "n_frames", 1))
+    if mime != mimes.PDF:
+        return 0
+    from pypdf import PdfReader
 
-        try:
-            count_pages(PdfReader(io.BytesIO(data)), server.background_pdf_pages, name)
-        except DocumentTooLargeError:
-            return f"{name} has more than {server.background_pdf_pages} pages (server.background_pdf_pages)"
-    elif mime in mimes.IMAGES and config.ocr.enabled and ocr_installed():
-        pixels = _image_pixels(data)
-        if pixels > server.background_image_pixels:
-            return (f"{name} needs OCR of {pixels} pixels, more than {server.background_image_pixels} "
-                    "(server.background_image_pixels)")
-    return None
+    from ragstream.documents.pdf_text import count_pages
 
-
-def _image_pixels(data: bytes) -> int:
-    """Pixels of every frame, from the image's header (no pixel is decoded)."""
-    from PIL import Image
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
-            return width * height * getattr(image, "n_frames", 1)
+    reader = PdfReader(io.BytesIO(data))
+    count_pages(reader, config.limits.max_pdf_pages, name)  # a page tree bomb stops here; its ingest refuses it
+    scanned = 0
+    for page in reader.pages:
+        resources = page.get("/Resources")
+        resources = resources.get_object() if resources is not None else None
+        if not (resources and resources.get("/Font")):
+            scanned += 1
+            if scanned > left:
+                break
+    return scanned
 
 
 def _unpacked(data: bytes, config: RagstreamConfig) -> int:

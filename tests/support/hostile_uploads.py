@@ -1,6 +1,6 @@
 """Small files that fail inside a reader (a deeply nested OpenDocument text, a truncated .docx) and ones whose
-reading is much more work than their size says (a .docx that unpacks to megabytes, a PDF of many pages, a large
-image): what the upload tests send beside good files."""
+reading is much more work than their size says (a .docx that unpacks to megabytes, a scanned PDF or a TIFF of
+many pages for OCR): what the upload tests send beside good files."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import zipfile
 
 from PIL import Image
 from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from support.office_files import handbook_docx, replace_entry
 
@@ -55,8 +56,8 @@ def inflating_docx(paragraph_bytes: int) -> bytes:
     return replace_entry(handbook_docx(), "word/document.xml", xml.encode())
 
 
-def text_pdf(pages: int) -> bytes:
-    """A PDF of ``pages`` blank pages (no text layer)."""
+def blank_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank pages: no fonts, no text layer (what a scan looks like to the reader)."""
     writer = PdfWriter()
     for _ in range(pages):
         writer.add_blank_page(200, 200)
@@ -65,8 +66,33 @@ def text_pdf(pages: int) -> bytes:
     return out.getvalue()
 
 
+def text_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` pages, each with a line of text in Helvetica."""
+    writer = PdfWriter()
+    for number in range(1, pages + 1):
+        page = writer.add_blank_page(300, 200)
+        font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                                 NameObject("/BaseFont"): NameObject("/Helvetica")})
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})})
+        content = DecodedStreamObject()
+        content.set_data(b"BT /F1 12 Tf 20 100 Td (Page %d of the lighthouse keepers log) Tj ET" % number)
+        page[NameObject("/Contents")] = writer._add_object(content)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
 def blank_png(width: int, height: int) -> bytes:
-    """A white PNG of ``width`` x ``height`` pixels (a few KB)."""
+    """A white PNG of ``width`` x ``height`` pixels."""
     out = io.BytesIO()
     Image.new("L", (width, height), 255).save(out, "PNG")
+    return out.getvalue()
+
+
+def blank_tiff(frames: int) -> bytes:
+    """A multi-page TIFF of ``frames`` small white frames (each a page for OCR)."""
+    out = io.BytesIO()
+    pages = [Image.new("L", (64, 64), 255) for _ in range(frames)]
+    pages[0].save(out, "TIFF", save_all=True, append_images=pages[1:])
     return out.getvalue()
