@@ -13,6 +13,7 @@ JSON-RPC says.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,9 +72,9 @@ def screen(raw: str | bytes, limits: MessageLimits) -> Screened:
         return _single(None, types.PARSE_ERROR, "parse_error", f"Parse error: {detail}")
     if isinstance(parsed, list):
         return _batch(parsed)
-    if isinstance(parsed, dict) and _problem(parsed, limits) is None:
-        try:
-            types.jsonrpc_message_adapter.validate_python(parsed, by_name=False)
+    if isinstance(parsed, dict) and _problem(parsed, limits) is None and not _bad_id(parsed):
+        try:  # exactly as the SDK's transports read it
+            types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
         except ValidationError:
             pass
         else:
@@ -83,7 +84,10 @@ def screen(raw: str | bytes, limits: MessageLimits) -> Screened:
 
 def _number(limits: MessageLimits, kind: type[int] | type[float]) -> Any:
     def parse(text: str) -> Any:
-        return _TooLong() if len(text) > limits.max_number_chars else kind(text)
+        if len(text) > limits.max_number_chars:
+            return _TooLong()
+        value = kind(text)
+        return _NotFinite() if isinstance(value, float) and not math.isfinite(value) else value  # 1e400
     return parse
 
 
@@ -150,7 +154,7 @@ def _problem(value: Any, limits: MessageLimits, depth: int = 0) -> tuple[str, st
             return ("json_number_too_large", f"a number is written with more than {limits.max_number_chars} "
                     "characters (limits.max_json_number_chars)")
         elif isinstance(item, _NotFinite):
-            return "invalid_number", "NaN and Infinity are not JSON numbers"
+            return "invalid_number", "NaN, Infinity and numbers too large for a float are not allowed"
     return None
 
 
@@ -172,6 +176,12 @@ def _request_id(message: Any) -> int | str | None:
     if isinstance(found, str) and not _valid_unicode(found):
         return None
     return found
+
+
+def _bad_id(message: dict[str, Any]) -> bool:
+    """A request whose id JSON-RPC does not allow (``true``, ``null``, ``1.5``, an object): the SDK would take it
+    for a notification and never answer."""
+    return "method" in message and "id" in message and _request_id(message) is None
 
 
 def _kind(value: Any) -> str:
