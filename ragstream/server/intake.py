@@ -83,7 +83,7 @@ def _unexpected(filename: str, error: Exception) -> RagstreamError:
         return error
     logger.error("%s: ingesting the upload raised %s", filename, type(error).__name__, exc_info=error)
     return InternalError(f"{filename}: the file could not be ingested because of an internal error; see the "
-                               "server log")
+                         "server log")
 
 
 def _refused(state: ServerState, result: UploadedFile, stored: StoredUpload, document_id: str,
