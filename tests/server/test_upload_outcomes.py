@@ -20,6 +20,7 @@ from support.hostile_uploads import (
     blank_pdf,
     blank_png,
     blank_tiff,
+    deflate64_odt,
     inflating_docx,
     nested_odt,
     text_pdf,
@@ -83,17 +84,19 @@ def api(server: RunningServer) -> Iterator[httpx.Client]:
 
 def test_a_batch_with_hostile_files_answers_each_outcome(server: RunningServer, api: httpx.Client):
     """Issue 30.5: a batch holding a 5,000-span .odt answered 500 although its good files were committed."""
-    files = [GOOD[0], ("files", ("deep.odt", nested_odt())), ("files", ("cut.docx", truncated_docx())), GOOD[1]]
+    files = [GOOD[0], ("files", ("deep.odt", nested_odt())), ("files", ("cut.docx", truncated_docx())),
+             ("files", ("deflate64.odt", deflate64_odt())), GOOD[1]]
     response = api.post("/api/documents", files=files)
     assert response.status_code == 201, response.text
     body = response.json()
     found = outcomes(body)
     assert found["alpha.md"] == found["beta.md"] == ("ingested", None)
-    assert found["deep.odt"][0] == found["cut.docx"][0] == "failed"
-    assert {found["deep.odt"][1], found["cut.docx"][1]} <= DOCUMENT_ERRORS
-    assert body["ingested"] == 2 and body["failed"] == 2
+    hostile = ("deep.odt", "cut.docx", "deflate64.odt")
+    assert {found[name][0] for name in hostile} == {"failed"}
+    assert {found[name][1] for name in hostile} <= DOCUMENT_ERRORS
+    assert body["ingested"] == 2 and body["failed"] == 3
     listed = {doc["metadata"]["filename"] for doc in api.get("/api/documents").json()}
-    assert {"alpha.md", "beta.md"} <= listed and not {"deep.odt", "cut.docx"} & listed
+    assert {"alpha.md", "beta.md"} <= listed and not set(hostile) & listed
     assert stored_files(server.data_dir) == live_upload_paths(server.data_dir)  # no copy of a failed file stays
     alone = api.post("/api/documents", files=[("files", ("deep-again.odt", nested_odt()))])
     assert alone.status_code in (413, 422), alone.text  # the shared error's 4xx, never a 500
