@@ -7,8 +7,11 @@ The servers embed with the hash embedder: every check here is about outcomes, no
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -27,11 +30,10 @@ from support.hostile_uploads import (
     truncated_docx,
 )
 from support.server_process import RunningServer, running_server
-from support.upload_faults import INGEST_MARKER, READ_MARKER
+from support.upload_faults import HANG_MARKER, INGEST_MARKER, READ_MARKER
 
 from ragstream.documents.ocr import ocr_installed
 from ragstream.server.intake import UPLOAD_PATH_KEY
-from ragstream.server.uploads import user_folder
 
 TIMEOUT = httpx.Timeout(120.0)
 JOB_POLL_SECONDS = 0.2
@@ -133,21 +135,35 @@ def test_an_unexpected_exception_after_reading_is_that_files_internal_error(serv
     assert stored_files(server.data_dir) == live_upload_paths(server.data_dir)
 
 
-def test_orphaned_uploads_are_swept_at_start_up(tmp_path: Path):
+def test_an_upload_stored_when_the_server_was_killed_is_swept_at_start_up(tmp_path: Path):
     """A crash between storing an upload and committing or refusing it left the stored copy with no document."""
-    with running_server(tmp_path, hash_embedder=True) as first, httpx.Client(base_url=first.url, timeout=TIMEOUT) as api:
+    with running_server(tmp_path, hash_embedder=True, upload_faults=True) as first, \
+            httpx.Client(base_url=first.url, timeout=TIMEOUT) as api:
         assert api.post("/api/documents", files=[GOOD[0]]).status_code == 201
-    kept = live_upload_paths(first.data_dir)
-    assert len(kept) == 1
-    orphan = first.data_dir / "uploads" / user_folder("local") / "2026-01-02" / ("ab" * 16)
-    orphan.parent.mkdir(parents=True)
-    orphan.write_bytes(b"# Orphan\n\nStored, then the server was killed.\n")
+        kept = live_upload_paths(first.data_dir)
+        hanging = threading.Thread(target=post_ignoring_the_crash, daemon=True,
+                                   args=(first.url, [("files", (f"{HANG_MARKER}.md", b"# Hang\n\nNever read.\n"))]))
+        hanging.start()
+        for _ in range(JOB_POLLS):  # until the server stored it and is reading it
+            if len(stored_files(first.data_dir)) > len(kept):
+                break
+            time.sleep(JOB_POLL_SECONDS)
+        assert first.process is not None
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait()
+        hanging.join()
+    orphans = stored_files(first.data_dir) - kept
+    assert len(kept) == 1 and len(orphans) == 1
     foreign = first.data_dir / "uploads" / "notes.txt"  # not an upload's name: never touched
     foreign.write_text("kept")
     with running_server(tmp_path, hash_embedder=True) as second:
-        assert stored_files(second.data_dir) == kept | {"notes.txt"}
-        assert not orphan.parent.exists()
+        assert stored_files(second.data_dir) == kept | {"notes.txt"} and live_upload_paths(second.data_dir) == kept
         assert "removed 1 stored upload(s)" in second.log_text()
+
+
+def post_ignoring_the_crash(url: str, files: list) -> None:
+    with contextlib.suppress(httpx.TransportError):
+        httpx.post(f"{url}/api/documents", files=files, timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
