@@ -91,6 +91,12 @@ class ServerConfig(ConfigSection):
     background_ingest_bytes: int = Field(
         1024 * 1024, ge=0, description="An upload request whose files together take more bytes is ingested by a "
         "background job: 202 with the job id, progress at GET /api/jobs/{id}.")
+    background_unpacked_bytes: int = Field(
+        8 * 1024 * 1024, ge=0, description="An upload request whose zipped documents (Office, OpenDocument, EPUB) "
+        "together declare they unpack to more bytes is ingested by a background job (their XML is what takes time).")
+    background_ocr_pages: int = Field(
+        5, ge=0, description="An upload request whose files hold more pages for OCR to read (PDF pages without "
+        "fonts, image frames; when OCR is on) is ingested by a background job (OCR takes about a second a page).")
     jobs: JobsConfig = JobsConfig()
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
         "info", description="Log level of `ragstream serve` and `ragstream mcp` (their logs go to stderr).")

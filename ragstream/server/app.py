@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from ragstream.server.state import PromptSessions, ServerState
 from ragstream.server.uploads import UPLOADS_DIRNAME, UploadStore
 from ragstream.store.factory import single_process_reason
 
+logger = logging.getLogger("ragstream.server")
+
 STATIC_DIR = Path(__file__).parent / "static"
 UI_PATH = "/ui"
 TITLE = "ragstream"
@@ -44,6 +47,9 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     state = ServerState(rs=rs, config=config, uploads=uploads, jobs=jobs, root_syncs=RootSyncs(lambda root: rs.sync([root])),
                         prompts=PromptSessions(config.max_pipeline_sessions, config.max_pipeline_session_bytes))
     app.state.ragstream = state
+
+    if not shared:
+        _sweep_orphans(rs, uploads)
 
     def start_jobs() -> None:  # a read-only index (full disk): once it opens for writing
         if not shared:
@@ -66,7 +72,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     limits = rs.config.limits
     app.add_middleware(RequestGuardMiddleware, max_json_bytes=limits.max_json_body_bytes,
                        json_limits=JSONLimits(limits.max_json_depth, limits.max_json_number_chars),
-                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}))
+                       user_id_header=config.user_id_header, upload_paths=frozenset({documents.router.prefix}),
+                       jsonrpc_paths=frozenset({rs.config.mcp.http_path} if rs.config.mcp.http_enabled else ()))
     if api_key_required(config, keys):
         app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.add_middleware(RequestContextMiddleware, config=config)
@@ -90,6 +97,18 @@ def _job_work(state: ServerState) -> FileWork:
         done = already_ingested(state, item, job.user, owner) if resumed else None
         return done or ingest_stored(state, item, job.user, owner)
     return work
+
+
+def _sweep_orphans(rs: Ragstream, uploads: UploadStore) -> None:
+    """At start-up on a catalog this process holds alone, and with uploads under the data directory (no other index
+    shares them): delete the stored uploads no live document holds, left by a crash between storing a file and
+    committing or refusing it (those of an interrupted job included; the job is failed when the jobs start)."""
+    if not uploads.root.is_relative_to(Path(rs.config.data_dir).resolve()):
+        return
+    live = {path for record in rs.documents() if (path := stored_upload(record))}
+    removed = uploads.sweep(live)
+    if removed:
+        logger.warning("removed %d stored upload(s) that no document holds (left by an earlier crash)", len(removed))
 
 
 def _discard_unindexed(rs: Ragstream, uploads: UploadStore) -> Callable[[list[UploadedFile]], None]:

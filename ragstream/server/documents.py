@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from http import HTTPStatus
 from pathlib import Path
@@ -17,7 +18,7 @@ from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionD
 from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import ingest_upload, public_record, store_upload, stored_upload
+from ragstream.server.intake import ingest_stored, public_record, store_upload, stored_upload
 from ragstream.server.jobs import combined_error
 from ragstream.server.schemas import (
     DeleteResponse,
@@ -32,8 +33,10 @@ from ragstream.server.schemas import (
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.uploads import check_content_length, display_name, limited_receive, too_large
 from ragstream.server.users import Caller, get_caller
+from ragstream.server.workload import background_reason
 from ragstream.store.disk import ensure_free_space
 
+logger = logging.getLogger("ragstream.server")
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
 FILES_FIELD = "files"
@@ -47,18 +50,20 @@ MULTIPART_BODY = {
         }}},
     }
 }
-# When every file failed, the request fails with the status of a shared cause.
+# When every file failed, the request fails with the status of a shared cause (422 for any other; a mixed batch is
+# 201 or 200 with each file's outcome). Only a bug of ours behind every file is a 500.
 STATUS_BY_FILE_ERROR = {"file_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "document_too_large": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         "unsupported_file_type": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                         "ocr_unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
                         "invalid_unicode": HTTPStatus.BAD_REQUEST,
-                        "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE}
+                        "insufficient_storage": HTTPStatus.INSUFFICIENT_STORAGE,
+                        "internal_error": HTTPStatus.INTERNAL_SERVER_ERROR}
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse}
                                            for status in (400, 403, 404, 413, 415, 422, 503, 507)}
 ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
-    HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "Larger than server.background_ingest_bytes: a "
-                          "background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}
+    HTTPStatus.ACCEPTED: {"model": JobStatus, "description": "More work than a request holds (server.background_*): "
+                          "a background job ingests the stored files; poll GET /api/jobs/{id} (also in Location)."}}
 
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse,
@@ -68,13 +73,16 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     """Store each file under ``uploads/{user folder}/{date}/{uuid}``, sniff, parse and ingest it as
     a document of the caller's (``shared=true``, admins only: shared with every user).
 
-    One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error);
-    201 when at least one file landed, 200 when all were already there, and a 4xx error body
-    (with the per-file results) when every file failed; 507 ``insufficient_storage`` before anything is
-    read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. When the files
-    together pass ``server.background_ingest_bytes``, they are stored and a background job ingests them:
-    202 with the job (``GET /api/jobs/{id}`` shows its progress), unless every file was refused before any
-    work (e.g. each over ``limits.max_file_bytes``): then the 4xx error body at once, and no job.
+    One result per file (``ingested``, ``duplicate``, ``unchanged`` or ``failed`` with its error), whatever a
+    file's reading or ingest raises: 201 when at least one file landed (a mixed batch too), 200 when none
+    landed and not all failed, and the shared cause's error body (4xx; 500 only for a bug of ours behind every
+    file) with the per-file results when every file failed; 507 ``insufficient_storage`` before anything is
+    read when the disk lacks room for the body plus ``limits.min_free_disk_bytes``. A failed file's stored copy
+    is deleted. When reading the files would hold the request long (``server.background_ingest_bytes`` of
+    them, zips unpacking to ``server.background_unpacked_bytes``, ``server.background_ocr_pages`` pages to
+    OCR), a background job ingests them: 202 with the job
+    (``GET /api/jobs/{id}`` shows its progress), unless every file was refused before any work (e.g. each over
+    ``limits.max_file_bytes``): then the error body at once, and no job.
     """
     if shared and not caller.admin:
         raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
@@ -87,22 +95,40 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     await run_in_threadpool(state.rs.ensure_writable)  # a read-only index (it was full) opens now there is room
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
     cfg = state.config
-    async with bounded.form(max_files=cfg.max_files_per_request) as form:
-        files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
-        if not files:
-            raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
-        background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
-        if background:
-            results = [await run_in_threadpool(_named(store_upload), state, item, owner) for item in files]
-            background = any(result.status == "pending" for result in results)  # else all refused: answer now
-        else:
-            results = [await run_in_threadpool(_named(ingest_upload), state, item, caller.user, owner)
-                       for item in files]
-    if background:
-        job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user, shared=owner is None))
-        return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
-                            headers={"Location": f"/api/jobs/{job.id}"})
-    return _upload_response(results)
+    results: list[UploadedFile] = []
+    try:
+        async with bounded.form(max_files=cfg.max_files_per_request) as form:
+            files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
+            if not files:
+                raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
+            received = sum(item.size or 0 for item in files)
+            for item in files:
+                results.append(await run_in_threadpool(_named(store_upload), state, item, owner))
+        if await run_in_threadpool(_background, state, results, received):
+            job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user,
+                                                                           shared=owner is None))
+            results = []  # the job owns the stored files now
+            return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
+                                headers={"Location": f"/api/jobs/{job.id}"})
+        for index, result in enumerate(results):
+            if result.status == "pending":
+                results[index] = await run_in_threadpool(ingest_stored, state, result, caller.user, owner)
+        return _upload_response(results)
+    finally:  # a request that stops half-way (an error of ours, a cancellation) leaves no stored file behind
+        for result in results:
+            if result.status == "pending" and result.stored_as:
+                state.uploads.remove(result.stored_as)
+
+
+def _background(state: ServerState, results: list[UploadedFile], received: int) -> str | None:
+    """Why the stored files go to a background job (None: ingest them now; every file refused: answer now)."""
+    stored = [(state.uploads.root / r.stored_as, r.filename) for r in results if r.status == "pending" and r.stored_as]
+    if not stored:
+        return None
+    reason = background_reason(stored, received, state.rs.config)
+    if reason:
+        logger.info("upload of %d file(s) queued as a background job: %s", len(stored), reason)
+    return reason
 
 
 def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:

@@ -29,6 +29,13 @@ class NoFilesError(rse.RagstreamError):
     code = "no_files"
 
 
+class InternalError(rse.RagstreamError):
+    """A bug of ours: ingesting one uploaded file failed after the file was read (the traceback is in the
+    server log); the upload's other files go on."""
+
+    code = "internal_error"
+
+
 class PipelineNotFoundError(rse.RagstreamError):
     """No SuperPrompt with that id is held (never created, or dropped as the oldest)."""
 

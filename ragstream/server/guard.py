@@ -8,7 +8,8 @@ carry), is 400 ``invalid_unicode``; ``NaN`` / ``Infinity`` (not JSON, though Pyt
 written with more than ``limits.max_json_number_chars`` characters 400 ``json_number_too_large`` (before,
 2,000 levels overflowed the parser's recursion and 5,000 digits Python's integer conversion: 500s). A body
 is read as JSON when its Content-Type says JSON or when it has none (the routes read such bodies as JSON
-too). The user id header must be UTF-8 too.
+too). The user id header must be UTF-8 too. On JSON-RPC paths (``/mcp``) only the body's size and the header are
+checked here; the endpoint checks the rest and answers a request with a JSON-RPC error that carries its id.
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ class RequestGuardMiddleware:
     """Bounds and validates request bodies and the user id header (see the module doc)."""
 
     def __init__(self, app: ASGIApp, *, max_json_bytes: int, json_limits: JSONLimits, user_id_header: str,
-                 upload_paths: frozenset[str]) -> None:
+                 upload_paths: frozenset[str], jsonrpc_paths: frozenset[str] = frozenset()) -> None:
+        """``jsonrpc_paths`` (``/mcp``): the body's size is bounded here and its content checked by the endpoint, which
+        answers each request with a JSON-RPC error that carries its id."""
         self.app = app
         self._max = max_json_bytes
         self._json_limits = json_limits
         self._upload_paths = upload_paths
+        self._jsonrpc_paths = jsonrpc_paths
         self._user_header = user_id_header.lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -60,15 +64,17 @@ class RequestGuardMiddleware:
         multipart = headers.get("content-type", "").lower().startswith(MULTIPART)
         passes = (multipart and scope["path"] in self._upload_paths) or scope["method"] in ("GET", "HEAD")
         body: bytes | None = None
+        jsonrpc = scope["path"] in self._jsonrpc_paths
         try:
             self._check_headers(scope)
             if not passes:
                 body = await self._read(headers, receive)
-                _check_body(body, headers.get("content-type", ""), self._json_limits)
+                if not jsonrpc:
+                    _check_body(body, headers.get("content-type", ""), self._json_limits)
         except RagstreamError as error:
             await error_response(error)(scope, receive, send)
             return
-        await self.app(scope, receive if body is None else _replay(body, receive), send)
+        await self.app(scope, receive if body is None else replay_body(body, receive), send)
 
     def _check_headers(self, scope: Scope) -> None:
         for name, value in scope["headers"]:
@@ -173,7 +179,7 @@ def _reject_constant(name: str) -> Any:
     raise InvalidNumberError(f"{name} is not a valid JSON number: numbers must be finite")
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """A receive that yields ``body`` once, then whatever the client sends next (a disconnect)."""
     sent = False
 

@@ -9,28 +9,31 @@ looks at the documents the uploader may see.
 
 from __future__ import annotations
 
+import logging
 from typing import BinaryIO
 
 from ragstream import metrics
 from ragstream.documents.loaders import default_document_id, load_bytes
-from ragstream.errors import DocumentError, DocumentNotFoundError, InsufficientStorageError, RagstreamError
+from ragstream.errors import (
+    CorruptDocumentError,
+    DocumentError,
+    DocumentNotFoundError,
+    InsufficientStorageError,
+    RagstreamError,
+)
 from ragstream.models import PRIVATE_METADATA_PREFIX, DocumentRecord, IngestReport, LoadedDocument, public_metadata
+from ragstream.server.errors import InternalError
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
 from ragstream.server.uploads import StoredUpload, user_folder
+
+logger = logging.getLogger("ragstream.server")
 
 UPLOAD_SOURCE_SCHEME = "upload://"
 UPLOAD_PATH_KEY = f"{PRIVATE_METADATA_PREFIX}upload_path"
 """Private document metadata key holding the stored file's path relative to the upload directory."""
 LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 """Metadata keys uploads of earlier versions stored in the open; never shown over HTTP."""
-
-
-def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str, owner: str | None) -> UploadedFile:
-    """Store, load and ingest one file ``user`` uploaded for ``owner`` (``user``, or None: shared);
-    its outcome, never an exception for bad input."""
-    pending = store_upload(state, source, filename, owner)
-    return ingest_stored(state, pending, user, owner) if pending.status == "pending" else pending
 
 
 def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None) -> UploadedFile:
@@ -46,18 +49,50 @@ def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str
 
 def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile:
     """Load and ingest a stored upload (``pending``) of ``user``'s for ``owner``; its outcome, never an
-    exception for bad input."""
+    exception: whatever reading or ingesting the file raises fails this file alone (a reader's unexpected error as
+    ``corrupt_document``, an unexpected error after reading as ``internal_error``), and its stored copy goes unless
+    a live document holds it."""
     assert pending.stored_as is not None and pending.sha256 is not None and pending.size_bytes is not None
     stored = StoredUpload(path=state.uploads.root / pending.stored_as, relative=pending.stored_as,
                           size_bytes=pending.size_bytes, sha256=pending.sha256)
     result = pending.model_copy(update={"status": "failed"})
+    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{user_folder(owner)}/{pending.filename}")
     try:
         doc = _load(state, stored, pending.filename, user_folder(owner), owner)
+    except Exception as error:  # a reader's bug or a hostile file: this file fails, the batch goes on
+        return _refused(state, result, stored, document_id, _unreadable(pending.filename, error))
+    try:
         return _ingest(state, doc, stored, result, user)
-    except RagstreamError as error:  # raised before an ingest job could count it
-        metrics.record_failed_file()
+    except Exception as error:  # raised before an ingest job could count it
+        return _refused(state, result, stored, document_id, _unexpected(pending.filename, error))
+
+
+def _unreadable(filename: str, error: Exception) -> RagstreamError:
+    """The typed error of a file whose reading raised ``error``: itself when typed, else ``corrupt_document``."""
+    if isinstance(error, RagstreamError):
+        return error
+    logger.error("%s: reading the upload raised %s", filename, type(error).__name__, exc_info=error)
+    return CorruptDocumentError(f"{filename}: the file cannot be read ({type(error).__name__}); it is damaged or "
+                                "built in a way ragstream does not read")
+
+
+def _unexpected(filename: str, error: Exception) -> RagstreamError:
+    """The typed error of a file whose ingest raised ``error`` after it was read: itself when typed, else an
+    internal error (a bug of ours, in the server log)."""
+    if isinstance(error, RagstreamError):
+        return error
+    logger.error("%s: ingesting the upload raised %s", filename, type(error).__name__, exc_info=error)
+    return InternalError(f"{filename}: the file could not be ingested because of an internal error; see the "
+                         "server log")
+
+
+def _refused(state: ServerState, result: UploadedFile, stored: StoredUpload, document_id: str,
+             error: RagstreamError) -> UploadedFile:
+    """``result`` failed with ``error``: counted, and its stored copy removed unless the live document holds it."""
+    metrics.record_failed_file()
+    if _live_upload(state, document_id) != stored.relative:
         state.uploads.remove(stored.relative)
-        return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
+    return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
 
 
 def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile | None:
@@ -101,7 +136,7 @@ def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, resul
         if same and state.config.dedupe_uploads:
             state.uploads.remove(stored.relative)
             return result.model_copy(update={"status": "duplicate", "document_id": same[0], "stored_as": None})
-        previous = _previous_upload(state, doc.document_id)
+        previous = _live_upload(state, doc.document_id)
         report = state.rs.ingest_documents([doc])
         return _outcome(state, report, stored, previous, result)
 
@@ -122,8 +157,8 @@ def _outcome(state: ServerState, report: IngestReport, stored: StoredUpload, pre
                                      "warnings": list(report.warnings)})
 
 
-def _previous_upload(state: ServerState, document_id: str) -> str | None:
-    """The stored file of the document this upload replaces (the same owner's, by its id), if any."""
+def _live_upload(state: ServerState, document_id: str) -> str | None:
+    """The stored file of the live document ``document_id`` (the one an upload replaces), if any."""
     try:
         return stored_upload(state.rs.document(document_id))
     except RagstreamError:

@@ -13,18 +13,21 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragstream.api import Ragstream
 from ragstream.errors import ConfigError
 from ragstream.mcp_server import SDK_MISSING, sdk_available
 from ragstream.models import DocumentRecord
 from ragstream.server.errors import AuthenticationError, error_response
+from ragstream.server.guard import replay_body
 from ragstream.server.intake import public_record, stored_upload
 from ragstream.server.security import REQUEST_ID_KEY, is_loopback
 from ragstream.server.state import ServerState
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from ragstream.mcp_server.jsonrpc import MessageLimits
     from ragstream.mcp_server.tools import Principal
 
 logger = logging.getLogger("ragstream.server")
@@ -55,6 +59,7 @@ def mount_mcp(app: FastAPI, state: ServerState) -> None:
         return
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 
+    from ragstream.mcp_server.jsonrpc import MessageLimits
     from ragstream.mcp_server.server import Host, build_server
     from ragstream.mcp_server.tools import Tools
 
@@ -63,8 +68,10 @@ def mount_mcp(app: FastAPI, state: ServerState) -> None:
     server = build_server(tools, Host(identify=_identifier(state), request_id=_request_id))
     manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=_security(state),
                                            max_request_body_size=state.rs.config.limits.max_json_body_bytes)
-    app.router.routes.append(Route(settings.http_path, StreamableHTTPASGIApp(manager), methods=MCP_METHODS,
-                                   include_in_schema=False))
+    limits = state.rs.config.limits
+    screened = _Screened(StreamableHTTPASGIApp(manager), MessageLimits(limits.max_json_depth,
+                                                                       limits.max_json_number_chars))
+    app.router.routes.append(Route(settings.http_path, screened, methods=MCP_METHODS, include_in_schema=False))
     outer = app.router.lifespan_context
 
     @asynccontextmanager
@@ -73,6 +80,46 @@ def mount_mcp(app: FastAPI, state: ServerState) -> None:
             yield inner_state
 
     app.router.lifespan_context = lifespan
+
+
+class _Screened:
+    """The SDK's endpoint behind :func:`ragstream.mcp_server.jsonrpc.screen`: a POSTed message the SDK would refuse
+    (it answers such with a null id) or that passes the JSON bounds gets its JSON-RPC error, with the request's id, as
+    a 400; a batch gets an array of them, one per request in it."""
+
+    def __init__(self, app: ASGIApp, limits: MessageLimits) -> None:
+        self._app = app
+        self._limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from ragstream.mcp_server.jsonrpc import screen
+
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = await _read_body(receive)  # bounded by the request guard (limits.max_json_body_bytes)
+        screened = screen(body, self._limits)
+        if screened.passes:
+            await self._app(scope, replay_body(body, receive), send)
+            return
+        if not screened.errors:  # a notification or a response: accepted, nothing to answer
+            response: Response = Response(status_code=HTTPStatus.ACCEPTED)
+        else:
+            content = list(screened.errors) if screened.batch else screened.errors[0]
+            response = JSONResponse(content, status_code=HTTPStatus.BAD_REQUEST)
+        await response(scope, receive, send)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
 
 
 async def _sdk_missing(request: Request) -> Response:

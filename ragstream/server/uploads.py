@@ -25,6 +25,8 @@ from ragstream.store.disk import ensure_free_space
 
 _UNSAFE_USER_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_STORED_NAME = re.compile(r"[0-9a-f]{32}")
+"""The name :meth:`UploadStore.save` gives a stored file (a uuid4's hex)."""
 UPLOADS_DIRNAME = "uploads"
 SHARED_FOLDER = "shared"
 """Folder of shared uploads; no user folder is named like it (theirs always end in ``-{hash}``)."""
@@ -88,6 +90,21 @@ class UploadStore:
             return False
         path.unlink()
         return True
+
+
+    def sweep(self, keep: set[str]) -> list[str]:
+        """Delete every stored upload (``{folder}/{date}/{uuid}``) whose relative path is not in ``keep``, and the
+        date folders left empty; the relative paths removed. Only for a root nobody else writes to meanwhile."""
+        removed: list[str] = []
+        for path in sorted(self.root.glob("*/*/*")):
+            relative = path.relative_to(self.root).as_posix()
+            if _STORED_NAME.fullmatch(path.name) and path.is_file() and not path.is_symlink() and relative not in keep:
+                path.unlink(missing_ok=True)
+                removed.append(relative)
+        for day in self.root.glob("*/*"):
+            if day.is_dir() and not day.is_symlink() and not any(day.iterdir()):
+                day.rmdir()
+        return removed
 
 
 def too_large(display_name: str, limit: int) -> FileTooLargeError:

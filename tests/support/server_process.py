@@ -71,13 +71,15 @@ def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
 
 @contextmanager
 def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = False, data_dir: Path | None = None,
-                   workers: int | None = None, args: Sequence[str] = (), **settings: str) -> Iterator[RunningServer]:
+                   workers: int | None = None, args: Sequence[str] = (), upload_faults: bool = False,
+                   **settings: str) -> Iterator[RunningServer]:
     """``ragstream serve --host host`` on a free port with its own data dir (``tmp/data`` unless given);
     stopped afterwards (unless the test killed it already).
 
     ``hash_embedder=True``: the server embeds with the hash embedder (fast tier), not the real model.
     ``workers``: ``serve --workers N`` (the worker processes get the hash embedder through :data:`HASH_SITE`).
     ``args``: more options of ``serve`` (e.g. ``--watch FOLDER``).
+    ``upload_faults``: marked uploads raise a bug's exception in the server (:mod:`support.upload_faults`).
     """
     port = free_port()
     tmp.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,9 @@ def running_server(tmp: Path, host: str = LOOPBACK, *, hash_embedder: bool = Fal
     if hash_embedder and workers:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HASH_SITE), env.get("PYTHONPATH")]))
         env["RAGSTREAM_TEST_HASH_EMBEDDER"] = "1"
+    if upload_faults:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HASH_SITE), env.get("PYTHONPATH")]))
+        env["RAGSTREAM_TEST_UPLOAD_FAULTS"] = "1"
     with log.open("wb") as out:
         process = subprocess.Popen(serve_command(host, port, hash_embedder=hash_embedder, workers=workers, args=args),
                                    env=env, stdout=out, stderr=subprocess.STDOUT)
