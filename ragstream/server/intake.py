@@ -26,17 +26,25 @@ LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 """Metadata keys uploads of earlier versions stored in the open; never shown over HTTP."""
 
 
-def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str, owner: str | None) -> UploadedFile:
-    """Store, load and ingest one file ``user`` uploaded for ``owner`` (``user``, or None: shared);
-    its outcome, never an exception for bad input."""
-    pending = store_upload(state, source, filename, owner)
-    return ingest_stored(state, pending, user, owner) if pending.status == "pending" else pending
+def ingest_upload(state: ServerState, source: BinaryIO, filename: str, user: str, owner: str | None,
+                  collection: str | None = None) -> UploadedFile:
+    """Store, load and ingest one file ``user`` uploaded for ``owner`` (``user``, or None: shared), into the
+    collection of id ``collection`` if given; its outcome, never an exception for bad input."""
+    pending = store_upload(state, source, filename, owner, collection)
+    return ingest_stored(state, pending, user, owner, collection) if pending.status == "pending" else pending
 
 
-def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None) -> UploadedFile:
+def upload_folder(owner: str | None, collection: str | None = None) -> str:
+    """The folder of an upload (and of its document id): its owner's, or, for one into a collection, the
+    collection's (one collection's upload never replaces another's document)."""
+    return user_folder(owner) if collection is None else f"collection-{collection}"
+
+
+def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None,
+                 collection: str | None = None) -> UploadedFile:
     """Store one file uploaded for ``owner``: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
     try:
-        stored = state.uploads.save(source, user_folder(owner), filename)
+        stored = state.uploads.save(source, upload_folder(owner, collection), filename)
     except (DocumentError, InsufficientStorageError) as error:
         metrics.record_failed_file()
         return _failed(filename, error)
@@ -44,7 +52,8 @@ def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str
                         stored_as=stored.relative)
 
 
-def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile:
+def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None,
+                  collection: str | None = None) -> UploadedFile:
     """Load and ingest a stored upload (``pending``) of ``user``'s for ``owner``; its outcome, never an
     exception for bad input."""
     assert pending.stored_as is not None and pending.sha256 is not None and pending.size_bytes is not None
@@ -52,7 +61,7 @@ def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: s
                           size_bytes=pending.size_bytes, sha256=pending.sha256)
     result = pending.model_copy(update={"status": "failed"})
     try:
-        doc = _load(state, stored, pending.filename, user_folder(owner), owner)
+        doc = _load(state, stored, pending.filename, upload_folder(owner, collection), owner, collection)
         return _ingest(state, doc, stored, result, user)
     except RagstreamError as error:  # raised before an ingest job could count it
         metrics.record_failed_file()
@@ -60,12 +69,13 @@ def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: s
         return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
 
 
-def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile | None:
+def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None,
+                     collection: str | None = None) -> UploadedFile | None:
     """The outcome of a stored upload that a worker which then died had ingested already (a job taken over):
     ``ingested`` when the live document of its name holds this very stored file, ``duplicate`` when the file is
     gone and a document ``user`` may see has its content; None when it still has to be ingested."""
     assert pending.stored_as is not None and pending.sha256 is not None
-    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{user_folder(owner)}/{pending.filename}")
+    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{upload_folder(owner, collection)}/{pending.filename}")
     try:
         record: DocumentRecord | None = state.rs.document(document_id)
     except DocumentNotFoundError:
@@ -82,7 +92,8 @@ def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner
                                       "stored_as": None})
 
 
-def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None) -> LoadedDocument:
+def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None,
+          collection: str | None = None) -> LoadedDocument:
     try:
         data = stored.path.read_bytes()
     except OSError as error:
@@ -90,7 +101,7 @@ def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, 
     metadata = {"filename": filename, UPLOAD_PATH_KEY: stored.relative}
     doc = load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{filename}",
                      document_id=default_document_id(f"{UPLOAD_SOURCE_SCHEME}{folder}/{filename}"), metadata=metadata)
-    return doc.model_copy(update={"owner": owner})
+    return doc.model_copy(update={"owner": owner, "collections": (collection,) if collection else ()})
 
 
 def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile,

@@ -14,7 +14,7 @@ const SYNC_COUNTS = ["added", "changed", "renamed", "removed", "failed"];
 let lastSyncs = null;
 /** The folder whose "Sync now" the user clicked, until its sync is seen done: { root, before: its last_sync_at then }. */
 let pendingSync = null;
-const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
+const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0, collection: "" };
 let filterTimer = null;
 
 function setStatus(node, text, isError = false) {
@@ -71,7 +71,7 @@ async function upload(event) {
   $("upload-button").disabled = true;
   setStatus($("upload-status"), `Uploading ${files.length} file(s)…`);
   try {
-    const { status, body: answer } = await uploadFiles(files, showProgress);
+    const { status, body: answer } = await uploadFiles(files, showProgress, list.collection);
     const body = status === 202 ? await followJob(answer) : answer;
     showResults(body.files);
     const failed = body.files.filter((item) => item.status === "failed").length;
@@ -122,6 +122,7 @@ function renderPager(shown) {
 /** Load the current page (filter, sort, offset) from GET /api/documents/page. */
 async function refresh() {
   const params = new URLSearchParams({ offset: list.offset, limit: list.limit, q: list.q, sort: list.sort, order: list.order });
+  if (list.collection) params.append("collection", list.collection);
   try {
     const page = await api(`/api/documents/page?${params}`);
     if (page.items.length === 0 && page.total > 0 && list.offset > 0) {  // the last page emptied: step back
@@ -263,6 +264,12 @@ $("refresh").addEventListener("click", () => refresh());
 $("refresh-roots").addEventListener("click", () => refreshRoots());
 $("reindex").addEventListener("click", reindex);
 $("filter").addEventListener("input", onFilter);
+$("collection").addEventListener("change", () => { list.collection = $("collection").value; list.offset = 0; refresh(); });
+/** The collections the caller may read (GET /api/collections): the list shows one, an upload goes into it. */
+api("/api/collections").then((collections) => {
+  $("collection").append(...collections.map((c) => el("option", { value: c.name, title: c.description || "" },
+    `${c.name} (${c.documents})`)));
+}).catch(() => {});
 $("filter-form").addEventListener("submit", (event) => event.preventDefault());
 $("prev-page").addEventListener("click", () => { list.offset = Math.max(0, list.offset - list.limit); refresh(); });
 $("next-page").addEventListener("click", () => { list.offset += list.limit; refresh(); });
