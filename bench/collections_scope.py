@@ -12,8 +12,8 @@ Reported per backend: p50/p95 (ms, end to end through ``Ragstream.search``) of e
 p95 ratio, and the share of scoped searches that returned a full top-10 all from their collection; the
 load average before and after each timing run, since the machine is shared. ``--embedder hash`` embeds
 with the tests' hash embedder (no model; for a quick run); the default is the configured model, whose
-embedding cache can be primed from an existing index's catalog with ``--source-index``. Prints one JSON
-object.
+embedding cache can be primed from an existing index's catalog with ``--source-index`` (without one, the
+first backend embeds and primes the next). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -152,6 +152,8 @@ def main() -> None:
                     pg = pg or server.start(root / "pg")
                     url = new_database(pg.url, "bench_collections")
                 results["backends"][backend] = run_backend(backend, root / backend, url, args, embedder)
+                if args.source_index is None and (root / backend / "catalog.sqlite3").is_file():
+                    args.source_index = root / backend  # the next backend reuses these vectors: no embedding again
         finally:
             if pg is not None:
                 from ragstream.store.postgres import server

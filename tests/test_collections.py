@@ -210,3 +210,19 @@ def test_an_index_from_before_collections_opens_with_everything_in_the_default_o
         assert len(rs.search(QUESTION, top_k=10, collections=["default"]).hits) == len(before)
         assert len(rs.search(QUESTION, top_k=10, user="anyone").hits) == len(before)
         assert rs.ask(QUESTION).answer == answer
+
+
+def test_a_migration_keeps_the_collections(two, tmp_path: Path):
+    rs, embedder = two
+    rs.edit_collection("handbook", access="readers", readers=["bob"])
+    before = embedder.passages
+    report = rs.migrate(str(tmp_path / "copy"))
+    assert report.ok and embedder.passages == before
+    with Ragstream(load_config(data_dir=tmp_path / "copy", **FAST_DEFAULTS), embedder=embedder) as copy:
+        assert [(c.name, c.access, c.readers, c.documents) for c in copy.collections()] == [
+            ("default", "all", [], 0), ("handbook", "readers", ["bob"], 2), ("minutes", "all", [], 2)]
+        hits = copy.search(QUESTION, top_k=10, collections=["handbook"]).hits
+        assert _names([hit.chunk.metadata.source for hit in hits]) == set(HANDBOOK)
+        assert copy.search(QUESTION, top_k=10, user="dan", collections=["minutes"]).hits
+        root = str((tmp_path / "minutes").resolve())
+        assert copy.catalog.collections.root_collection(root) == copy.collection("minutes").collection_id
