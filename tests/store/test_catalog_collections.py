@@ -4,12 +4,16 @@ collection, the default collection, the pending payload marks, and the document 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.backend_fixtures import document_version
 
+from ragstream.config import StoreConfig
 from ragstream.errors import CollectionExistsError, InvalidCollectionError
 from ragstream.models import DEFAULT_COLLECTION_ID, CollectionRecord
 from ragstream.store.catalog_base import Catalog
+from ragstream.store.factory import postgres_catalog, sqlite_catalog
 
 
 def _commit(catalog: Catalog, *ids: str, **fields) -> list[int]:
@@ -134,3 +138,32 @@ def test_a_synced_root_remembers_its_collection(catalog: Catalog):
     collections.set_root_collection("/docs", "c1")
     collections.delete("c1")  # a deleted collection is forgotten by its roots
     assert collections.root_collection("/docs") is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_catalog_from_before_collections_puts_every_document_in_the_default_one(backend: str, tmp_path: Path,
+                                                                                   request: pytest.FixtureRequest):
+    def reopen() -> Catalog:
+        if backend == "postgres":
+            return postgres_catalog(StoreConfig(backend="postgres", url=request.getfixturevalue("postgres_url")))
+        return sqlite_catalog(tmp_path / "catalog.sqlite3")
+
+    catalog = reopen()
+    _commit(catalog, "a", "b")
+    tables = ("collections", "collection_documents", "collection_payloads", "root_collections")
+    if backend == "postgres":  # the tables as a database from before collections has them: none
+        with catalog.connection.db.write() as conn:  # type: ignore[attr-defined]
+            for table in tables:
+                conn.execute(f"DROP TABLE {table}")
+    else:
+        with catalog.connection.transaction() as db:  # type: ignore[attr-defined]
+            for table in tables:
+                db.execute(f"DROP TABLE {table}")
+    catalog.close()
+    upgraded = reopen()
+    try:
+        assert upgraded.collections.memberships(["a", "b"]) == {"a": (DEFAULT_COLLECTION_ID,), "b": (DEFAULT_COLLECTION_ID,)}
+        assert [(c.name, c.documents) for c in upgraded.collections.list()] == [("default", 2)]
+        assert upgraded.collections.pending() == []  # nothing to rewrite: the stores put old points in it themselves
+    finally:
+        upgraded.close()

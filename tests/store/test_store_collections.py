@@ -76,3 +76,30 @@ def test_a_small_collection_in_a_large_index_fills_its_top_k(opened, hash_embedd
     small = visible_to(None, None, ["small"])
     for hits in (store.search_dense(query, 10, small, EVERYTHING), store.search_bm25(TEXT, 10, small, EVERYTHING)):
         assert len(hits) == 10 and _documents(hits) == {f"d{n:03d}" for n in range(0, 400, 40)}
+
+
+def test_points_from_before_collections_open_in_the_default_collection(tmp_path, postgres_url: str,
+                                                                       hash_embedder: HashEmbedder):
+    """PostgreSQL (the embedded store's upgrade is in tests/test_collections.py): chunks without ``collections``
+    join the default collection once, when the store opens."""
+    from ragstream import load_config
+    from ragstream.models import DEFAULT_COLLECTION_ID
+    from ragstream.store.factory import open_backend
+
+    config = load_config(data_dir=tmp_path / "index", store={"backend": "postgres", "url": postgres_url})
+    catalog, store = open_backend(config, lambda catalog: hash_embedder.dimensions)
+    vector = hash_embedder.embed_queries([TEXT])[0]
+    store.upsert([_chunk("a", 1, ("hr",))], np.array([vector]), 1)
+    with catalog.connection.db.write() as conn:  # type: ignore[attr-defined]  # as a store before collections wrote it
+        conn.execute("UPDATE chunks SET payload = payload - 'collections'")
+        conn.execute("DELETE FROM counters WHERE name = 'chunk_collections'")
+    assert store.chunks_of("a", 1)[0].metadata.collections == ()
+    store.close()
+    catalog.close()
+    catalog, store = open_backend(config, lambda catalog: hash_embedder.dimensions)
+    try:
+        assert store.chunks_of("a", 1)[0].metadata.collections == (DEFAULT_COLLECTION_ID,)
+        assert len(store.search_dense(vector, 10, visible_to(None, None, [DEFAULT_COLLECTION_ID]), EVERYTHING)) == 1
+    finally:
+        store.close()
+        catalog.close()
