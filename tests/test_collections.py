@@ -243,3 +243,17 @@ def test_a_move_cut_short_is_finished_when_the_index_opens(tmp_path: Path):
         assert rs.catalog.collections.pending() == []
         hits = rs.search(QUESTION, top_k=10, collections=["handbook"]).hits
         assert _names([hit.chunk.metadata.source for hit in hits]) == set(HANDBOOK)
+
+
+def test_a_conversation_stops_reading_a_collection_its_user_lost(two):
+    rs, _ = two
+    rs.edit_collection("handbook", access="readers", readers=["bob"])
+    first = rs.ask(QUESTION, "talk", user="bob", collections=["handbook"])
+    assert first.sources and all(source.collections == ["handbook"] for source in first.sources)
+    rs.edit_collection("handbook", readers=[])
+    with pytest.raises(CollectionNotFoundError):
+        rs.ask("and for leave?", "talk", user="bob", collections=["handbook"])
+    later = rs.ask(QUESTION, "talk", user="bob")
+    handbook = {record.document_id for record in rs.documents(collections=["handbook"])}
+    assert later.sources and not {source.document_id for source in later.sources} & handbook
+    assert not {doc.document_id for doc in later.relatedDocs} & handbook
