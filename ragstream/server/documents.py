@@ -15,7 +15,7 @@ from starlette.datastructures import UploadFile
 
 from ragstream import metrics
 from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionDeniedError
-from ragstream.models import Chunk, DocumentRecord, IngestReport
+from ragstream.models import DEFAULT_COLLECTION_ID, Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
 from ragstream.server.collections import scope_of
 from ragstream.server.errors import NoFilesError, error_body
@@ -99,7 +99,9 @@ async def upload(request: Request, shared: bool = False, collection: str | None 
         named = collection or form.get(COLLECTION_FIELD) or None
         collection_id = await run_in_threadpool(functools.partial(
             state.rs.collection_for_writing, named if isinstance(named, str) else None, user=caller.user, admin=caller.admin))
-        owner = None if collection_id else owner
+        if collection_id == DEFAULT_COLLECTION_ID:  # what an upload naming none joins: the caller's own, as before
+            collection_id = None
+        owner = None if collection_id else owner  # the collection decides who reads it
         background = sum(item.size or 0 for item in files) > cfg.background_ingest_bytes
         if background:
             results = [await run_in_threadpool(_named(store_upload), state, item, owner, collection_id) for item in files]

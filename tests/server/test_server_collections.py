@@ -223,6 +223,14 @@ def test_readers_cannot_change_and_editors_can(alice, bob, docs):
     assert bob.delete(f"/api/documents/{added.json()['files'][0]['document_id']}").status_code == 200
 
 
+def test_an_upload_naming_the_default_collection_stays_the_callers_own(alice, bob, docs):
+    uploaded = _upload(bob, "own.md", b"# Own\n\nThe wombatcompass note is Bob's alone.\n", collection="default")
+    assert uploaded.status_code == 201, uploaded.text
+    document_id = uploaded.json()["files"][0]["document_id"]
+    assert bob.get(f"/api/documents/{document_id}").json()["document"]["owner"] == "bob"
+    _error(alice.get(f"/api/documents/{document_id}"), 404, "document_not_found")
+
+
 def test_an_upload_to_a_collection_lands_in_its_own_folder(server: RunningServer, alice, docs):
     folders = {path.name for path in (Path(server.data_dir) / "uploads").iterdir()}
     assert any(name.startswith("collection-") for name in folders)
