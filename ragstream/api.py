@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
+from ragstream.api_collections import CollectionsFacade, Scope
+from ragstream.collection_service import CollectionService
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
     DocumentNotFoundError,
@@ -55,8 +57,8 @@ if TYPE_CHECKING:
     from ragstream.sync.watcher import ReportCallback, Watcher
 
 
-class Ragstream:
-    """One ragstream index: its config, catalog, vector store and models."""
+class Ragstream(CollectionsFacade):
+    """One ragstream index: its config, catalog, vector store and models; its collections (docs/collections.md)."""
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
         self.config = config or load_config()
@@ -75,7 +77,9 @@ class Ragstream:
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
         self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog.documents, self.catalog.versions, self.store, self.embedder,
-                                 self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable)
+                                 self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable,
+                                 joined=lambda doc, record: self.collection_service.joined(doc, record))
+        self.collection_service = CollectionService(self.config.collections, self.catalog, self.store, self.ingestor, self._index_changed)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -83,6 +87,7 @@ class Ragstream:
         self._folder_syncer: Syncer | None = None
         if not self.read_only:  # a read-only index (full disk) is searched as committed
             self.ingestor.recover()
+            self.collection_service.recover()
 
     # -- a full disk (store/write_gate.py) -------------------------------------------------------
 
@@ -127,15 +132,16 @@ class Ragstream:
 
     def ingest(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | None = None, collection: str | None = None,
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
-        to ``owner`` (None: shared with every user)."""
+        to ``owner`` (None: shared with every user) and join ``collection`` (a name; else the default one)."""
         self._changed = True
-        return self.ingestor.ingest_paths(paths, metadata=metadata, owner=owner, progress=progress)
+        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingestor.ingest_paths(
+            paths, metadata=metadata, owner=owner, progress=progress, collection=collection_id))
 
     def ingest_bytes(self, data: bytes, filename: str, *, source: str, owner: str | None = None,
-                     metadata: dict[str, Any] | None = None) -> IngestReport:
+                     metadata: dict[str, Any] | None = None, collection: str | None = None) -> IngestReport:
         """Ingest one file given as bytes, its type sniffed from the content as for an upload. ``source`` names
         where it came from; the same ``source`` and ``owner`` replace the earlier document (another owner's never).
         Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded."""
@@ -143,7 +149,8 @@ class Ragstream:
 
         document_id = default_document_id(source if owner is None else f"{source}#owner={owner}")
         doc = load_bytes(data, filename, self.config, source=source, document_id=document_id, metadata=metadata)
-        return self.ingest_documents([doc.model_copy(update={"owner": owner})])
+        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingest_documents(
+            [doc.model_copy(update={"owner": owner, "collections": (collection_id,) if collection_id else ()})]))
 
     def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
         """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
@@ -157,17 +164,18 @@ class Ragstream:
         with self.snapshots.open() as snapshot:
             yield snapshot
 
-    def documents(self, *, user: str | None = None) -> list[DocumentRecord]:
-        """Every live document ``user`` may see (all without a user), in one catalog read."""
-        return self.catalog.documents.list(user)
+    def documents(self, *, user: str | None = None, collections: Scope = None) -> list[DocumentRecord]:
+        """Every live document ``user`` may see (all without a user), in ``collections`` if given, in one catalog read."""
+        return self.catalog.documents.list(user, collections=self._scope(collections, user).collections)
 
     def document_page(self, offset: int = 0, limit: int | None = None, query: str = "", sort: str = "source",
-                      descending: bool = False, *, user: str | None = None) -> DocumentPage:
+                      descending: bool = False, *, user: str | None = None, collections: Scope = None) -> DocumentPage:
         """One page of the documents ``user`` may see (every one without a user) whose title or source
         contains ``query`` (case-insensitive), sorted by ``sort`` (title, source, mime, chunks, ingested,
         updated), with the total that matched."""
         size = limit if limit is not None else self.config.server.documents_page_size
-        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=user)
+        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=user,
+                                           collections=self._scope(collections, user).collections)
 
     def example_titles(self, count: int | None = None, *, user: str | None = None) -> list[str]:
         """Titles of the documents ``user`` may see (the largest ones first, each cut at a word to
@@ -176,13 +184,13 @@ class Ragstream:
         wanted = server.example_questions if count is None else count
         if wanted <= 0:
             return []
-        records = self.catalog.documents.page(0, wanted * 2, sort="chunks", descending=True, user=user).records
+        records = self.document_page(0, wanted * 2, sort="chunks", descending=True, user=user).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
         return [_cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
     def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
-        return _found(document_id, self.catalog.documents.get(document_id, user))
+        return _found(document_id, self.catalog.documents.get(document_id, user, collections=self._scope(None, user).collections))
 
     def document_with_chunks(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, list[Chunk]]:
         """One document's record and the chunks of that very version, from one snapshot.
@@ -191,7 +199,7 @@ class Ragstream:
         is one database snapshot, so another process deleting the version meanwhile cannot take its chunks away.
         """
         def read() -> tuple[DocumentRecord, list[Chunk]]:
-            found = _found(document_id, self.catalog.documents.get(document_id, user))
+            found = self.document(document_id, user=user)
             return found, self.store.chunks_of(document_id, found.generation)
 
         with self.snapshots.open_with(read) as (_, record_and_chunks):
@@ -201,7 +209,7 @@ class Ragstream:
         """One document's record and its whole text as extracted at ingest (pages joined by blank lines), from
         one snapshot; raises DocumentNotFoundError (also for one ``user`` may not see)."""
         def read() -> tuple[DocumentRecord, str]:
-            found = _found(document_id, self.catalog.documents.get(document_id, user))
+            found = self.document(document_id, user=user)
             stored = self.catalog.documents.stored_document(document_id)
             return found, stored.text if stored is not None else ""
 
@@ -210,11 +218,11 @@ class Ragstream:
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""
-        return self.catalog.documents.find_by_checksum(checksum, user)
+        return self.catalog.documents.find_by_checksum(checksum, user, collections=self._scope(None, user).collections)
 
     def filter_fields(self, *, user: str | None = None) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        return filter_fields(self.catalog.documents.list(user))
+        return filter_fields(self.documents(user=user))
 
     def document_chunks(self, document_id: str, *, user: str | None = None) -> list[Chunk]:
         """The live chunks of one document, in order."""
@@ -245,14 +253,18 @@ class Ragstream:
     # -- folder sync (docs/cli.md: sync, watch) ---------------------------------------------------
 
     def sync(self, paths: Iterable[str | Path], *, changed: Iterable[str | Path] | None = None,
-             progress: ProgressCallback | None = None) -> SyncReport:
+             progress: ProgressCallback | None = None, collection: str | None = None) -> SyncReport:
         """Make the index match folders (or files): new and changed files are ingested, a renamed file's document
         is re-linked by content hash without re-embedding, and documents whose files are gone or now excluded are
         removed with their chunks. The documents remember their root and are shared (as with the CLI's ingest);
-        a user's document is never touched. ``changed``: only these paths changed (a watcher's batch)."""
+        a user's document is never touched. ``changed``: only these paths changed; ``collection``: the roots' join it."""
         self.ensure_writable()
         self._changed = True
-        return self._syncer().sync(paths, changed=changed, progress=progress)
+        paths = list(paths)
+        self.collect_roots(paths, collection)
+        report = self._syncer().sync(paths, changed=changed, progress=progress)
+        self.collect_roots(paths, collection)  # documents found unchanged join it too
+        return report
 
     def forget_root(self, path: str | Path) -> SyncReport:
         """Remove every document of a synced root (which may no longer exist) and unregister it; raises
@@ -265,12 +277,14 @@ class Ragstream:
         """Every synced or watched root: its document count, last sync and watcher lease."""
         return self.catalog.roots.roots()
 
-    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None) -> Watcher:
+    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None, collection: str | None = None) -> Watcher:
         """A watcher that keeps ``paths`` in step with this index as files change (``start``/``stop`` on a thread
         of its own, or ``run`` on the caller's); raises RootNotFoundError for a path that does not exist."""
         from ragstream.sync.watcher import Watcher
 
         self._changed = True
+        paths = list(paths)
+        self.collect_roots(paths, collection)
         return Watcher(paths, self._syncer(), self.config.sync, ignore_files=self.config.ingest.ignore_files,
                        on_report=on_report)
 
@@ -296,16 +310,18 @@ class Ragstream:
         snapshot: Snapshot | None = None,
         user: str | None = None,
         rerank: bool = False,
+        collections: Scope = None,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
-        the documents ``user`` may see (every document without a user); with ``rerank``, the
+        the documents ``user`` may see (every document without a user), in ``collections``; with ``rerank``, the
         cross-encoder re-orders the first ``reranker.top_n`` hits (``retrieval/rerank.py``). Raises
         InvalidNumberError for a NaN or infinite ``score_threshold``."""
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
         result = self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
-                                      query_vector=query_vector, snapshot=snapshot, user=user)
+                                      query_vector=query_vector, snapshot=snapshot, user=user,
+                                      collections=self._scope(collections, user).collections)
         if not rerank:
             return result
         from ragstream.retrieval.rerank import rerank_result
@@ -366,27 +382,29 @@ class Ragstream:
             check_unicode(value, "the prompt")
         return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
 
-    def run_stage(self, sp: SuperPrompt, stage: str | None = None, *, user: str | None = None) -> SuperPrompt:
+    def run_stage(self, sp: SuperPrompt, stage: str | None = None, *, user: str | None = None, collections: Scope = None) -> SuperPrompt:
         """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last);
-        its searches see the documents ``user`` may see."""
+        its searches see the documents ``user`` may see in ``collections``, whose instructions the prompt takes."""
         from ragstream.pipeline import controller
 
         with self.snapshot() as snapshot:
-            return controller.run_stage(sp, self._turn_context(snapshot, user), stage)
+            return controller.run_stage(*self._turn(sp, snapshot, user, collections), stage)
 
     def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None, *,
-                     user: str | None = None) -> SuperPrompt:
+                     user: str | None = None, collections: Scope = None) -> SuperPrompt:
         """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt;
-        its searches see the documents ``user`` may see."""
+        its searches see the documents ``user`` may see in ``collections``, as :meth:`run_stage`."""
         from ragstream.pipeline import controller
 
         sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
         with self.snapshot() as snapshot:
-            return controller.run_pipeline(sp, self._turn_context(snapshot, user), until)
+            return controller.run_pipeline(*self._turn(sp, snapshot, user, collections), until)
 
-    def _turn_context(self, snapshot: Snapshot, user: str | None = None) -> StageContext:
-        """The stage context with a fresh per-question deadline (``answer.deadline_seconds``), ``snapshot`` and ``user``."""
-        return self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot, user)
+    def _turn(self, sp: SuperPrompt, snapshot: Snapshot, user: str | None, collections: Scope) -> tuple[SuperPrompt, StageContext]:
+        """``sp`` with its scope's instructions; the stage context of one question (deadline, snapshot, user, scope)."""
+        scope = self._scoped_prompt(sp, collections, user)
+        return sp, self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot, user,
+                                                 scope.collections)
 
     def stage_context(self) -> StageContext:
         """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""
@@ -409,26 +427,30 @@ class Ragstream:
     # -- answers (docs/answers.md) --------------------------------------------------------------
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
-                 min_relevance: float | None = None, *, user: str | None = None) -> RAGContext:
+                 min_relevance: float | None = None, *, user: str | None = None, collections: Scope = None) -> RAGContext:
         """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot
-        of the documents ``user`` may see; cached per commit sequence and user."""
+        of the documents ``user`` may see in ``collections``; cached per commit sequence, user and scope."""
         with self.snapshot() as snapshot:
-            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, user)
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, user,
+                                           self._scope(collections, user))
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-            user: str | None = None) -> Answer:
+            user: str | None = None, collections: Scope = None) -> Answer:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
         It reads the versions committed when the call starts, of the documents ``user`` may see, and
-        continues ``user``'s conversation of that id (conversations are kept per user)."""
+        continues ``user``'s conversation of that id (conversations are kept per user); in ``collections`` if given."""
+        scope = self._scope(collections, user)
         with self.snapshot() as snapshot:
-            return self.answers().ask(question, conversation_id, selected_text, snapshot, user)
+            return self._labelled(self.answers().ask(question, conversation_id, selected_text, snapshot, user, scope), scope, user)
 
-    def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None, *, user: str | None = None) -> Iterator[StreamEvent]:
+    def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
+                      user: str | None = None, collections: Scope = None) -> Iterator[StreamEvent]:
         """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
         committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
-        return self.answers().stream_answer(question, conversation_id, selected_text, user)
+        scope = self._scope(collections, user)
+        return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, user, scope),
+                                     scope, user)
 
     def conversation(self, conversation_id: str, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s conversation's kept turns, oldest first (``incomplete`` marks answers cut short);
@@ -446,12 +468,12 @@ class Ragstream:
 
         context = self.stage_context()
 
-        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
-                user: str | None = None) -> SuperPrompt:
+        def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None,
+                collections: Sequence[str] | None = None) -> SuperPrompt:
             if snapshot is not None:
-                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot, user))
+                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot, user, collections))
             with self.snapshot() as fresh:  # every search of the question reads one snapshot
-                return controller.run_pipeline(sp, context.for_turn(deadline, fresh, user))
+                return controller.run_pipeline(sp, context.for_turn(deadline, fresh, user, collections))
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,

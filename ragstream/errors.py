@@ -159,6 +159,30 @@ class ConversationNotFoundError(RagstreamError):
     code = "conversation_not_found"
 
 
+class CollectionNotFoundError(RagstreamError):
+    """No collection of that name, or one the caller may not read (the same error, so existence does not leak)."""
+
+    code = "collection_not_found"
+
+
+class CollectionExistsError(RagstreamError):
+    """A collection of that name exists already (names are unique)."""
+
+    code = "collection_exists"
+
+
+class CollectionNotEmptyError(RagstreamError):
+    """A collection still holds documents: delete it with its documents, or move them first."""
+
+    code = "collection_not_empty"
+
+
+class InvalidCollectionError(RagstreamError):
+    """A collection's name, access or user list is not acceptable, or a change would leave a document in no collection."""
+
+    code = "invalid_collection"
+
+
 class PermissionDeniedError(RagstreamError):
     """The caller may see the thing but not do this to it (e.g. delete a shared document without an admin key)."""
 

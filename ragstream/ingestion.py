@@ -94,9 +94,11 @@ class Ingestor:
         snapshots: Snapshots,
         on_change: Callable[[], None] = lambda: None,
         before_write: Callable[[], None] = lambda: None,
+        joined: Callable[[LoadedDocument, DocumentRecord | None], LoadedDocument] = lambda doc, record: doc,
     ) -> None:
         """``before_write`` runs before every write, before any file is read or embedded: it raises to refuse the
-        write (an index on a full disk) or makes the index writable again."""
+        write (an index on a full disk) or makes the index writable again. ``joined(doc, live record)`` names every
+        collection a new version belongs to, under the commit lock (docs/collections.md)."""
         self._config = config
         self._documents = documents
         self._versions = versions
@@ -105,6 +107,7 @@ class Ingestor:
         self._snapshots = snapshots
         self._on_change = on_change
         self._before_write = before_write
+        self._joined = joined
         self._data_dir = Path(config.data_dir)
         self.commit_lock = threading.RLock()
         """Serialises the short write phase of every operation (a batch's switch, a delete, recovery)."""
@@ -113,18 +116,19 @@ class Ingestor:
 
     def ingest_paths(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
-        progress: ProgressCallback | None = None, root: str | None = None,
+        progress: ProgressCallback | None = None, root: str | None = None, collection: str | None = None,
     ) -> IngestReport:
         """Ingest files and folders (recursively, by ``ingest.include``/``exclude`` and ignore files); each bad file
         is reported and skipped. The documents belong to ``owner`` (None: shared) and, when given, to the synced
         ``root`` (None: they keep the root they have), inside which every file must then lie when it is read
-        (``ingest.follow_symlinks``), as a file taken from a folder must lie inside that folder."""
+        (``ingest.follow_symlinks``), as a file taken from a folder must lie inside that folder; with ``collection``
+        (an id), they join it."""
         self._before_write()
         report = _new_report()
         selection = select_files(paths, self._config.ingest)
         report.skipped_files = selection.skipped
         within = [(path, root or selection.within.get(path)) for path in selection.files]
-        docs = self._load_all(within, metadata, owner, report, progress, root)
+        docs = self._load_all(within, metadata, owner, report, progress, root, collection)
         return self._run(docs, report, force=False, progress=progress)
 
     def ingest_documents(
@@ -176,7 +180,7 @@ class Ingestor:
             points = self._store.points_of(old.document_id, old.generation)
             if not points or len(points) != old.chunk_count:
                 continue
-            batch.append(_Move(index, old, doc, points))
+            batch.append(_Move(index, old, self._joined(doc, old), points))
             if sum(len(move.points) for move in batch) >= self._config.ingest.write_batch_chunks:
                 moved.update(self._relink_batch(batch))
                 batch = []
@@ -249,12 +253,13 @@ class Ingestor:
 
     def _load_all(
         self, paths: list[tuple[Path, str | None]], metadata: dict[str, Any] | None, owner: str | None, report: IngestReport,
-        progress: ProgressCallback | None, root: str | None = None,
+        progress: ProgressCallback | None, root: str | None = None, collection: str | None = None,
     ) -> Iterator[LoadedDocument]:
         """Load each file of ``paths`` (with the resolved folder it must lie inside when read, or None)."""
         from ragstream.documents.loaders import load_file  # the parsers load only when files are ingested
 
-        given = {key: value for key, value in (("owner", owner), ("root", root)) if value is not None}
+        given = {key: value for key, value in (("owner", owner), ("root", root),
+                                               ("collections", collection and (collection,))) if value is not None}
         for path, within in paths:
             try:
                 doc = load_file(path, self._config, metadata=metadata, root=within)
@@ -363,6 +368,8 @@ class Ingestor:
     def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
                 report: IngestReport, progress: ProgressCallback | None) -> None:
         batch = [pending for pending, _ in kept]
+        for pending in batch:  # its chunks carry the collections its document is in now (this lock orders the changes)
+            pending.doc = self._joined(pending.doc, self._documents.get(pending.doc.document_id))
         generations, intents = self._versions.begin_versions([(p.doc.document_id, p.old_generation) for p in batch])
         ingested_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:

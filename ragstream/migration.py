@@ -150,6 +150,7 @@ class Migration:
         """Copy ``records`` (the source's live documents at one snapshot whose generations are at most
         ``max_generation``), the embedding cache and the conversations; then verify."""
         self._prepare(records, max_generation, report)
+        self._copy_collections()
         self._copy_documents(records, report)
         self._copy_roots()
         report.embeddings_copied = self._copy_embeddings()
@@ -182,9 +183,21 @@ class Migration:
                 report.documents_removed += 1
 
     def _copy_roots(self) -> None:
-        """The synced roots' registry (their documents carry their root already); a watcher's lease stays behind."""
+        """The synced roots' registry (their documents carry their root already) and the collection each one's
+        documents join; a watcher's lease stays behind."""
         for root in self._source.catalog.roots.roots():
             self._target.catalog.roots.record_sync(root.root, root.last_sync_at or "", root.last_summary)
+            self._target.catalog.collections.set_root_collection(
+                root.root, self._source.catalog.collections.root_collection(root.root))
+
+    def _copy_collections(self) -> None:
+        """The collections under their own ids (the documents' memberships come with the documents)."""
+        target = self._target.catalog.collections
+        for collection in self._source.catalog.collections.list():
+            if target.get(collection.collection_id) is None:
+                target.create(collection)
+            else:
+                target.update(collection)
 
     def _copy_documents(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
         batch: list[tuple[DocumentRecord, int | None, list[tuple[Chunk, np.ndarray]]]] = []
@@ -220,7 +233,8 @@ class Migration:
             doc = self._source.catalog.documents.stored_document(record.document_id)
             if doc is None:
                 raise MigrationError(f"{record.source} was deleted from the source during the migration")
-            versions.append(DocumentVersion(doc, record.generation, record.chunk_count, record.fingerprint, record.ingested_at,
+            versions.append(DocumentVersion(doc.model_copy(update={"collections": tuple(record.collections)}), record.generation,
+                                            record.chunk_count, record.fingerprint, record.ingested_at,
                                             record.first_ingested_at))
         store.flush()
         catalog.documents.commit_documents(versions)

@@ -37,6 +37,9 @@ class LoadedDocument(BaseModel):
     root: str | None = Field(
         None, description="The folder (or file) `ragstream sync`/`watch` keeps this document in step with; None: "
         "ingested otherwise (a re-ingest without a root keeps the one the document has).")
+    collections: tuple[str, ...] = Field(
+        (), description="Ids of the collections the document is ingested into (added to those it is in already); "
+        "empty: those it is in, or the default collection for a new document.")
 
     @property
     def text(self) -> str:
@@ -78,6 +81,8 @@ class ChunkMetadata(BaseModel):
     created_at: str = Field(description="ISO 8601 UTC time the document version was ingested.")
     extra: dict[str, Any] = Field(default_factory=dict, description="User-given document metadata.")
     owner: str | None = Field(None, description="The document's owner; None: shared (see docs/http-api.md, Users).")
+    collections: tuple[str, ...] = Field((), description="Ids of the collections the document belongs to "
+                                         "(docs/collections.md); a search scoped to collections filters on it.")
 
 
 PRIVATE_METADATA_PREFIX = "_"
@@ -91,12 +96,16 @@ def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 OWNER_FIELD = "owner"
+COLLECTIONS_FIELD = "collections"
+DEFAULT_COLLECTION_ID = "default"
+"""The collection every document belongs to when it names none, and that an index made before collections
+opens with (its name is ``default`` too; readable by every user)."""
 SHARED_OWNER = ""
 """How stores write the owner of a shared document (no user id is empty), so the visibility filter
 ``{owner: [user, SHARED_OWNER]}`` is an ordinary exact-match filter on every backend."""
-FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra", OWNER_FIELD} | {"chapter"})
+FILTERABLE_FIELDS = frozenset(set(ChunkMetadata.model_fields) - {"extra", OWNER_FIELD, COLLECTIONS_FIELD} | {"chapter"})
 """Chunk metadata fields a search filter may name (``chapter``: the first heading of the header path).
-``owner`` is not one: the facade's ``user`` argument decides which owners a search sees."""
+``owner`` and ``collections`` are not: the facade's ``user`` and ``collections`` arguments decide what a search sees."""
 
 
 class Chunk(BaseModel):
@@ -153,6 +162,7 @@ class DocumentRecord(BaseModel):
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
     first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
     root: str | None = Field(None, description="The synced or watched root the document belongs to (None: none).")
+    collections: list[str] = Field(default_factory=list, description="Ids of the collections the document belongs to.")
 
 
 class FileFailure(BaseModel):
@@ -220,3 +230,50 @@ def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
     for record in records:
         fields.update(public_metadata(record.metadata))
     return fields
+
+
+class QuestionScope(BaseModel):
+    """What one question may read besides its user's documents: the collections it is scoped to and their
+    instructions for the answering model (docs/collections.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    collections: tuple[str, ...] | None = Field(None, description="Collection ids every search is limited to "
+                                                "(None: no limit beyond the user's own visibility).")
+    instructions: tuple[str, ...] = Field((), description="'name: text' of each scoped collection with instructions.")
+
+
+CollectionAccess = Literal["private", "readers", "all"]
+
+
+class CollectionRecord(BaseModel):
+    """A named body of documents with its own instructions and access (docs/collections.md)."""
+
+    collection_id: str
+    name: str = Field(description="Unique; how commands, routes and scoped questions name it.")
+    description: str = ""
+    instructions: str = Field("", description="Text added to the answering model's instructions whenever a "
+                              "question is scoped to this collection.")
+    owner: str | None = Field(None, description="The user who made it; None: made by an admin or the CLI.")
+    access: CollectionAccess = Field("private", description="private: its owner and editors; readers: also the "
+                                     "users in ``readers``; all: every user.")
+    readers: list[str] = Field(default_factory=list, description="Users who may read it (access ``readers``).")
+    editors: list[str] = Field(default_factory=list, description="Users who may read it and add or remove documents.")
+    created_at: str = ""
+    documents: int = Field(0, description="Live documents in it (of those the asking user may see).")
+
+    def readable_by(self, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` may search it (None or an admin: anyone may)."""
+        if user is None or admin or self.access == "all" or user == self.owner or user in self.editors:
+            return True
+        return self.access == "readers" and user in self.readers
+
+    def editable_by(self, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` may add documents to it and remove them (every user may put their own documents in
+        the default collection, as before collections)."""
+        return (user is None or admin or user == self.owner or user in self.editors
+                or self.collection_id == DEFAULT_COLLECTION_ID)
+
+    def managed_by(self, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` may change its name, description, instructions and access, or delete it."""
+        return user is None or admin or (user == self.owner and self.collection_id != DEFAULT_COLLECTION_ID)

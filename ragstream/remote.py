@@ -60,9 +60,10 @@ class RemoteIndex:
         except httpx.HTTPError:
             return False
 
-    def documents(self) -> list[DocumentRecord]:
-        """Every live document."""
-        return _DOCUMENTS.validate_python(self._call("GET", "/api/documents"))
+    def documents(self, *, collections: list[str] | None = None) -> list[DocumentRecord]:
+        """Every live document (in ``collections`` if given)."""
+        params = {"collection": collections} if collections else None
+        return _DOCUMENTS.validate_python(self._call("GET", "/api/documents", params=params))
 
     def filter_fields(self) -> set[str]:
         """Metadata fields a search filter may name (as :meth:`ragstream.Ragstream.filter_fields`)."""
@@ -72,25 +73,28 @@ class RemoteIndex:
 
     def search(self, query: str, *, mode: str | None = None, top_k: int | None = None,
                filters: dict[str, Any] | None = None, score_threshold: float | None = None,
-               rerank: bool = False) -> SearchResult:
+               rerank: bool = False, collections: list[str] | None = None) -> SearchResult:
         """``POST /api/search``."""
         body = {"query": query, "mode": mode, "top_k": top_k, "filters": filters or None, "score_threshold": score_threshold,
-                "rerank": rerank}
+                "rerank": rerank, "collections": collections or None}
         return SearchResult.model_validate(self._call("POST", "/api/search", json=body))
 
     def delete(self, document_id: str) -> None:
         """``DELETE /api/documents/{id}``."""
         self._call("DELETE", f"/api/documents/{document_id}")
 
-    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None) -> Answer:
+    def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
+            collections: list[str] | None = None) -> Answer:
         """``POST /api/query``: one cited answer."""
-        body = {"query": question, "conversation_id": conversation_id, "selected_text": selected_text}
+        body = {"query": question, "conversation_id": conversation_id, "selected_text": selected_text,
+                "collections": collections or None}
         return Answer.model_validate(self._call("POST", "/api/query", json=body))
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None) -> Iterator[StreamEvent]:
+                      selected_text: str | None = None, *, collections: list[str] | None = None) -> Iterator[StreamEvent]:
         """``POST /api/chat``: the answer's events as they arrive."""
-        body = {"message": question, "conversation_id": conversation_id, "selected_text": selected_text}
+        body = {"message": question, "conversation_id": conversation_id, "selected_text": selected_text,
+                "collections": collections or None}
         with self._client.stream("POST", "/api/chat", json=body) as response:
             if response.status_code >= httpx.codes.BAD_REQUEST:
                 response.read()

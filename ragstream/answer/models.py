@@ -51,6 +51,8 @@ class Citation(BaseModel):
     url: str | None = None
     page: int | None = None
     score: float | None = Field(None, description="The chunk's relevance.")
+    collections: list[str] = Field(default_factory=list, description="The collections (names) the cited document "
+                                   "came from: those of the question's scope it belongs to (docs/collections.md).")
 
 
 class Source(BaseModel):
@@ -61,6 +63,8 @@ class Source(BaseModel):
     url: str
     page: int | None = None
     document_id: str
+    collections: list[str] = Field(default_factory=list, description="The collections (names) the cited document "
+                                   "came from: those of the question's scope it belongs to (docs/collections.md).")
 
 
 class RelatedDoc(BaseModel):
@@ -138,6 +142,8 @@ class CitationPayload(BaseModel):
     source: str | None
     page: int | None
     score: float | None
+    collections: list[str] = Field(default_factory=list, description="The collections (names) the cited document "
+                                   "came from: those of the question's scope it belongs to (docs/collections.md).")
 
 
 class TokenEvent(BaseModel):

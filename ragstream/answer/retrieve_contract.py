@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from ragstream.answer.models import DocumentChunk, RAGContext
 from ragstream.config import AnswerConfig
 from ragstream.errors import EmbedderUnavailableError, RagstreamError, VectorDBUnavailableError
-from ragstream.models import Chunk, SearchResult
+from ragstream.models import Chunk, QuestionScope, SearchResult
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
 
@@ -80,10 +80,10 @@ class Retriever:
 
     def retrieve(self, query: str, context_key: str, *, max_chunks: int | None = None,
                  min_relevance: float | None = None, snapshot: Snapshot | None = None,
-                 user: str | None = None) -> RAGContext:
+                 user: str | None = None, collections: Sequence[str] | None = None) -> RAGContext:
         """Chunks of relevance >= ``min_relevance``, best first, at most ``max_chunks``, among the
         versions committed at ``snapshot`` (by default, when the search starts) of the documents
-        ``user`` may see (every document when None)."""
+        ``user`` may see (every document when None), in ``collections`` (ids) when given."""
         validate_query(query, self._max_query_chars)
         limit = max_chunks if max_chunks is not None else self._config.max_chunks
         threshold = min_relevance if min_relevance is not None else self._config.min_relevance
@@ -96,7 +96,7 @@ class Retriever:
                 f"(BM25 scores give no calibrated relevance): {error.message}") from error
         result = run_with_timeout(
             lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector,
-                                 snapshot=snapshot, user=user),
+                                 snapshot=snapshot, user=user, collections=QuestionScope(collections=collections)),
             self._config.timeout_seconds,
         )
         scored = [(hit.chunk, relevance(hit.dense_score)) for hit in result.hits]

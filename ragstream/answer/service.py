@@ -14,7 +14,7 @@ event); when the embedder is unavailable retrieval runs BM25 only and the answer
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -57,6 +57,7 @@ from ragstream.errors import (
     NoRetrievalResultsError,
     check_unicode,
 )
+from ragstream.models import QuestionScope
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.stages import RETRIEVAL
@@ -78,10 +79,10 @@ BM25 = "bm25"
 class PipelineRunner(Protocol):
     """Runs the eight stages on a fresh SuperPrompt within one question's deadline, every search
     reading ``snapshot`` (or one snapshot taken when the pipeline starts) and only the documents
-    ``user`` may see (every document when None)."""
+    ``user`` may see (every document when None), in the collections (ids) ``collections`` names when given."""
 
     def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
-                 user: str | None = None) -> SuperPrompt: ...
+                 user: str | None = None, collections: Sequence[str] | None = None) -> SuperPrompt: ...
 
 
 @dataclass
@@ -136,20 +137,23 @@ class AnswerService:
 
     def retrieve(self, query: str, context_key: str, max_chunks: int | None = None,
                  min_relevance: float | None = None, snapshot: Snapshot | None = None,
-                 user: str | None = None) -> RAGContext:
+                 user: str | None = None, scope: QuestionScope | None = None) -> RAGContext:
         """Chunks of dense relevance >= ``min_relevance`` among the versions committed at ``snapshot``
-        that ``user`` may see, served from the cache for the same arguments, user and commit sequence."""
-        key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None, user)
+        that ``user`` may see (in ``scope``'s collections), served from the cache for the same arguments, user,
+        scope and commit sequence."""
+        collections = scope.collections if scope else None
+        key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None, user, collections)
         return self.cache.get_or_compute(key, lambda: self.retriever.retrieve(
-            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot, user=user))[0]
+            query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot, user=user,
+            collections=collections))[0]
 
     # -- answers ---------------------------------------------------------------------------------
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
-            snapshot: Snapshot | None = None, user: str | None = None) -> Answer:
+            snapshot: Snapshot | None = None, user: str | None = None, scope: QuestionScope | None = None) -> Answer:
         """Answer ``question`` in one piece from the versions committed at ``snapshot`` (by default,
         when the pipeline starts) of the documents ``user`` may see, in ``user``'s conversation."""
-        turn = self._prepare(question, conversation_id, selected_text, snapshot, user)
+        turn = self._prepare(question, conversation_id, selected_text, snapshot, user, scope)
         if turn.no_results_reason is not None:
             text = self._config.no_results_message
             return self._answer(turn, text, "no_results", None, {}, self._tracker(turn, text))
@@ -182,9 +186,10 @@ class AnswerService:
         return self._finish(turn, text, mode, model, tokens, tracker, run)
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None, user: str | None = None) -> Iterator[StreamEvent]:
+                      selected_text: str | None = None, user: str | None = None,
+                      scope: QuestionScope | None = None) -> Iterator[StreamEvent]:
         """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event (as :meth:`ask`)."""
-        turn = self._prepare(question, conversation_id, selected_text, None, user)
+        turn = self._prepare(question, conversation_id, selected_text, None, user, scope)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         run = self._support_run(turn, tracker)
         started = time.perf_counter()
@@ -291,7 +296,7 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None, user: str | None) -> _Turn:
+                 snapshot: Snapshot | None, user: str | None, scope: QuestionScope | None = None) -> _Turn:
         """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
@@ -302,12 +307,13 @@ class AnswerService:
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
         sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id, user),
-                         selected_text=selected_text or "")
+                         selected_text=selected_text or "",
+                         collection_instructions=list(scope.instructions) if scope else [])
         turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
         try:
-            turn.sp = self._pipeline(sp, turn.deadline, snapshot, user)
+            turn.sp = self._pipeline(sp, turn.deadline, snapshot, user, scope.collections if scope else None)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
             return turn

@@ -1,20 +1,21 @@
 """The ``ragstream`` command line: a thin shell over :class:`ragstream.Ragstream`.
 
 This module is the list of commands; each group lives in a module of its own: ``documents`` (ingest,
-docs, reindex), ``sync_watch`` (sync, watch), ``search`` (search, eval), ``answers`` (ask, chat,
-prompt), ``serving`` (serve, mcp), ``demo`` and ``backends`` (migrate, db). ``index`` opens the index a
-command uses and ends a command on an error; ``options`` holds the options they share.
+docs, reindex), ``collections`` (collections list|create|show|edit|delete), ``sync_watch`` (sync, watch),
+``search`` (search, eval), ``answers`` (ask, chat, prompt), ``serving`` (serve, mcp), ``demo`` and
+``backends`` (migrate, db). ``index`` opens the index a command uses and ends a command on an error;
+``options`` holds the options they share.
 
-Imports of the index, the models and the store happen inside the commands, so ``ragstream --help``
-and a command's argument errors stay light. Every command names the index it used on stderr, so
-``--json`` output on stdout stays clean.
+Imports of the index, the models and the store happen inside the commands, so ``ragstream --help`` and a
+command's argument errors stay light. Every command names the index it used on stderr, so ``--json``
+output on stdout stays clean.
 """
 
 from __future__ import annotations
 
 import typer
 
-from ragstream.cli import answers, backends, demo, documents, search, serving, sync_watch
+from ragstream.cli import answers, backends, collections, demo, documents, search, serving, sync_watch
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -22,6 +23,8 @@ app.add_typer(docs_app, name="docs")
 db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream\\[postgres]').",
                      no_args_is_help=True)
 app.add_typer(db_app, name="db")
+collections_app = typer.Typer(help="Separate bodies of documents with their own instructions and access.", no_args_is_help=True)
+app.add_typer(collections_app, name="collections")
 
 app.command()(documents.ingest)
 app.command()(sync_watch.sync)
@@ -38,6 +41,11 @@ app.command()(answers.prompt)
 app.command()(serving.serve)
 app.command()(answers.ask)
 app.command()(answers.chat)
+collections_app.command("list")(collections.collections_list)
+collections_app.command("create")(collections.collections_create)
+collections_app.command("show")(collections.collections_show)
+collections_app.command("edit")(collections.collections_edit)
+collections_app.command("delete")(collections.collections_delete)
 db_app.command("start")(backends.db_start)
 db_app.command("stop")(backends.db_stop)
 db_app.command("status")(backends.db_status)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ragstream.cli.index import err_console, fail, open_index, reading_index
-from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument
+from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument, ScopeOption
 from ragstream.errors import RagstreamError
 from ragstream.pipeline.stages import RERANKER
 
@@ -28,11 +28,13 @@ def ask(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
+    collection: ScopeOption = None,
 ) -> None:
     """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
     with reading_index(config, data_dir) as rs:
         try:
-            print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output)
+            print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output,
+                         collections=collection)
         except RagstreamError as error:
             fail(error)
 
@@ -41,6 +43,7 @@ def chat(
     conversation: ConversationOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
+    collection: ScopeOption = None,
 ) -> None:
     """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
     with reading_index(config, data_dir) as rs:
@@ -52,25 +55,26 @@ def chat(
             if not question:
                 break
             try:
-                conversation = print_answer(rs, question, conversation, None, stream=True, json_output=False)
+                conversation = print_answer(rs, question, conversation, None, stream=True, json_output=False,
+                                            collections=collection)
             except RagstreamError as error:
                 err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {escape(error.message)}")
 
 
 def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
-            stream: bool, json_output: bool) -> str:
+            stream: bool, json_output: bool, collections: list[str] | None = None) -> str:
     """Print one answer; returns its conversation id."""
     from ragstream.answer.models import Answer
     from ragstream.answer.render import marked_answer, sources_text
 
     if not stream:
-        answer = rs.ask(question, conversation, selected_text)
+        answer = rs.ask(question, conversation, selected_text, collections=collections)
         print(answer.model_dump_json(indent=2) if json_output else f"{marked_answer(answer)}\n\n{sources_text(answer)}")
         if not json_output:
             _say_rewrite(answer)
         return answer.metadata["conversation_id"]
     final: Answer | None = None
-    for event in rs.stream_answer(question, conversation, selected_text):
+    for event in rs.stream_answer(question, conversation, selected_text, collections=collections):
         if json_output:
             print(event.model_dump_json(), flush=True)
         elif event.type == "token":
@@ -99,11 +103,12 @@ def prompt(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
+    collection: ScopeOption = None,
 ) -> None:
     """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON)."""
     with open_index(config, data_dir, must_exist=True) as rs:
         try:
-            sp = rs.run_pipeline(text, until=until)
+            sp = rs.run_pipeline(text, until=until, collections=collection)
         except RagstreamError as error:
             fail(error)
     if json_output:

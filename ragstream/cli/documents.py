@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragstream.cli.index import console, err_console, fail, open_index, reading_index
-from ragstream.cli.options import ConfigOption, DataDirOption, VerboseOption
+from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, ScopeOption, VerboseOption
 from ragstream.errors import RagstreamError
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ SELECTION_REASONS = frozenset({"not_a_document", "excluded", "ignored", "hidden"
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    collection: CollectionOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON (every file's outcome).")] = False,
@@ -41,7 +42,7 @@ def ingest(
     """
     with open_index(config, data_dir) as rs:
         try:
-            report = ingest_with_progress(rs, paths, quiet=json_output)
+            report = ingest_with_progress(rs, paths, quiet=json_output, collection=collection)
         except RagstreamError as error:  # e.g. insufficient_storage: what was committed before stays whole
             err_console.print("ingest stopped; documents written before it are complete, and ingesting again "
                               "skips them")
@@ -55,18 +56,23 @@ def ingest(
 
 
 def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
-              json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """List ingested documents."""
+              json_output: Annotated[bool, typer.Option("--json")] = False, collection: ScopeOption = None) -> None:
+    """List ingested documents (of one or more collections with --collection)."""
     with reading_index(config, data_dir, need_documents=False) as rs:
-        records = rs.documents()
+        try:
+            records = rs.documents(collections=collection)
+        except RagstreamError as error:
+            fail(error)
     if json_output:
         console.print_json(json.dumps([record.model_dump() for record in records]))
         return
     from rich.table import Table
 
-    table = Table("document_id", "title", "source", "mime", "chunks", "ingested")
+    names = {c.collection_id: c.name for c in rs.collections()} if hasattr(rs, "collections") else {}
+    table = Table("document_id", "title", "source", "mime", "chunks", "ingested", "collections")
     for record in records:
-        table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at)
+        table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at,
+                      ", ".join(names.get(c, c) for c in record.collections))
     console.print(table)
 
 
@@ -90,7 +96,7 @@ def reindex(config: ConfigOption = None, data_dir: DataDirOption = None,
     print_ingest_report(report, verbose=verbose)
 
 
-def ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> IngestReport:
+def ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool, collection: str | None = None) -> IngestReport:
     """Ingest with a progress bar on stderr (one step per file taken)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -100,7 +106,7 @@ def ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool) -> In
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=quiet, transient=True) as progress:
         task = progress.add_task("ingesting", total=total)
-        return rs.ingest(paths, progress=lambda outcome, source: progress.advance(task))
+        return rs.ingest(paths, progress=lambda outcome, source: progress.advance(task), collection=collection)
 
 
 def print_ingest_report(report: IngestReport, *, verbose: bool) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragstream.cli.index import console, err_console, fail, load_settings, reading_index
-from ragstream.cli.options import ConfigOption, DataDirOption
+from ragstream.cli.options import ConfigOption, DataDirOption, ScopeOption
 from ragstream.errors import RagstreamError
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ def search(
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value metadata filter (repeatable).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum score of the mode that runs.")] = None,
     rerank: Annotated[bool, typer.Option("--rerank", help="Re-order the top hits with the cross-encoder.")] = False,
+    collection: ScopeOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -43,7 +44,7 @@ def search(
                                      param_hint="--filter")
         try:
             result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
-                               rerank=rerank)
+                               rerank=rerank, collections=collection)
         except RagstreamError as error:
             fail(error)
     if json_output:

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ragstream.cli.documents import SELECTION_REASONS, SKIP_REASON_LABELS, skipped_links_line
 from ragstream.cli.index import EXIT_ERROR, console, err_console, fail, load_settings, open_index, open_settings_index
-from ragstream.cli.options import ConfigOption, DataDirOption, VerboseOption
+from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, VerboseOption
 from ragstream.errors import RagstreamError
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ def sync(
     paths: Annotated[list[Path], typer.Argument(help="Folders (or files) to keep the index in step with.")],
     forget: Annotated[bool, typer.Option(
         "--forget", help="Instead: remove every document of these roots and unregister them (the folders may be gone).")] = False,
+    collection: CollectionOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON (every file's outcome).")] = False,
@@ -43,7 +44,8 @@ def sync(
     """
     with open_index(config, data_dir) as rs:
         try:
-            report = _forget_roots(rs, paths) if forget else _sync_with_status(rs, paths, quiet=json_output)
+            report = _forget_roots(rs, paths) if forget else _sync_with_status(rs, paths, quiet=json_output,
+                                                                               collection=collection)
         except RagstreamError as error:  # e.g. insufficient_storage: every document switch before it is whole
             fail(error)
     if json_output:
@@ -61,6 +63,7 @@ def watch(
     port: Annotated[int | None, typer.Option(
         help="Loopback port of the index's API that other commands use while the watch holds an embedded index "
         "(default sync.watch_port; 0: a free one).")] = None,
+    collection: CollectionOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -83,22 +86,23 @@ def watch(
         raise typer.Exit(code=EXIT_ERROR)
     with open_settings_index(settings, must_exist=False) as rs:
         try:
+            rs.collect_roots(paths, collection)
             watch_here(rs, paths, console, serve_port=(settings.sync.watch_port if port is None else port) if single else None)
         except RagstreamError as error:
             fail(error)
 
 
-def _sync_with_status(rs: Ragstream, paths: list[Path], *, quiet: bool) -> SyncReport:
+def _sync_with_status(rs: Ragstream, paths: list[Path], *, quiet: bool, collection: str | None = None) -> SyncReport:
     """Sync with a status line on stderr (files ingested so far)."""
     if quiet:
-        return rs.sync(paths)
+        return rs.sync(paths, collection=collection)
     done = [0]
     with err_console.status("syncing: comparing files with the index") as status:
         def advance(outcome: str, source: str) -> None:
             done[0] += 1
             status.update(f"syncing: {done[0]} file(s) ingested, last {Path(source).name}")
 
-        return rs.sync(paths, progress=advance)
+        return rs.sync(paths, progress=advance, collection=collection)
 
 
 def _forget_roots(rs: Ragstream, paths: list[Path]) -> SyncReport:

@@ -28,6 +28,7 @@ from ragstream.config.answer import (
 )
 from ragstream.config.base import ConfigSection
 from ragstream.config.chunking import ChunkingConfig
+from ragstream.config.collections import CollectionsConfig
 from ragstream.config.embedding import PACKAGED_ONNX_EXPORTS, PACKAGED_ONNX_ONLY, EmbeddingConfig
 from ragstream.config.ingest import DEFAULT_EXCLUDE, DEFAULT_IGNORE_FILES, DEFAULT_INCLUDE, IngestConfig
 from ragstream.config.limits import LimitsConfig
@@ -72,6 +73,7 @@ __all__ = [
     "ApiKeyEntry",
     "ChunkingConfig",
     "CitationConfig",
+    "CollectionsConfig",
     "ConfidenceConfig",
     "ConfigSection",
     "EmbeddingConfig",

@@ -30,6 +30,7 @@ from pydantic_settings import (
 from ragstream.config.agents import AgentsConfig
 from ragstream.config.answer import AnswerConfig
 from ragstream.config.chunking import ChunkingConfig
+from ragstream.config.collections import CollectionsConfig
 from ragstream.config.embedding import EmbeddingConfig
 from ragstream.config.ingest import IngestConfig
 from ragstream.config.limits import LimitsConfig
@@ -100,6 +101,7 @@ class RagstreamConfig(BaseSettings):
     answer: AnswerConfig = AnswerConfig()
     server: ServerConfig = ServerConfig()
     mcp: McpConfig = McpConfig()
+    collections: CollectionsConfig = CollectionsConfig()
 
     @classmethod
     def settings_customise_sources(

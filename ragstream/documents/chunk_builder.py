@@ -40,6 +40,7 @@ def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: in
                 created_at=created_at,
                 extra=public_metadata(doc.metadata),
                 owner=doc.owner,
+                collections=doc.collections,
             ),
         )
         for index, piece in enumerate(pieces)
@@ -51,6 +52,7 @@ def relinked_chunk(chunk: Chunk, doc: LoadedDocument, *, generation: int, create
     file's document keeps, with the new id, source, title, owner and document metadata."""
     metadata = chunk.metadata.model_copy(update={
         "document_id": doc.document_id, "source": doc.source, "title": doc.title, "created_at": created_at,
-        "extra": public_metadata(doc.metadata), "owner": doc.owner, "checksum": doc.checksum, "mime": doc.mime})
+        "extra": public_metadata(doc.metadata), "owner": doc.owner, "checksum": doc.checksum, "mime": doc.mime,
+        "collections": doc.collections or chunk.metadata.collections})
     return Chunk(chunk_id=chunk_id_for(doc.document_id, generation, chunk.metadata.chunk_index), text=chunk.text,
                  metadata=metadata)

@@ -39,6 +39,8 @@ class SearchArguments(StrictArguments):
 
     rerank: bool = Field(False, description="Re-order the best passages with the cross-encoder (slower; often more "
                          "precise for questions).")
+    collections: list[str] | None = Field(None, description="Only these collections (names); default: every "
+                                          "collection you may read.")
 
     @field_validator("filters", mode="before")
     @classmethod
@@ -58,6 +60,8 @@ class AskArguments(StrictArguments):
     conversation_id: str | None = Field(
         None, pattern=r"^[A-Za-z0-9._:-]{1,128}$",
         description="Continue this conversation (the id a previous ask returned); default: a new one.")
+    collections: list[str] | None = Field(None, description="Only these collections (names); default: every "
+                                          "collection you may read.")
 
 
 class ListDocumentsArguments(StrictArguments):
@@ -66,6 +70,8 @@ class ListDocumentsArguments(StrictArguments):
     query: str = Field("", description="Only documents whose title or source contains this (case-insensitive).")
     sort: DocumentSort = Field("source", description="Sort key; ingested: first ingest, updated: the live version's.")
     order: Literal["asc", "desc"] = "asc"
+    collections: list[str] | None = Field(None, description="Only these collections (names); default: every "
+                                          "collection you may read.")
 
 
 class ReadArguments(StrictArguments):
@@ -88,6 +94,8 @@ class IngestArguments(StrictArguments):
     documents: list[InlineDocument] = Field(default_factory=list, description="Documents given inline.")
     paths: list[str] = Field(default_factory=list, description="Files or folders on the server's machine (stdio only).")
     shared: bool = Field(False, description="Shared with every user instead of owned by the caller (HTTP, admins).")
+    collection: str | None = Field(None, description="The collection the documents join (by name; readable by whoever "
+                                   "reads it); default: the default one.")
 
 
 class DeleteArguments(StrictArguments):

@@ -43,7 +43,7 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, public_metadata
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, QuestionScope, public_metadata
 
 if TYPE_CHECKING:
     from ragstream.answer.models import StreamEvent
@@ -102,7 +102,7 @@ class Tools:
                 raise UnknownFilterFieldError(f"unknown filter field {', '.join(map(repr, unknown))}; "
                                               f"known fields: {', '.join(sorted(known))}")
         found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user,
-                               rerank=args.rerank)
+                               rerank=args.rerank, collections=self._scope(args.collections, who))
         passages = [Passage(rank=hit.rank, chunk_id=hit.chunk.chunk_id, document_id=hit.chunk.metadata.document_id,
                             title=hit.chunk.metadata.title, source=hit.chunk.metadata.source,
                             section_path=hit.chunk.metadata.header_path, page=hit.chunk.metadata.page,
@@ -117,7 +117,7 @@ class Tools:
         if len(args.query) > self.config.max_filter_chars:
             raise InvalidQueryError(f"query must be at most {self.config.max_filter_chars} characters (mcp.max_filter_chars)")
         page = self.rs.document_page(args.offset, limit, args.query.strip(), args.sort, args.order == "desc",
-                                     user=who.user)
+                                     user=who.user, collections=self._scope(args.collections, who))
         following = args.offset + len(page.records)
         return DocumentList(documents=[self.info(record) for record in page.records], total=page.total,
                             offset=args.offset, limit=limit, next_offset=following if following < page.total else None)
@@ -164,18 +164,19 @@ class Tools:
         if args.paths and not who.local:
             raise PermissionDeniedError("paths name files on the server's machine and are read only over stdio; "
                                         "send the documents' text instead")
-        owner = None if args.shared or who.user is None else who.user
+        owner = None if args.shared or args.collection or who.user is None else who.user
         failures: list[IngestFailure] = []
         reports: list[IngestReport] = []
         for doc in args.documents:
             source = INLINE_SOURCE.format(name=doc.name)
             try:
                 data = check_unicode(doc.text, f"the text of {doc.name!r}").encode("utf-8")
-                reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata))
+                reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata,
+                                                    collection=args.collection))
             except (DocumentError, InvalidUnicodeError) as error:
                 failures.append(IngestFailure(source=source, code=error.code, message=error.message))
         if args.paths:
-            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner))
+            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner, collection=args.collection))
         failures += [IngestFailure(source=f.source, code=f.code, message=f.message) for r in reports for f in r.failures]
         return IngestResult(ingested=sum(r.documents_processed for r in reports),
                             unchanged=sum(r.documents_skipped for r in reports), failed=len(failures),
@@ -187,6 +188,11 @@ class Tools:
         self._admin(who, "delete")
         record = self._delete(self.rs, args.document_id, who)
         return DeleteResult(deleted=record.document_id, title=record.title, source=record.source)
+
+    def _scope(self, names: list[str] | None, who: Principal) -> QuestionScope:
+        """What ``who`` reads: the collections ``names`` (each readable, else collection_not_found), or every one
+        ``who`` may read."""
+        return self.rs.collection_scope(names, user=who.user, admin=who.admin)
 
     @staticmethod
     def _admin(who: Principal, tool: str) -> None:
@@ -200,8 +206,9 @@ class Tools:
         ``mcp.progress_every_tokens`` tokens. Cancelled (the client left or cancelled), it closes the
         stream, which stops the LLM call and keeps the turn marked incomplete, as the SSE endpoint does."""
         await progress("retrieving passages and running the pipeline")
+        scope = await anyio.to_thread.run_sync(self._scope, args.collections, who)
         events = await anyio.to_thread.run_sync(  # the first call builds the answer path (models): off the event loop
-            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user))
+            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user, collections=scope))
         done = False
         try:
             result = await self._consume(events, progress)

@@ -11,7 +11,7 @@ controller hands the stage only those. See docs/pipeline.md.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ragstream.agents.factory import AgentFactory
 from ragstream.config import RagstreamConfig
-from ragstream.models import SearchMode, SearchResult
+from ragstream.models import QuestionScope, SearchMode, SearchResult
 from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders.base import Embedder
@@ -43,6 +43,7 @@ class Search(Protocol):
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
         user: str | None = None,
+        collections: QuestionScope | None = None,
     ) -> SearchResult: ...
 
 
@@ -60,12 +61,13 @@ class ScopedSearch:
     search: Search
     snapshot: Snapshot | None
     user: str | None
+    collections: Sequence[str] | None = None
 
     def __call__(self, query: str, *, mode: SearchMode | None = None, top_k: int | None = None,
                  query_vector: np.ndarray | None = None) -> SearchResult:
         """The search over the bound snapshot and user's documents."""
         return self.search(query, mode=mode, top_k=top_k, query_vector=query_vector, snapshot=self.snapshot,
-                           user=self.user)
+                           user=self.user, collections=QuestionScope(collections=self.collections))
 
 
 EmbedderSource = Callable[[], Embedder]
@@ -92,11 +94,15 @@ class StageContext:
     """The catalog snapshot every search of the question reads (one version of each document)."""
     user: str | None = None
     """Whose question it is: every search sees only that user's and the shared documents (all when None)."""
+    collections: tuple[str, ...] | None = None
+    """The collections (ids) the question is scoped to: every search sees only their documents (None: no scope)."""
 
-    def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None) -> StageContext:
-        """This context with the deadline of one question, the snapshot its searches read and its user."""
-        return dataclasses.replace(self, deadline=deadline, snapshot=snapshot, user=user)
+    def for_turn(self, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None,
+                 collections: Sequence[str] | None = None) -> StageContext:
+        """This context with the deadline of one question, the snapshot its searches read, its user and scope."""
+        return dataclasses.replace(self, deadline=deadline, snapshot=snapshot, user=user,
+                                   collections=None if collections is None else tuple(collections))
 
     def scoped_search(self) -> StageSearch:
         """The search over this question's snapshot, among its user's documents."""
-        return ScopedSearch(self.search, self.snapshot, self.user)
+        return ScopedSearch(self.search, self.snapshot, self.user, self.collections)

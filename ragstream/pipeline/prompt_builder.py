@@ -1,11 +1,13 @@
-"""Prompt_Builder: render the final blocks, ``prompt_ready`` and the chat messages (docs/pipeline.md). No LLM.
+"""Prompt_Builder: render the final blocks, ``prompt_ready`` and the chat messages (docs/pipeline.md). No
+LLM.
 
-System_MD (role, meta-fields, the answer rules, A5's hard rules) is the system message; it holds no
-document text. The user turn is Prompt_MD, S_CTX_MD (A4's, unedited), Attachments_MD (raw excerpts
-of ``final_selection_ids`` numbered from 1, each in its own fence, written best first or, with
-``answer.attachment_order = "best_last"``, best last), the last ``N4`` conversation pairs, then the
-closing instruction. Attachment ``[n]`` is ``final_selection_ids[n-1]`` in either order: the one
-numbering citations resolve against. The lifecycle stage stays ``a5``.
+System_MD (role, meta-fields, the answer rules, A5's hard rules, the instructions of the collections the
+question is scoped to) is the system message; it holds no document text. The user turn is Prompt_MD,
+S_CTX_MD (A4's, unedited), Attachments_MD (raw excerpts of ``final_selection_ids`` numbered from 1, each
+in its own fence, written best first or, with ``answer.attachment_order = "best_last"``, best last), the
+last ``N4`` conversation pairs, then the closing instruction. Attachment ``[n]`` is
+``final_selection_ids[n-1]`` in either order: the one numbering citations resolve against. The lifecycle
+stage stays ``a5``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from ragstream.config import AnswerConfig, PipelineLimits
 from ragstream.pipeline.context import StageContext, TokenCounter
-from ragstream.pipeline.render import attachments_md, conversation_md, prompt_md, system_md
+from ragstream.pipeline.render import attachments_md, collection_md, conversation_md, prompt_md, system_md
 from ragstream.pipeline.stages import PROMPT_BUILDER as SPEC
 from ragstream.pipeline.super_prompt import PromptMessage, SuperPrompt
 
@@ -43,6 +45,8 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     max_pairs = deps.limits.N4_RECENT_CONV_MAX_PAIRS
     pairs = sp.recentConversation[-max_pairs:] if max_pairs > 0 else []
     sp.System_MD = system_md(sp.body, sp.hard_rules, answer.system_rules)
+    if sp.collection_instructions:
+        sp.System_MD = BLOCK_SEPARATOR.join([sp.System_MD, collection_md(sp.collection_instructions)])
     sp.Prompt_MD = prompt_md(sp.body, selected_text=sp.selected_text)
     sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids), best_last=answer.attachment_order == "best_last")
     user_blocks = [sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD]

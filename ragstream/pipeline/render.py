@@ -36,6 +36,11 @@ def system_md(body: dict[str, str], hard_rules: Sequence[str] = (), answer_rules
     return "\n".join(lines).strip()
 
 
+def collection_md(instructions: Sequence[str]) -> str:
+    """The instructions of the collections a question is scoped to, as a block of the System message."""
+    return "\n".join(["Collection instructions:", *(f"- {text}" for text in instructions)])
+
+
 def prompt_md(body: dict[str, str], fields: Sequence[str] = PROMPT_FIELDS, selected_text: str = "") -> str:
     """The Prompt block: one section per non-empty field of ``fields``, then the selected text (fenced)."""
     parts = ["## Prompt"]

@@ -116,6 +116,12 @@ class SuperPrompt(BaseModel):
         default_factory=dict, description="A3's keep/drop decision per chunk id of its working set."
     )
     hard_rules: list[str] = Field(default_factory=list, description="A5's rules for the answer, rendered in System_MD.")
+    collections: list[str] = Field(
+        default_factory=list, description="The collections (names) the prompt's searches are scoped to; empty: every "
+        "collection its user may read (docs/collections.md).")
+    collection_instructions: list[str] = Field(
+        default_factory=list, description="The instructions of the collections the question is scoped to, as "
+        "'name: text' (given with the question, docs/collections.md); Prompt_Builder renders them in System_MD.")
     format_kind: str = Field("", description="A5's format kind (a kind of the prompt schema, or custom).")
     stage_reports: dict[str, StageReport] = Field(
         default_factory=dict, description="Per history entry: how that stage ran (model, fallback and why)."

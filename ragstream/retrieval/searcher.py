@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -45,10 +45,12 @@ class Searcher:
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
         user: str | None = None,
+        collections: Sequence[str] | None = None,
     ) -> SearchResult:
         """Rank chunks for ``query`` among the versions committed at ``snapshot`` (by default, a
         snapshot taken now and held for this search) of the documents ``user`` may see: their own
-        and the shared ones (every document when None), filtered in the store like any metadata.
+        and the shared ones (every document when None) and, with ``collections`` (ids), in one of
+        those collections, filtered in the store (dense and BM25 alike) like any metadata.
 
         In dense and hybrid mode an unavailable embedder degrades the search to BM25; the
         result's ``mode`` and ``fallback_reason`` say so. ``score_threshold`` applies to the
@@ -56,7 +58,7 @@ class Searcher:
         fuses the scores pooled over its neighbours or document, ``retrieval.fusion_level``).
         """
         validate_query(query, self._max_query_chars)
-        filters = visible_to(filters, user)
+        filters = visible_to(filters, user, collections)
         if snapshot is None:
             with self._snapshots.open() as fresh:
                 return self._search(query, mode, top_k, filters, score_threshold, query_vector, fresh)

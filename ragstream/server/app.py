@@ -14,7 +14,7 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, documents, job_routes, metrics, openai_compat, pipeline, roots, search, ui
+from ragstream.server import chat, collections, documents, job_routes, metrics, openai_compat, pipeline, roots, search, ui
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import JSONLimits, RequestGuardMiddleware
 from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
@@ -60,7 +60,7 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     install_error_handlers(app)
     app.router.on_shutdown.append(jobs.shutdown)
     app.router.on_shutdown.append(state.root_syncs.shutdown)
-    for module in (documents, job_routes, roots, search, chat, pipeline, openai_compat, metrics, ui):
+    for module in (documents, collections, job_routes, roots, search, chat, pipeline, openai_compat, metrics, ui):
         app.include_router(module.router)
     mount_mcp(app, state)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")
@@ -93,9 +93,9 @@ def _job_work(state: ServerState) -> FileWork:
     """How a background job ingests one of its stored files (checking first, in a job taken over from a worker
     that died, whether that worker got the file in already)."""
     def work(job: JobStatus, item: UploadedFile, resumed: bool) -> UploadedFile:
-        owner = None if job.shared else job.user
-        done = already_ingested(state, item, job.user, owner) if resumed else None
-        return done or ingest_stored(state, item, job.user, owner)
+        owner = None if job.shared or job.collection else job.user
+        done = already_ingested(state, item, job.user, owner, job.collection) if resumed else None
+        return done or ingest_stored(state, item, job.user, owner, job.collection)
     return work
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from http import HTTPStatus
@@ -15,8 +16,9 @@ from starlette.datastructures import UploadFile
 
 from ragstream import metrics
 from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionDeniedError
-from ragstream.models import Chunk, DocumentRecord, IngestReport
+from ragstream.models import DEFAULT_COLLECTION_ID, Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
+from ragstream.server.collections import scope_of
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import ingest_stored, public_record, store_upload, stored_upload
 from ragstream.server.jobs import combined_error
@@ -40,6 +42,7 @@ logger = logging.getLogger("ragstream.server")
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
 FILES_FIELD = "files"
+COLLECTION_FIELD = "collection"
 MULTIPART_BODY = {
     "requestBody": {
         "required": True,
@@ -68,8 +71,8 @@ ACCEPTED_DOC: dict[int | str, dict[str, Any]] = {
 
 @router.post("", status_code=HTTPStatus.CREATED, response_model=UploadResponse,
              responses={**ERRORS, **ACCEPTED_DOC}, openapi_extra=MULTIPART_BODY, summary="Upload and ingest files")
-async def upload(request: Request, shared: bool = False, state: ServerState = Depends(get_state),
-                 caller: Caller = Depends(get_caller)) -> JSONResponse:
+async def upload(request: Request, shared: bool = False, collection: str | None = None,
+                 state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> JSONResponse:
     """Store each file under ``uploads/{user folder}/{date}/{uuid}``, sniff, parse and ingest it as
     a document of the caller's (``shared=true``, admins only: shared with every user).
 
@@ -83,6 +86,8 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
     OCR), a background job ingests them: 202 with the job
     (``GET /api/jobs/{id}`` shows its progress), unless every file was refused before any work (e.g. each over
     ``limits.max_file_bytes``): then the error body at once, and no job.
+    With ``collection`` (a query parameter or form field naming one the caller may edit; 404 for one it may not
+    read, 403 for one it only reads) the files join that collection, readable by whoever reads it.
     """
     if shared and not caller.admin:
         raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
@@ -101,18 +106,25 @@ async def upload(request: Request, shared: bool = False, state: ServerState = De
             files = [item for item in form.getlist(FILES_FIELD) if isinstance(item, UploadFile)]
             if not files:
                 raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
+            named = collection or form.get(COLLECTION_FIELD) or None
+            collection_id = await run_in_threadpool(functools.partial(
+                state.rs.collection_for_writing, named if isinstance(named, str) else None, user=caller.user,
+                admin=caller.admin))
+            if collection_id == DEFAULT_COLLECTION_ID:  # what an upload naming none joins: the caller's own, as before
+                collection_id = None
+            owner = None if collection_id else owner  # the collection decides who reads it
             received = sum(item.size or 0 for item in files)
             for item in files:
-                results.append(await run_in_threadpool(_named(store_upload), state, item, owner))
+                results.append(await run_in_threadpool(_named(store_upload), state, item, owner, collection_id))
         if await run_in_threadpool(_background, state, results, received):
-            job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user,
-                                                                           shared=owner is None))
+            job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user, shared=owner is None,
+                                                                           collection=collection_id))
             results = []  # the job owns the stored files now
             return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
                                 headers={"Location": f"/api/jobs/{job.id}"})
         for index, result in enumerate(results):
             if result.status == "pending":
-                results[index] = await run_in_threadpool(ingest_stored, state, result, caller.user, owner)
+                results[index] = await run_in_threadpool(ingest_stored, state, result, caller.user, owner, collection_id)
         return _upload_response(results)
     finally:  # a request that stops half-way (an error of ours, a cancellation) leaves no stored file behind
         for result in results:
@@ -150,9 +162,12 @@ def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
-def list_documents(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
-    """Every live document of the caller's, and every shared one (``owner`` null)."""
-    return [public_record(record) for record in state.rs.documents(user=caller.user)]
+def list_documents(collection: list[str] | None = Query(None, description="Only these collections (names; repeatable)."),
+                   state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
+    """Every live document of the caller's, and every shared one (``owner`` null), in the collections the caller
+    may read (or in ``collection``)."""
+    return [public_record(record) for record in state.rs.documents(user=caller.user,
+                                                                   collections=scope_of(state, caller, collection))]
 
 
 SQL_INTEGER_MAX = 2**63 - 1
@@ -165,6 +180,7 @@ SortKey = Literal["title", "source", "mime", "chunks", "ingested", "updated"]
 def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int | None = Query(None, ge=1),
                    q: str = Query("", description="Part of the title or source, case-insensitive"),
                    sort: SortKey = "source", order: Literal["asc", "desc"] = "asc",
+                   collection: list[str] | None = Query(None, description="Only these collections (names; repeatable)."),
                    state: ServerState = Depends(get_state),
                    caller: Caller = Depends(get_caller)) -> DocumentPageResponse:
     """The caller's and the shared documents whose title or source contains ``q``, sorted (``ingested``:
@@ -176,7 +192,8 @@ def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int 
         raise InvalidQueryError(f"limit must be at most {cfg.max_documents_page_size}")
     if len(q) > cfg.max_document_filter_chars:
         raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
-    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user)
+    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user,
+                                   collections=scope_of(state, caller, collection))
     return DocumentPageResponse(items=[public_record(record) for record in found.records], total=found.total,
                                 offset=offset, limit=size, q=q.strip(), sort=sort, order=order)
 
@@ -216,7 +233,8 @@ def delete_document(document_id: str, state: ServerState = Depends(get_state),
     """Delete one of the caller's documents (a shared one: admins only, else 403), its chunks and its
     stored upload file; another user's document is 404."""
     with state.documents.hold(document_id):
-        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin)
+        may = state.rs.may_change_document(document_id, user=caller.user, admin=caller.admin)
+        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin or may)
     stored = stored_upload(record)
     removed = stored is not None and state.uploads.remove(stored)
     return DeleteResponse(deleted=document_id, upload_removed=removed)

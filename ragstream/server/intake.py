@@ -36,10 +36,17 @@ LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 """Metadata keys uploads of earlier versions stored in the open; never shown over HTTP."""
 
 
-def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None) -> UploadedFile:
+def upload_folder(owner: str | None, collection: str | None = None) -> str:
+    """The folder of an upload (and of its document id): its owner's, or, for one into a collection, the
+    collection's (one collection's upload never replaces another's document)."""
+    return user_folder(owner) if collection is None else f"collection-{collection}"
+
+
+def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None,
+                 collection: str | None = None) -> UploadedFile:
     """Store one file uploaded for ``owner``: ``pending`` (stored, to ingest) or ``failed`` (nothing kept)."""
     try:
-        stored = state.uploads.save(source, user_folder(owner), filename)
+        stored = state.uploads.save(source, upload_folder(owner, collection), filename)
     except (DocumentError, InsufficientStorageError) as error:
         metrics.record_failed_file()
         return _failed(filename, error)
@@ -47,7 +54,8 @@ def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str
                         stored_as=stored.relative)
 
 
-def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile:
+def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: str | None,
+                  collection: str | None = None) -> UploadedFile:
     """Load and ingest a stored upload (``pending``) of ``user``'s for ``owner``; its outcome, never an
     exception: whatever reading or ingesting the file raises fails this file alone (a reader's unexpected error as
     ``corrupt_document``, an unexpected error after reading as ``internal_error``), and its stored copy goes unless
@@ -56,9 +64,9 @@ def ingest_stored(state: ServerState, pending: UploadedFile, user: str, owner: s
     stored = StoredUpload(path=state.uploads.root / pending.stored_as, relative=pending.stored_as,
                           size_bytes=pending.size_bytes, sha256=pending.sha256)
     result = pending.model_copy(update={"status": "failed"})
-    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{user_folder(owner)}/{pending.filename}")
+    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{upload_folder(owner, collection)}/{pending.filename}")
     try:
-        doc = _load(state, stored, pending.filename, user_folder(owner), owner)
+        doc = _load(state, stored, pending.filename, upload_folder(owner, collection), owner, collection)
     except Exception as error:  # a reader's bug or a hostile file: this file fails, the batch goes on
         return _refused(state, result, stored, document_id, _unreadable(pending.filename, error))
     try:
@@ -95,12 +103,13 @@ def _refused(state: ServerState, result: UploadedFile, stored: StoredUpload, doc
     return result.model_copy(update={"error": ErrorDetail(**error.to_dict()), "stored_as": None})
 
 
-def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None) -> UploadedFile | None:
+def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner: str | None,
+                     collection: str | None = None) -> UploadedFile | None:
     """The outcome of a stored upload that a worker which then died had ingested already (a job taken over):
     ``ingested`` when the live document of its name holds this very stored file, ``duplicate`` when the file is
     gone and a document ``user`` may see has its content; None when it still has to be ingested."""
     assert pending.stored_as is not None and pending.sha256 is not None
-    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{user_folder(owner)}/{pending.filename}")
+    document_id = default_document_id(f"{UPLOAD_SOURCE_SCHEME}{upload_folder(owner, collection)}/{pending.filename}")
     try:
         record: DocumentRecord | None = state.rs.document(document_id)
     except DocumentNotFoundError:
@@ -117,7 +126,8 @@ def already_ingested(state: ServerState, pending: UploadedFile, user: str, owner
                                       "stored_as": None})
 
 
-def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None) -> LoadedDocument:
+def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, owner: str | None,
+          collection: str | None = None) -> LoadedDocument:
     try:
         data = stored.path.read_bytes()
     except OSError as error:
@@ -125,7 +135,7 @@ def _load(state: ServerState, stored: StoredUpload, filename: str, folder: str, 
     metadata = {"filename": filename, UPLOAD_PATH_KEY: stored.relative}
     doc = load_bytes(data, filename, state.rs.config, source=f"{UPLOAD_SOURCE_SCHEME}{filename}",
                      document_id=default_document_id(f"{UPLOAD_SOURCE_SCHEME}{folder}/{filename}"), metadata=metadata)
-    return doc.model_copy(update={"owner": owner})
+    return doc.model_copy(update={"owner": owner, "collections": (collection,) if collection else ()})
 
 
 def _ingest(state: ServerState, doc: LoadedDocument, stored: StoredUpload, result: UploadedFile,

@@ -109,10 +109,12 @@ class JobRunner:
                 self._thread = threading.Thread(target=self._loop, name="ragstream-jobs", daemon=True)
                 self._thread.start()
 
-    def submit_upload(self, files: list[UploadedFile], user: str, *, shared: bool = False) -> JobStatus:
-        """Queue ``user``'s upload job over ``files`` (``pending`` ones get ingested); any worker may take it."""
+    def submit_upload(self, files: list[UploadedFile], user: str, *, shared: bool = False,
+                      collection: str | None = None) -> JobStatus:
+        """Queue ``user``'s upload job over ``files`` (``pending`` ones get ingested, into the collection of id
+        ``collection`` if given); any worker may take it."""
         now = _now()
-        job = JobStatus(id=uuid.uuid4().hex, kind=UPLOAD_KIND, user=user, shared=shared, state=QUEUED,
+        job = JobStatus(id=uuid.uuid4().hex, kind=UPLOAD_KIND, user=user, shared=shared, collection=collection, state=QUEUED,
                         files_total=len(files), files_done=sum(f.status != "pending" for f in files), files=files,
                         created_at=now, updated_at=now)
         self._queue.save_job(job.id, job.kind, job.state, job.model_dump_json(), job.updated_at)

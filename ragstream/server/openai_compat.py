@@ -17,7 +17,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from ragstream.answer.models import Answer, StreamEvent
-from ragstream.errors import InvalidQueryError
+from ragstream.errors import CollectionNotFoundError, InvalidQueryError
+from ragstream.models import QuestionScope
 from ragstream.server.errors import ModelNotFoundError
 from ragstream.server.schemas import ErrorResponse
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
@@ -27,6 +28,8 @@ from ragstream.server.users import Caller, get_caller
 router = APIRouter(prefix="/v1", tags=["openai"])
 MODEL_NAME = "ragstream"
 MODEL_OWNER = "ragstream"
+COLLECTION_MODEL_PREFIX = f"{MODEL_NAME}/"
+"""``ragstream/NAME``: the model that answers from the collection NAME only (docs/collections.md)."""
 STARTED = int(time.time())
 """``created`` of the listed model: when the server process started."""
 DONE = frame(None, "[DONE]")
@@ -93,22 +96,39 @@ class ModelList(BaseModel):
 
 
 @router.get("/models", response_model=ModelList, summary="OpenAI-compatible model list")
-def list_models() -> ModelList:
-    """The one model this server answers as: ``ragstream`` (any ``model`` sent to chat completions is answered by it)."""
-    return ModelList(data=[_model_card()])
+def list_models(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> ModelList:
+    """``ragstream`` (every collection the caller may read; any other ``model`` sent to chat completions is
+    answered by it too), then ``ragstream/NAME`` for each collection the caller may read (that collection only)."""
+    names = [c.name for c in state.rs.collections(user=caller.user, admin=caller.admin)]
+    return ModelList(data=[_model_card(), *(_model_card(f"{COLLECTION_MODEL_PREFIX}{name}") for name in names)])
 
 
-@router.get("/models/{model}", response_model=ModelCard, responses={404: {"model": ErrorResponse}},
+@router.get("/models/{model:path}", response_model=ModelCard, responses={404: {"model": ErrorResponse}},
             summary="OpenAI-compatible model details")
-def get_model(model: str) -> ModelCard:
-    """``ragstream``'s model card; any other name is 404 ``model_not_found``."""
+def get_model(model: str, state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> ModelCard:
+    """A model card of :func:`list_models`; any other name is 404 ``model_not_found``."""
     if model != MODEL_NAME:
-        raise ModelNotFoundError(f"no model {model!r}; this server answers as {MODEL_NAME!r}")
-    return _model_card()
+        _scope(state, caller, model)
+    return _model_card(model)
 
 
-def _model_card() -> ModelCard:
-    return ModelCard(id=MODEL_NAME, created=STARTED, owned_by=MODEL_OWNER)
+def _model_card(name: str = MODEL_NAME) -> ModelCard:
+    return ModelCard(id=name, created=STARTED, owned_by=MODEL_OWNER)
+
+
+def _scope(state: ServerState, caller: Caller, model: str) -> QuestionScope:
+    """What a completion for ``model`` reads: ``ragstream/NAME`` one collection (404 ``model_not_found`` when the
+    caller may not read it, as for one that does not exist), any other model every collection the caller may read."""
+    if model == MODEL_NAME:
+        return state.rs.collection_scope(None, user=caller.user, admin=caller.admin)
+    if not model.startswith(COLLECTION_MODEL_PREFIX):
+        raise ModelNotFoundError(f"no model {model!r}; this server answers as {MODEL_NAME!r} and "
+                                 f"{COLLECTION_MODEL_PREFIX}NAME for each collection you may read")
+    try:
+        return state.rs.collection_scope([model.removeprefix(COLLECTION_MODEL_PREFIX)], user=caller.user,
+                                         admin=caller.admin)
+    except CollectionNotFoundError as error:
+        raise ModelNotFoundError(f"no model {model!r}") from error
 
 
 @router.post("/chat/completions", response_model=Completion,
@@ -120,10 +140,13 @@ async def chat_completions(body: CompletionRequest, state: ServerState = Depends
     or a stream of ``chat.completion.chunk`` objects ending in ``data: [DONE]``."""
     question = _question(body.messages)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    model = body.model if body.model.startswith(COLLECTION_MODEL_PREFIX) else MODEL_NAME
+    scope = await run_in_threadpool(_scope, state, caller, model)
     if body.stream:
-        events = state.rs.stream_answer(question, body.user, user=caller.user)
+        events = state.rs.stream_answer(question, body.user, user=caller.user, collections=scope)
         return await stream_response(_chunks(events, completion_id, body.model), _as_data, closing=DONE)
-    answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user))
+    answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user,
+                                                       collections=scope))
     return _completion(answer, completion_id, body.model)
 
 

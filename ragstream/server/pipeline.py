@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from ragstream.pipeline.controller import next_step
 from ragstream.pipeline.stages import STAGE_NAMES, STAGES, describe
 from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.server.collections import scope_of
 from ragstream.server.schemas import (
     ErrorResponse,
     NewPromptRequest,
@@ -40,6 +41,9 @@ def create(body: NewPromptRequest, state: ServerState = Depends(get_state),
            caller: Caller = Depends(get_caller)) -> PipelineState:
     """A fresh SuperPrompt (stage ``raw``), held by the server under a new id for the caller only."""
     sp = state.rs.new_prompt(body.text, body.conversation)
+    if body.collections:
+        scope_of(state, caller, body.collections)  # 404 now for a collection the caller may not read
+        sp.collections = list(body.collections)
     return _state(state.prompts.add(sp, caller.user), sp)
 
 
@@ -54,7 +58,8 @@ def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_
         caller: Caller = Depends(get_caller)) -> PipelineState:
     """Manual mode: run the next stage, or ``stage`` when its predecessor ran last (else 409); its
     searches see the caller's and the shared documents."""
-    sp = state.rs.run_stage(state.prompts.get(prompt_id, caller.user), body.stage, user=caller.user)
+    sp = state.prompts.get(prompt_id, caller.user)
+    sp = state.rs.run_stage(sp, body.stage, user=caller.user, collections=scope_of(state, caller, sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
     return _state(prompt_id, sp)
 
@@ -63,7 +68,9 @@ def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_
 def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_state),
          caller: Caller = Depends(get_caller)) -> PipelineState:
     """Auto mode: run every remaining stage (through ``until``) over the caller's and the shared documents."""
-    sp = state.rs.run_pipeline(state.prompts.get(prompt_id, caller.user), until=body.until, user=caller.user)
+    sp = state.prompts.get(prompt_id, caller.user)
+    sp = state.rs.run_pipeline(sp, until=body.until, user=caller.user,
+                               collections=scope_of(state, caller, sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
     return _state(prompt_id, sp)
 

@@ -14,6 +14,8 @@ FilterInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 FilterValue = str | FilterInt | bool | list[str] | list[FilterInt]
 FilterKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")]
 """A metadata field name: core fields (has_code, page, ...) or the document's own metadata keys."""
+Scope = list[Annotated[str, StringConstraints(max_length=256)]] | None
+"""The collections (names) a read is scoped to (docs/collections.md)."""
 
 
 class ErrorDetail(BaseModel):
@@ -40,6 +42,8 @@ class SearchRequest(BaseModel):
     filters: dict[FilterKey, FilterValue] | None = Field(None, description="Exact-match metadata filters.")
     score_threshold: float | None = Field(None, allow_inf_nan=False, description="Drop hits scoring below this.")
     rerank: bool = Field(False, description="Re-order the first reranker.top_n hits with the cross-encoder.")
+    collections: Scope = Field(None, description="Read only these collections (names); default: every collection "
+                               "the caller may read. An unknown or unreadable one is 404 collection_not_found.")
 
 
 FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]
@@ -79,6 +83,7 @@ class JobStatus(BaseModel):
     kind: Literal["upload"] = "upload"
     user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
     shared: bool = Field(False, description="The files become shared documents (an admin's ``shared=true`` upload).")
+    collection: str | None = Field(None, description="The id of the collection the files join (docs/collections.md).")
     state: Literal["queued", "running", "succeeded", "failed"]
     files_total: int = Field(description="Files in the upload.")
     files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")
@@ -136,6 +141,8 @@ class NewPromptRequest(BaseModel):
 
     text: str = Field(description="The prompt; headers like 'TASK:' or '## Context' are optional.")
     conversation: list[ConversationPair] = Field(default_factory=list, description="Earlier turns, oldest first.")
+    collections: Scope = Field(None, description="Scope the prompt's searches to these collections (names; the "
+                               "scope is checked again at every run).")
 
 
 class RunStageRequest(BaseModel):
@@ -189,6 +196,8 @@ class QueryRequest(BaseModel):
     conversation_id: str | None = Field(None, description="Continue this conversation; default: a new one.",
                                         pattern=CONVERSATION_ID_PATTERN)
     selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
+    collections: Scope = Field(None, description="Read only these collections (names); default: every collection "
+                               "the caller may read. An unknown or unreadable one is 404 collection_not_found.")
 
 
 class ChatRequest(BaseModel):
@@ -199,6 +208,8 @@ class ChatRequest(BaseModel):
                                         pattern=CONVERSATION_ID_PATTERN)
     session_id: str | None = Field(None, description="The client's session (accepted; not used for retrieval).")
     selected_text: str | None = Field(None, description="Text the user selected, added to the prompt.")
+    collections: Scope = Field(None, description="Read only these collections (names); default: every collection "
+                               "the caller may read. An unknown or unreadable one is 404 collection_not_found.")
 
 
 class ConversationTurn(BaseModel):
@@ -218,3 +229,33 @@ class RetrieveRequest(BaseModel):
     context_key: str = Field("", description="Groups queries (e.g. a conversation id) in the retrieval cache.")
     max_chunks: int | None = Field(None, ge=1, description="Default: answer.max_chunks; at most server.max_top_k.")
     min_relevance: float | None = Field(None, ge=0.0, le=1.0, description="Default: answer.min_relevance.")
+    collections: Scope = Field(None, description="Read only these collections (names); default: every collection "
+                               "the caller may read. An unknown or unreadable one is 404 collection_not_found.")
+
+
+class CollectionRequest(BaseModel):
+    """``POST /api/collections`` (every field) and ``PATCH /api/collections/{name}`` (the fields given)."""
+
+    name: str | None = Field(None, description="Unique: letters, digits, '.', '_' and '-' (collections.max_name_chars).")
+    description: str | None = None
+    instructions: str | None = Field(None, description="Added to the answering model's instructions for questions "
+                                     "scoped to the collection.")
+    access: Literal["private", "readers", "all"] | None = Field(
+        None, description="private (default): its owner and editors; readers: also ``readers``; all: every user.")
+    readers: list[str] | None = Field(None, description="Users who may read it.")
+    editors: list[str] | None = Field(None, description="Users who may read it and add or remove documents.")
+
+
+class CollectionDeleteResponse(BaseModel):
+    """``DELETE /api/collections/{name}``."""
+
+    deleted: str
+    documents_deleted: list[str] = Field(description="Documents deleted with it (those in no other collection).")
+
+
+class MembershipResponse(BaseModel):
+    """``PUT`` / ``DELETE /api/collections/{name}/documents/{id}``."""
+
+    collection: str
+    document_id: str
+    changed: bool = Field(description="False when it was already in (or already out of) the collection.")

@@ -8,22 +8,26 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
+from ragstream.models import COLLECTIONS_FIELD, OWNER_FIELD, SHARED_OWNER, Chunk
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]
 
 
-def visible_to(filters: Filters | None, user: str | None) -> Filters | None:
+def visible_to(filters: Filters | None, user: str | None, collections: Sequence[str] | None = None) -> Filters | None:
     """``filters`` plus the condition that a point belongs to ``user`` or is shared
-    (``owner`` in [user, SHARED_OWNER]); ``filters`` as they are when ``user`` is None (every document).
+    (``owner`` in [user, SHARED_OWNER]) and, with ``collections`` (ids), to one of those collections;
+    ``filters`` as they are when ``user`` and ``collections`` are None (every document).
 
-    The condition replaces any ``owner`` filter of the caller's: nobody filters their way into
-    another user's documents.
+    The conditions replace any ``owner`` or ``collections`` filter of the caller's: nobody filters
+    their way into another user's documents or a collection they may not read.
     """
-    if user is None:
-        return filters
-    return {**(filters or {}), OWNER_FIELD: [user, SHARED_OWNER]}
+    scoped = {key: value for key, value in (filters or {}).items() if key != COLLECTIONS_FIELD}
+    if user is not None:
+        scoped[OWNER_FIELD] = [user, SHARED_OWNER]
+    if collections is not None:
+        scoped[COLLECTIONS_FIELD] = list(collections)
+    return scoped if (filters is not None or scoped) else None
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,11 @@ class VectorStore(Protocol):
 
     def flush(self) -> None:
         """Make every write so far durable."""
+        ...
+
+    def set_collections(self, document_id: str, collections: Sequence[str]) -> None:
+        """Make every stored point of ``document_id`` (of every generation) carry these collection ids: a
+        membership change, without re-embedding or a new version."""
         ...
 
     def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,

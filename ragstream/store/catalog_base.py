@@ -12,6 +12,7 @@ document is live, split by who uses what.
 | :class:`Conversations` | conversation turns | the answer service |
 | :class:`MigrationRows` | the cache and the turns in key order, for a copy | migration |
 | :class:`JobQueue` | background jobs and their workers' leases | the server's job runner |
+| :class:`CollectionRegistry` | collections, their access and which documents belong to each | the facade's collections |
 
 A backend implements each role in a module of its own over one shared
 :class:`CatalogConnection` (SQLite: :mod:`ragstream.store.sqlite_catalog`; PostgreSQL:
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.models import CollectionRecord, DocumentRecord, LoadedDocument
 from ragstream.store.base import Snapshot
 
 JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
@@ -106,29 +107,37 @@ class DocumentRegistry(Protocol):
     def commit_documents(self, versions: Sequence[DocumentVersion], removed: Sequence[str] = ()) -> int:
         """Make each version live and drop the documents ``removed`` (a rename: the old id goes as the new one
         comes), all in one transaction; the commit sequence of the switch. A version without a ``root`` keeps
-        the root its document has."""
+        the root its document has; it joins the collections its document names (and keeps those it is in; a
+        document in none joins the default one)."""
         ...
 
     def remove_document(self, document_id: str) -> int:
         """Drop a document from the registry; the commit sequence."""
         ...
 
-    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
-        """The live record of a document, or None (also for one ``user`` may not see: another user's)."""
+    def get(self, document_id: str, user: str | None = None, *,
+            collections: Sequence[str] | None = None) -> DocumentRecord | None:
+        """The live record of a document, or None (also for one ``user`` may not see: another user's, or, with
+        ``collections``, one in none of those collections)."""
         ...
 
-    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
-        """Documents ``user`` may see (every one without a user) whose source file had this sha256."""
+    def find_by_checksum(self, checksum: str, user: str | None = None, *,
+                         collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
+        """Documents ``user`` may see (every one without a user; with ``collections``, in one of them) whose
+        source file had this sha256."""
         ...
 
-    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
-        """Every live document ``user`` may see (their own and the shared ones; all without a user), by source."""
+    def list(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
+        """Every live document ``user`` may see (their own and the shared ones; all without a user), by source;
+        with ``collections`` (ids), only those in one of them."""
         ...
 
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
-             descending: bool = False, *, user: str | None = None) -> DocumentPage:
-        """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains
-        ``query`` (case-insensitive), sorted by ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source)."""
+             descending: bool = False, *, user: str | None = None,
+             collections: Sequence[str] | None = None) -> DocumentPage:
+        """``limit`` documents from ``offset`` of those ``user`` may see (with ``collections``: in one of them)
+        whose title or source contains ``query`` (case-insensitive), sorted by ``sort`` (a key of
+        :data:`SORT_COLUMNS`; ties by source)."""
         ...
 
     def live_generations(self) -> dict[str, int]:
@@ -322,6 +331,72 @@ class JobQueue(Protocol):
         ...
 
 
+class CollectionRegistry(Protocol):
+    """Collections (docs/collections.md) and the documents that belong to each (many to many). Every live document
+    belongs to at least one: a version committed without a collection joins the default one
+    (:data:`~ragstream.models.DEFAULT_COLLECTION_ID`), which a catalog from before collections gets with every
+    document it holds. A membership change also names its documents as *pending* until the vector store's
+    payloads carry it (:meth:`pending`, :meth:`clear_pending`), so recovery can finish one a crash cut short."""
+
+    def create(self, record: CollectionRecord) -> None:
+        """Register a new collection; CollectionExistsError when its name (or id) is taken."""
+        ...
+
+    def get(self, collection_id: str) -> CollectionRecord | None:
+        """One collection by id (its ``documents``: every live document in it), or None."""
+        ...
+
+    def by_name(self, name: str) -> CollectionRecord | None:
+        """One collection by name, or None."""
+        ...
+
+    def list(self, user: str | None = None) -> builtins.list[CollectionRecord]:
+        """Every collection by name, each with the count of its documents ``user`` may see (theirs and the
+        shared ones; all without a user). Access is the caller's to check (:meth:`CollectionRecord.readable_by`)."""
+        ...
+
+    def update(self, record: CollectionRecord) -> None:
+        """Store a changed name, description, instructions or access; CollectionExistsError for a taken name."""
+        ...
+
+    def delete(self, collection_id: str) -> None:
+        """Drop a collection that holds no document (InvalidCollectionError when it still holds one)."""
+        ...
+
+    def add_documents(self, collection_id: str, document_ids: Sequence[str]) -> builtins.list[str]:
+        """Put live documents in a collection; the ids that were not in it yet (now pending)."""
+        ...
+
+    def remove_documents(self, collection_id: str, document_ids: Sequence[str]) -> builtins.list[str]:
+        """Take documents out of a collection; the ids that were in it (now pending). InvalidCollectionError, and
+        nothing changed, when a document would belong to no collection."""
+        ...
+
+    def memberships(self, document_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """document_id -> the ids of the collections it belongs to, sorted (documents in none are left out)."""
+        ...
+
+    def document_ids(self, collection_id: str, *, only_here: bool = False) -> builtins.list[str]:
+        """The documents in a collection (with ``only_here``: those that belong to no other), by id."""
+        ...
+
+    def set_root_collection(self, root: str, collection_id: str | None) -> None:
+        """Make the documents a sync of ``root`` writes join ``collection_id`` (None: no collection of its own)."""
+        ...
+
+    def root_collection(self, root: str) -> str | None:
+        """The collection the documents of a synced ``root`` join, or None."""
+        ...
+
+    def pending(self) -> builtins.list[str]:
+        """Documents whose membership changed and whose vector-store payloads may not show it yet."""
+        ...
+
+    def clear_pending(self, document_ids: Sequence[str]) -> None:
+        """The store's payloads of these documents match the catalog now."""
+        ...
+
+
 class CatalogConnection(Protocol):
     """The database one backend's roles share (thread-safe)."""
 
@@ -357,6 +432,7 @@ class Catalog:
     conversations: Conversations
     migration: MigrationRows
     jobs: JobQueue
+    collections: CollectionRegistry
 
     @property
     def read_only(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragstream.models import DocumentRecord, LoadedDocument, Page
+from ragstream.models import CollectionRecord, DocumentRecord, LoadedDocument, Page
 
 RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
                   "metadata, owner, first_ingested_at, root")
@@ -24,9 +24,19 @@ TURN_KEYS = ("message_id", "user", "assistant", "created_at", "incomplete")
 """The keys of a turn as ``conversation_turns`` returns it."""
 
 
+COLLECTION_COLUMNS = "collection_id, name, description, instructions, owner, access, readers, editors, created_at"
+"""The stored columns of a :class:`~ragstream.models.CollectionRecord`, in :func:`collection`'s order."""
+MEMBER_COLUMN = "(SELECT {aggregate} FROM collection_documents m WHERE m.document_id = documents.document_id)"
+"""A record's collection ids as one comma-separated column; each dialect fills in its aggregate of ``m.collection_id``."""
+
+
 def record(row: tuple[Any, ...]) -> DocumentRecord:
-    """A :data:`RECORD_COLUMNS` row as a record (a record from before first-ingest times: its ingest time)."""
-    values = dict(zip(RECORD_COLUMNS.split(", "), row, strict=True))
+    """A :data:`RECORD_COLUMNS` row (plus, optionally, :data:`MEMBER_COLUMN`) as a record (a record from before
+    first-ingest times: its ingest time)."""
+    names = RECORD_COLUMNS.split(", ")
+    collections = sorted(str(row[len(names)]).split(",")) if len(row) > len(names) and row[len(names)] else []
+    values: dict[str, Any] = dict(zip(names, row[:len(names)], strict=True))
+    values["collections"] = collections
     values["metadata"] = json.loads(values["metadata"])
     values["first_ingested_at"] = values["first_ingested_at"] or values["ingested_at"]
     return DocumentRecord(**values)
@@ -37,6 +47,19 @@ def stored_document(row: tuple[Any, ...]) -> LoadedDocument:
     pages = tuple(Page(**page) for page in json.loads(row[6]))
     return LoadedDocument(document_id=row[0], source=row[1], title=row[2], mime=row[3], checksum=row[4],
                           size_bytes=row[5], pages=pages, metadata=json.loads(row[7]), owner=row[8], root=row[9])
+
+
+def collection(row: tuple[Any, ...], documents: int = 0) -> CollectionRecord:
+    """A :data:`COLLECTION_COLUMNS` row as a record, with its document count."""
+    values = dict(zip(COLLECTION_COLUMNS.split(", "), row, strict=True))
+    values["readers"], values["editors"] = json.loads(values["readers"]), json.loads(values["editors"])
+    return CollectionRecord(**values, documents=documents)
+
+
+def collection_row(record: CollectionRecord) -> tuple[Any, ...]:
+    """The stored columns of ``record`` (:data:`COLLECTION_COLUMNS`)."""
+    return (record.collection_id, record.name, record.description, record.instructions, record.owner, record.access,
+            json.dumps(sorted(set(record.readers))), json.dumps(sorted(set(record.editors))), record.created_at)
 
 
 def like_pattern(query: str) -> str:

@@ -1,6 +1,7 @@
 """The stored form of a chunk, shared by every vector-store backend: one flat payload per point
 (chunk metadata, ``chapter``, ``generation``, ``text``) and how filter keys map onto it. A shared
-chunk's ``owner`` is stored as the empty string, so "owner in [user, shared]" is one match-any filter.
+chunk's ``owner`` is stored as the empty string, so "owner in [user, shared]" is one match-any filter; its
+``collections`` (ids) are a list, so "in any of these collections" is one match-any filter too.
 
 Booleans are stored as 0/1 integers (Qdrant never matches ``MatchValue(True)``; the other
 backends keep the same form so a filter means the same everywhere). User metadata lives under
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
+from ragstream.models import COLLECTIONS_FIELD, OWNER_FIELD, SHARED_OWNER, Chunk, ChunkMetadata
 
 FLAG_FIELDS = ("has_code", "has_equations", "ocr")
 METADATA_FIELDS = frozenset(ChunkMetadata.model_fields)
@@ -30,6 +31,7 @@ def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
     payload["chapter"] = chunk.metadata.header_path.split(" > ")[0] if chunk.metadata.header_path else ""
     payload["generation"] = generation
     payload[OWNER_FIELD] = chunk.metadata.owner or SHARED_OWNER
+    payload[COLLECTIONS_FIELD] = list(chunk.metadata.collections)
     payload["text"] = chunk.text
     return payload
 
@@ -40,6 +42,7 @@ def from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
     fields[OWNER_FIELD] = fields.get(OWNER_FIELD) or None
+    fields[COLLECTIONS_FIELD] = tuple(fields.get(COLLECTIONS_FIELD) or ())
     if REQUIRED_FIELDS <= fields.keys():  # written by to_payload: trusted, not validated again (~12% of a search)
         return Chunk.model_construct(chunk_id=point_id, text=payload.get("text", ""),
                                      metadata=ChunkMetadata.model_construct(**fields))

@@ -28,7 +28,7 @@ import qdrant_edge as qe
 
 from ragstream.config import StoreConfig
 from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError, VectorDBWriteError
-from ragstream.models import OWNER_FIELD, SHARED_OWNER, Chunk
+from ragstream.models import COLLECTIONS_FIELD, DEFAULT_COLLECTION_ID, OWNER_FIELD, SHARED_OWNER, Chunk
 from ragstream.store import hnsw_build
 from ragstream.store.base import RANKING_FIELDS, Filters, RankedId, Snapshot
 from ragstream.store.disk import free_bytes, unallocated_bytes
@@ -36,7 +36,8 @@ from ragstream.store.payload import FLAG_FIELDS, filter_value, from_payload, pay
 
 DENSE = "dense"
 SPARSE = "bm25"
-KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime", OWNER_FIELD)
+KEYWORD_INDEXES = ("document_id", "source", "title", "section", "chapter", "header_path", "mime", OWNER_FIELD,
+                   COLLECTIONS_FIELD)
 INTEGER_INDEXES = ("generation", "page", "chunk_index", *FLAG_FIELDS)
 _UPSERT_BATCH = 256
 _COPY_BLOCK_BYTES = 1024 * 1024
@@ -84,6 +85,7 @@ class QdrantEdgeStore:
             if (folder / "edge_config.json").exists() or any(folder.glob("segments*")):
                 self._shard = qe.EdgeShard.load(str(folder), edge_config)
                 self._add_owner_index()
+                self._add_collections_index()
                 self._add_flag_indexes()
             else:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -115,6 +117,16 @@ class QdrantEdgeStore:
         self._shard.update(qe.UpdateOperation.set_payload_by_filter(
             qe.Filter(must=[qe.IsEmptyCondition(OWNER_FIELD)]), {OWNER_FIELD: SHARED_OWNER}))
         self._shard.update(qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.PayloadSchemaType.Keyword))
+        self._shard.flush()
+
+    def _add_collections_index(self) -> None:
+        """Shards written before collections: index ``collections`` and put every point in the default collection,
+        as the catalog's migration puts their documents (once; a crash midway repeats it). Nothing is re-embedded."""
+        if COLLECTIONS_FIELD in self._shard.info().payload_schema:
+            return
+        self._shard.update(qe.UpdateOperation.set_payload_by_filter(
+            qe.Filter(must=[qe.IsEmptyCondition(COLLECTIONS_FIELD)]), {COLLECTIONS_FIELD: [DEFAULT_COLLECTION_ID]}))
+        self._shard.update(qe.UpdateOperation.create_field_index(COLLECTIONS_FIELD, qe.PayloadSchemaType.Keyword))
         self._shard.flush()
 
     def _add_flag_indexes(self) -> None:
@@ -165,6 +177,7 @@ class QdrantEdgeStore:
                 self._shard, self._path, self._folder, self._scratch = fresh, self._origin, folder, None
                 self.read_only = False
                 self._add_owner_index()
+                self._add_collections_index()
             old.close()
             scratch.cleanup()
             logger.warning("vector store open for writing again: the disk has room")
@@ -195,6 +208,15 @@ class QdrantEdgeStore:
                 self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
         except Exception as error:
             raise VectorDBWriteError(f"Qdrant Edge delete failed: {error}") from error
+
+    def set_collections(self, document_id: str, collections: Sequence[str]) -> None:
+        self._check_writable()
+        condition = qe.Filter(must=[_match("document_id", document_id)])
+        try:
+            with self._write_lock, self._lock:
+                self._shard.update(qe.UpdateOperation.set_payload_by_filter(condition, {COLLECTIONS_FIELD: list(collections)}))
+        except Exception as error:
+            raise VectorDBWriteError(f"Qdrant Edge payload update failed: {error}") from error
 
     def flush(self) -> None:
         with self._write_lock, self._lock:

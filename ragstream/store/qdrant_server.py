@@ -33,7 +33,7 @@ import qdrant_edge as qe
 
 from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError, VectorDBUnavailableError, VectorDBWriteError
-from ragstream.models import Chunk
+from ragstream.models import COLLECTIONS_FIELD, DEFAULT_COLLECTION_ID, Chunk
 from ragstream.store.base import RANKING_FIELDS, Filters, RankedId, Snapshot
 from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
 from ragstream.store.qdrant_edge import DENSE, INTEGER_INDEXES, KEYWORD_INDEXES, SPARSE
@@ -119,7 +119,13 @@ class QdrantServerStore:
         if dense.size != dimensions:
             raise ConfigError(f"Qdrant collection {self._collection!r} holds {dense.size}-dimensional vectors but the "
                               f"embedder gives {dimensions}; use another collection or the embedder it was built with")
-        return set(info.payload_schema or {})
+        indexed = set(info.payload_schema or {})
+        if COLLECTIONS_FIELD not in indexed:  # a collection from before collections: every point in the default one
+            self._client.set_payload(self._collection, payload={COLLECTIONS_FIELD: [DEFAULT_COLLECTION_ID]}, wait=True,
+                                     points=models.Filter(must=[models.IsEmptyCondition(
+                                         is_empty=models.PayloadField(key=COLLECTIONS_FIELD))]))
+            self._create_indexes(indexed, {COLLECTIONS_FIELD: models.PayloadSchemaType.KEYWORD})
+        return indexed
 
     def _create_indexes(self, indexed: set[str], fields: Mapping[str, models.PayloadSchemaType]) -> None:
         for field, schema in fields.items():
@@ -157,6 +163,15 @@ class QdrantServerStore:
                 self._client.delete(self._collection, points_selector=selector, wait=True)
         except Exception as error:
             raise VectorDBWriteError(f"Qdrant delete failed: {error}") from error
+
+    def set_collections(self, document_id: str, collections: Sequence[str]) -> None:
+        selector = models.Filter(must=[_match("document_id", document_id)])
+        try:
+            with self._lock:
+                self._client.set_payload(self._collection, payload={COLLECTIONS_FIELD: list(collections)},
+                                         points=selector, wait=True)
+        except Exception as error:
+            raise VectorDBWriteError(f"Qdrant payload update failed: {error}") from error
 
     def flush(self) -> None:
         """Nothing to do: every write waited for the server's write-ahead log (``wait=True``)."""

@@ -351,11 +351,12 @@ def test_openai_clients_list_the_ragstream_model(server: RunningServer, api: htt
     from openai import OpenAI
 
     client = OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
-    assert [model.id for model in client.models.list()] == ["ragstream"]
+    assert [model.id for model in client.models.list()] == ["ragstream", "ragstream/default"]  # each collection too
     card = client.models.retrieve("ragstream")
     assert card.object == "model" and card.owned_by == "ragstream" and card.created > 0
+    assert client.models.retrieve("ragstream/default").id == "ragstream/default"
     listed = api.get("/v1/models").json()
-    assert listed["object"] == "list" and listed["data"] == [api.get("/v1/models/ragstream").json()]
+    assert listed["object"] == "list" and listed["data"][0] == api.get("/v1/models/ragstream").json()
     assert_error(api.get("/v1/models/gpt-4o"), 404, "model_not_found")
 
 

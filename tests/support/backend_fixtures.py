@@ -105,9 +105,10 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
 
 def document_version(document_id: str, generation: int, checksum: str = "c", *, root: str | None = None,
                      owner: str | None = None, ingested_at: str = "2026-01-01T00:00:00+00:00",
-                     first_ingested_at: str | None = None) -> DocumentVersion:
-    """A one-page version of ``document_id`` (source and title are the id; metadata ``{"team": "red"}``)."""
+                     first_ingested_at: str | None = None, collections: tuple[str, ...] = ()) -> DocumentVersion:
+    """A one-page version of ``document_id`` (source and title are the id; metadata ``{"team": "red"}``), joining
+    ``collections`` (ids)."""
     doc = LoadedDocument(document_id=document_id, source=document_id, title=document_id, mime="text/plain",
                          checksum=checksum, size_bytes=1, pages=(Page(text="x", number=1),), metadata={"team": "red"},
-                         owner=owner, root=root)
+                         owner=owner, root=root, collections=collections)
     return DocumentVersion(doc, generation, 1, "fp", ingested_at, first_ingested_at)

@@ -42,9 +42,10 @@ export async function api(path, { method = "GET", body } = {}) {
 }
 
 /** POST files as multipart field "files"; onProgress(fraction) while the bytes go out. */
-export function uploadFiles(files, onProgress) {
+export function uploadFiles(files, onProgress, collection = "") {
   return new Promise((resolve, reject) => {
     const form = new FormData();
+    if (collection) form.append("collection", collection);
     for (const file of files) form.append("files", file, file.name);
     const xhr = new XMLHttpRequest();
     xhr.open("POST", "/api/documents");
@@ -52,7 +53,7 @@ export function uploadFiles(files, onProgress) {
     xhr.responseType = "json";
     xhr.upload.onprogress = (event) => event.lengthComputable && onProgress(event.loaded / event.total);
     xhr.onload = () => {
-      if (xhr.status === 401 && askForKey()) return uploadFiles(files, onProgress).then(resolve, reject);
+      if (xhr.status === 401 && askForKey()) return uploadFiles(files, onProgress, collection).then(resolve, reject);
       // Every file failed: the error body still lists each file's result.
       if (xhr.status >= 400 && !(xhr.response && xhr.response.files)) return reject(new ApiError(xhr.status, xhr.response));
       resolve({ status: xhr.status, body: xhr.response });

@@ -123,7 +123,9 @@ function sourceItem(answerId, citation) {
     title: "Open the document at this passage",
   }, citation.title || citation.source || citation.document_id)),
   el("div", { class: "where" }, ...separated),
-  el("div", { class: "path", title: citation.source || "" }, shortPath(citation.source || "")));
+  el("div", { class: "path", title: citation.source || "" }, shortPath(citation.source || "")),
+  ...((citation.collections || []).length
+    ? [el("div", { class: "collections muted" }, `in ${citation.collections.join(", ")}`)] : []));
 }
 
 /** Show the sources of ``answerId`` in the panel. */
@@ -186,7 +188,8 @@ async function ask(event) {
   controller = new AbortController();
   setBusy(true);
   try {
-    await streamEvents("/api/chat", { message: question, conversation_id: conversationId }, (type, data) => {
+    const scope = $("collection").value ? { collections: [$("collection").value] } : {};
+    await streamEvents("/api/chat", { message: question, conversation_id: conversationId, ...scope }, (type, data) => {
       if (type === "token") {
         written += data.token;
         setStatus("Answering…");
@@ -285,4 +288,9 @@ function showExamples(settings) {
 }
 
 api("/api/ui").then(showExamples).catch(() => {});
+/** The collection picker: every collection the caller may read (GET /api/collections); "All collections" reads them all. */
+api("/api/collections").then((collections) => {
+  $("collection").append(...collections.map((c) => el("option", { value: c.name, title: c.description || "" },
+    `${c.name} (${c.documents})`)));
+}).catch(() => {});
 $("question").focus();

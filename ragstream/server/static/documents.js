@@ -14,7 +14,7 @@ const SYNC_COUNTS = ["added", "changed", "renamed", "removed", "failed"];
 let lastSyncs = null;
 /** The folder whose "Sync now" the user clicked, until its sync is seen done: { root, before: its last_sync_at then }. */
 let pendingSync = null;
-const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0 };
+const list = { offset: 0, limit: DEFAULT_PAGE_SIZE, q: "", sort: "title", order: "asc", total: 0, collection: "" };
 let filterTimer = null;
 
 function setStatus(node, text, isError = false) {
@@ -71,7 +71,7 @@ async function upload(event) {
   $("upload-button").disabled = true;
   setStatus($("upload-status"), `Uploading ${files.length} file(s)…`);
   try {
-    const { status, body: answer } = await uploadFiles(files, showProgress);
+    const { status, body: answer } = await uploadFiles(files, showProgress, list.collection);
     const body = status === 202 ? await followJob(answer) : answer;
     showResults(body.files);
     const failed = body.files.filter((item) => item.status === "failed").length;
@@ -92,6 +92,79 @@ async function upload(event) {
 /** The last part of a path or URL: the name a person knows the file by (the full source is its title). */
 const fileName = (source) => source.split(/[\\/]/).filter(Boolean).pop() || source;
 
+let collections = [];  // GET /api/collections: what the caller may read
+
+/** The collections the caller may read: the filter, the editor's list and each row's "Move to". */
+async function loadCollections() {
+  try {
+    collections = await api("/api/collections");
+  } catch (error) {
+    setStatus($("collection-status"), describe(error), true);
+    return;
+  }
+  const options = () => collections.map((c) => el("option", { value: c.name, title: c.description || "" },
+    `${c.name} (${c.documents})`));
+  $("collection").replaceChildren(el("option", { value: "" }, "All collections"), ...options());
+  $("collection").value = list.collection;
+  $("collection-pick").replaceChildren(el("option", { value: "" }, "New collection"), ...options());
+}
+
+const users = (text) => text.split(",").map((user) => user.trim()).filter(Boolean);
+
+function pickCollection() {
+  const picked = collections.find((c) => c.name === $("collection-pick").value);
+  $("collection-name").value = picked ? picked.name : "";
+  $("collection-description").value = picked ? picked.description : "";
+  $("collection-instructions").value = picked ? picked.instructions : "";
+  $("collection-access").value = picked ? picked.access : "private";
+  $("collection-readers").value = picked ? picked.readers.join(", ") : "";
+  $("collection-editors").value = picked ? picked.editors.join(", ") : "";
+}
+
+/** Create the collection (POST /api/collections) or change the one picked (PATCH, its owner or an admin). */
+async function saveCollection(event) {
+  event.preventDefault();
+  const editing = $("collection-pick").value;
+  const body = { name: $("collection-name").value.trim(), description: $("collection-description").value,
+    instructions: $("collection-instructions").value, access: $("collection-access").value,
+    readers: users($("collection-readers").value), editors: users($("collection-editors").value) };
+  try {
+    const saved = await api(editing ? `/api/collections/${encodeURIComponent(editing)}` : "/api/collections",
+      { method: editing ? "PATCH" : "POST", body });
+    await loadCollections();
+    $("collection-pick").value = saved.name;
+    setStatus($("collection-status"), `${editing ? "Saved" : "Created"} ${saved.name}`);
+  } catch (error) {
+    setStatus($("collection-status"), describe(error), true);
+  }
+}
+
+/** Put a document in another collection; with a collection shown, take it out of that one (a move). */
+async function moveDocument(doc, target) {
+  const from = list.collection;
+  try {
+    await api(`/api/collections/${encodeURIComponent(target)}/documents/${encodeURIComponent(doc.document_id)}`,
+      { method: "PUT" });
+    if (from && from !== target) {
+      await api(`/api/collections/${encodeURIComponent(from)}/documents/${encodeURIComponent(doc.document_id)}`,
+        { method: "DELETE" });
+    }
+    setStatus($("list-status"), `${doc.title}: ${from && from !== target ? "moved" : "added"} to ${target}`);
+    await loadCollections();
+    await refresh();
+  } catch (error) {
+    setStatus($("list-status"), describe(error), true);
+  }
+}
+
+function moveSelect(doc) {
+  const select = el("select", { "aria-label": `Put ${doc.title} in a collection` },
+    el("option", { value: "" }, list.collection ? "Move to…" : "Add to…"),
+    ...collections.map((c) => el("option", { value: c.name }, c.name)));
+  select.addEventListener("change", () => select.value && moveDocument(doc, select.value));
+  return select;
+}
+
 function documentRow(doc) {
   const remove = el("button", { class: "danger", type: "button", "aria-label": `Delete ${doc.title}` }, "Delete");
   remove.addEventListener("click", () => removeDocument(doc));
@@ -101,7 +174,8 @@ function documentRow(doc) {
     el("td", { class: "muted file", title: doc.source }, doc.metadata.filename || fileName(doc.source)),
     el("td", { class: "muted" }, doc.mime), el("td", { class: "num" }, doc.chunk_count),
     el("td", { class: "muted date", title: first }, shortTime(first)),
-    el("td", { class: "muted date", title: doc.ingested_at }, shortTime(doc.ingested_at)), el("td", {}, remove));
+    el("td", { class: "muted date", title: doc.ingested_at }, shortTime(doc.ingested_at)),
+    el("td", {}, moveSelect(doc), " ", remove));
 }
 
 function renderSortHeaders() {
@@ -122,6 +196,7 @@ function renderPager(shown) {
 /** Load the current page (filter, sort, offset) from GET /api/documents/page. */
 async function refresh() {
   const params = new URLSearchParams({ offset: list.offset, limit: list.limit, q: list.q, sort: list.sort, order: list.order });
+  if (list.collection) params.append("collection", list.collection);
   try {
     const page = await api(`/api/documents/page?${params}`);
     if (page.items.length === 0 && page.total > 0 && list.offset > 0) {  // the last page emptied: step back
@@ -263,6 +338,10 @@ $("refresh").addEventListener("click", () => refresh());
 $("refresh-roots").addEventListener("click", () => refreshRoots());
 $("reindex").addEventListener("click", reindex);
 $("filter").addEventListener("input", onFilter);
+$("collection").addEventListener("change", () => { list.collection = $("collection").value; list.offset = 0; refresh(); });
+$("collection-pick").addEventListener("change", pickCollection);
+$("collection-form").addEventListener("submit", saveCollection);
+const collectionsLoaded = loadCollections();
 $("filter-form").addEventListener("submit", (event) => event.preventDefault());
 $("prev-page").addEventListener("click", () => { list.offset = Math.max(0, list.offset - list.limit); refresh(); });
 $("next-page").addEventListener("click", () => { list.offset += list.limit; refresh(); });
@@ -270,6 +349,6 @@ for (const th of $("documents").tHead.querySelectorAll("th[data-sort]")) {
   th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.sort));
 }
 api("/api/ui").then((settings) => { list.limit = settings.documents_page_size; })
-  .catch(() => {}).finally(() => refresh());
+  .catch(() => {}).finally(() => collectionsLoaded.then(() => refresh()));
 refreshRoots();
 setInterval(() => { if (!document.hidden) refreshRoots(); }, ROOTS_POLL_MS);

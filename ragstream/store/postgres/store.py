@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 
 from ragstream.config import StoreConfig
 from ragstream.errors import ConfigError
-from ragstream.models import Chunk
+from ragstream.models import COLLECTIONS_FIELD, DEFAULT_COLLECTION_ID, Chunk
 from ragstream.store.base import Filters, RankedId, Snapshot
 from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
 from ragstream.store.postgres.bm25 import TERM_SPACE, Bm25Terms, TermCounts, query_weights
@@ -62,6 +62,8 @@ CREATE TABLE IF NOT EXISTS bm25_terms (
     df BIGINT NOT NULL
 );
 """
+_COLLECTIONS_MARK = "chunk_collections"
+"""Set once the chunks of a database from before collections were put in the default collection."""
 _COLUMNS = "chunk_id, document_id, generation, chunk_index, text, payload, embedding, bm25, terms, length, bm25_avgdl"
 _BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s), (%s, %s) "
          "ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING name, value")
@@ -84,6 +86,11 @@ class PostgresStore:
         with db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragstream.chunks'))")
             conn.execute(SCHEMA.format(dimensions=int(dimensions), term_space=TERM_SPACE))
+            if conn.execute("SELECT 1 FROM counters WHERE name = %s", (_COLLECTIONS_MARK,)).fetchone() is None:
+                # chunks from before collections are in the default one, as the catalog's migration puts their documents
+                conn.execute("UPDATE chunks SET payload = payload || %s WHERE NOT payload ? %s",
+                             (Jsonb({COLLECTIONS_FIELD: [DEFAULT_COLLECTION_ID]}), COLLECTIONS_FIELD))
+                conn.execute("INSERT INTO counters (name, value) VALUES (%s, 1)", (_COLLECTIONS_MARK,))
             row = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
                                "AND attname = 'embedding'").fetchone()
         if row is not None and int(row[0]) != dimensions:
@@ -124,6 +131,11 @@ class PostgresStore:
             delta: Counter[int] = Counter()
             delta.subtract(term for terms, _ in removed for term in terms)
             _apply_frequencies(conn, delta)
+
+    def set_collections(self, document_id: str, collections: Sequence[str]) -> None:
+        with self._db.write() as conn:
+            conn.execute("UPDATE chunks SET payload = payload || %s WHERE document_id = %s",
+                         (Jsonb({COLLECTIONS_FIELD: list(collections)}), document_id))
 
     @staticmethod
     def _bump(conn: psycopg.Connection[Any], points: int, length: int) -> tuple[int, int]:

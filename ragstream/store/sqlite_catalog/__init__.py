@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ragstream.store.sqlite_catalog.cache import SqliteEmbeddingCache
+from ragstream.store.sqlite_catalog.collections import SqliteCollections
 from ragstream.store.sqlite_catalog.connection import SqliteConnection
 from ragstream.store.sqlite_catalog.conversations import SqliteConversations
 from ragstream.store.sqlite_catalog.documents import SqliteDocuments
@@ -15,5 +16,5 @@ from ragstream.store.sqlite_catalog.roots import SqliteRoots
 from ragstream.store.sqlite_catalog.settings import SqliteSettings
 from ragstream.store.sqlite_catalog.versions import SqliteVersions
 
-__all__ = ["SqliteConnection", "SqliteConversations", "SqliteDocuments", "SqliteEmbeddingCache", "SqliteJobQueue",
+__all__ = ["SqliteCollections", "SqliteConnection", "SqliteConversations", "SqliteDocuments", "SqliteEmbeddingCache", "SqliteJobQueue",
            "SqliteMigrationRows", "SqliteReads", "SqliteRoots", "SqliteSettings", "SqliteVersions"]

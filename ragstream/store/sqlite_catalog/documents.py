@@ -12,16 +12,26 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
-from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
-from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
 from ragstream.store.sqlite_catalog.connection import SqliteRole
 
 # A new version keeps the time its document was first ingested, and its root unless it names one.
 _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                     "COALESCE(?, (SELECT first_ingested_at FROM documents WHERE document_id = ?), ?), "
                     "COALESCE(?, (SELECT root FROM documents WHERE document_id = ?)))")
+
+
+_RECORD = RECORD_COLUMNS + ", " + MEMBER_COLUMN.format(aggregate="group_concat(m.collection_id)")
+"""A record's columns and the collections it belongs to."""
+_JOIN_COLLECTIONS = ("INSERT INTO collection_documents (collection_id, document_id) VALUES (?, ?) "
+                     "ON CONFLICT DO NOTHING")
+_JOIN_DEFAULT = ("INSERT INTO collection_documents (collection_id, document_id) SELECT ?, ? WHERE NOT EXISTS "
+                 "(SELECT 1 FROM collection_documents WHERE document_id = ?)")
+_LEAVE_COLLECTIONS = "DELETE FROM collection_documents WHERE document_id = ?"
 
 
 class SqliteDocuments(SqliteRole):
@@ -43,12 +53,16 @@ class SqliteDocuments(SqliteRole):
         with self._connection.transaction() as db:
             db.executemany(_INSERT_DOCUMENT, rows)
             db.executemany("DELETE FROM documents WHERE document_id = ?", [(document_id,) for document_id in removed])
+            db.executemany(_LEAVE_COLLECTIONS, [(document_id,) for document_id in removed])
+            db.executemany(_JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
+            db.executemany(_JOIN_DEFAULT, [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id) for v in versions])
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
         """Drop a document from the registry (its points become invisible at once); the commit sequence."""
         with self._connection.transaction() as db:
             db.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+            db.execute(_LEAVE_COLLECTIONS, (document_id,))
             return self._next_sequence(db)
 
     def _next_sequence(self, db: sqlite3.Connection) -> int:
@@ -56,39 +70,43 @@ class SqliteDocuments(SqliteRole):
                    (COMMIT_SEQUENCE,))
         return self._connection.counter(COMMIT_SEQUENCE)
 
-    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+    def get(self, document_id: str, user: str | None = None, *,
+            collections: Sequence[str] | None = None) -> DocumentRecord | None:
         """The live record of a document, or None (also when ``user`` is given and may not see it)."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._connection.lock:
             row = self._connection.db.execute(
-                f"SELECT {RECORD_COLUMNS} FROM documents WHERE document_id = ? AND {visible}",
+                f"SELECT {_RECORD} FROM documents WHERE document_id = ? AND {visible}",
                 (document_id, *params)).fetchone()
         return record(row) if row else None
 
-    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+    def find_by_checksum(self, checksum: str, user: str | None = None, *,
+                         collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE checksum = ? AND {visible} "
+            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE checksum = ? AND {visible} "
                                                "ORDER BY source", (checksum, *params)).fetchall()
         return [record(row) for row in rows]
 
-    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+    def list(self, user: str | None = None, *,
+             collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Every live document, by source; with ``user``, only that user's and the shared ones."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE {visible} ORDER BY source",
                                                params).fetchall()
         return [record(row) for row in rows]
 
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
-             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+             descending: bool = False, *, user: str | None = None,
+             collections: Sequence[str] | None = None) -> DocumentPage:
         """Live documents ``user`` may see (every one without a user) whose title or source contains
         ``query`` (case-insensitive), sorted by ``sort`` (a key of :data:`SORT_COLUMNS`; ties by source),
         ``limit`` of them from ``offset``."""
         column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
         direction = "DESC" if descending else "ASC"
-        visible, visible_params = _visible_to(user)
+        visible, visible_params = _visible_to(user, collections)
         where, params = f"WHERE {visible}", visible_params
         if query:
             pattern = like_pattern(query)
@@ -98,7 +116,7 @@ class SqliteDocuments(SqliteRole):
             db = self._connection.db
             total = int(db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
             rows = db.execute(
-                f"SELECT {RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
+                f"SELECT {_RECORD} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
                 "LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
         return DocumentPage(records=[record(row) for row in rows], total=total)
 
@@ -117,7 +135,7 @@ class SqliteDocuments(SqliteRole):
     def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
         """Every live document that belongs to ``root``, by source."""
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = ? ORDER BY source",
+            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE root = ? ORDER BY source",
                                                (root,)).fetchall()
         return [record(row) for row in rows]
 
@@ -136,9 +154,14 @@ class SqliteDocuments(SqliteRole):
             db.executemany("UPDATE documents SET root = ? WHERE document_id = ?", [(root, i) for i in document_ids])
 
 
-def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+def _visible_to(user: str | None, collections: Sequence[str] | None = None) -> tuple[str, tuple[Any, ...]]:
     """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
-    shared ones (owner NULL); every document when ``user`` is None."""
+    shared ones (owner NULL); every document when ``user`` is None. With ``collections`` (ids), only
+    documents in one of them."""
+    if collections is not None:
+        inner, params = _visible_to(user)
+        return (f"{inner} AND document_id IN (SELECT document_id FROM collection_documents WHERE collection_id IN "
+                "(SELECT value FROM json_each(?)))", (*params, json.dumps(builtins.list(collections))))
     if user is None:
         return "1 = 1", ()
     return "(owner IS NULL OR owner = ?)", (user,)

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from ragstream.models import DEFAULT_COLLECTION_ID
+
+DEFAULT_DESCRIPTION = "Every document that names no collection (and every document of an index made before collections)."
+DEFAULT_COLLECTION = ("INSERT INTO collections (collection_id, name, description, access, created_at) "
+                      "VALUES (?, ?, ?, 'all', '')")
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     document_id TEXT PRIMARY KEY,
@@ -74,6 +80,30 @@ CREATE TABLE IF NOT EXISTS sync_roots (
     last_summary TEXT NOT NULL DEFAULT '{}',
     watched_until REAL
 );
+CREATE TABLE IF NOT EXISTS collections (
+    collection_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL DEFAULT '',
+    instructions TEXT NOT NULL DEFAULT '',
+    owner TEXT,
+    access TEXT NOT NULL DEFAULT 'private',
+    readers TEXT NOT NULL DEFAULT '[]',
+    editors TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS collection_documents (
+    collection_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (collection_id, document_id)
+);
+CREATE INDEX IF NOT EXISTS collection_documents_by_document ON collection_documents(document_id);
+CREATE TABLE IF NOT EXISTS collection_payloads (
+    document_id TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS root_collections (
+    root TEXT PRIMARY KEY,
+    collection_id TEXT NOT NULL
+);
 """
 INDEXES = """
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
@@ -103,3 +133,10 @@ def migrate(db: sqlite3.Connection) -> None:
         db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
     if "root" not in document_columns:  # catalogs before sync: no document belongs to a synced root yet
         db.execute("ALTER TABLE documents ADD COLUMN root TEXT")
+    if db.execute("SELECT 1 FROM collections WHERE collection_id = ?", (DEFAULT_COLLECTION_ID,)).fetchone() is None:
+        # catalogs before collections: every document is in the default collection (once; in one transaction)
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(DEFAULT_COLLECTION, (DEFAULT_COLLECTION_ID, DEFAULT_COLLECTION_ID, DEFAULT_DESCRIPTION))
+        db.execute("INSERT OR IGNORE INTO collection_documents (collection_id, document_id) SELECT ?, document_id "
+                   "FROM documents", (DEFAULT_COLLECTION_ID,))
+        db.execute("COMMIT")

@@ -6,6 +6,7 @@ module per role over one shared
 from __future__ import annotations
 
 from ragstream.store.postgres.catalog.cache import PostgresEmbeddingCache
+from ragstream.store.postgres.catalog.collections import PostgresCollections
 from ragstream.store.postgres.catalog.connection import PostgresCatalogConnection
 from ragstream.store.postgres.catalog.conversations import PostgresConversations
 from ragstream.store.postgres.catalog.documents import PostgresDocuments
@@ -17,6 +18,17 @@ from ragstream.store.postgres.catalog.schema import SCHEMA
 from ragstream.store.postgres.catalog.settings import PostgresSettings
 from ragstream.store.postgres.catalog.versions import PostgresVersions
 
-__all__ = ["SCHEMA", "PostgresCatalogConnection", "PostgresConversations", "PostgresDocuments", "PostgresEmbeddingCache",
-           "PostgresJobQueue", "PostgresMigrationRows", "PostgresReads", "PostgresRoots", "PostgresSettings",
-           "PostgresVersions"]
+__all__ = [
+           "SCHEMA",
+           "PostgresCatalogConnection",
+           "PostgresCollections",
+           "PostgresConversations",
+           "PostgresDocuments",
+           "PostgresEmbeddingCache",
+           "PostgresJobQueue",
+           "PostgresMigrationRows",
+           "PostgresReads",
+           "PostgresRoots",
+           "PostgresSettings",
+           "PostgresVersions",
+]

@@ -7,10 +7,11 @@ import builtins
 import json
 import os
 from collections.abc import Sequence
+from typing import Any
 
-from ragstream.models import DocumentRecord, LoadedDocument
+from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
-from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
 from ragstream.store.postgres.catalog.connection import BUMP, PostgresRole, one
 
 # A new version keeps the time its document was first ingested (unless the version names one: a copy), and
@@ -21,6 +22,15 @@ _UPSERT_DOCUMENT = (
     + ", first_ingested_at = COALESCE(%s, documents.first_ingested_at, EXCLUDED.first_ingested_at)"
     + ", root = COALESCE(EXCLUDED.root, documents.root)"
 )
+
+
+_RECORD = RECORD_COLUMNS + ", " + MEMBER_COLUMN.format(aggregate="string_agg(m.collection_id, ',')")
+"""A record's columns and the collections it belongs to."""
+_JOIN_COLLECTIONS = ("INSERT INTO collection_documents (collection_id, document_id) VALUES (%s, %s) "
+                     "ON CONFLICT DO NOTHING")
+_JOIN_DEFAULT = ("INSERT INTO collection_documents (collection_id, document_id) SELECT %s, %s WHERE NOT EXISTS "
+                 "(SELECT 1 FROM collection_documents WHERE document_id = %s)")
+_LEAVE_COLLECTIONS = "DELETE FROM collection_documents WHERE document_id = %s"
 
 
 class PostgresDocuments(PostgresRole):
@@ -40,46 +50,55 @@ class PostgresDocuments(PostgresRole):
         with self._db.write() as conn:
             with conn.cursor() as cursor:
                 cursor.executemany(_UPSERT_DOCUMENT, rows)
+                cursor.executemany(_JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
+                cursor.executemany(_JOIN_DEFAULT, [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id)
+                                                   for v in versions])
             if removed:
                 conn.execute("DELETE FROM documents WHERE document_id = ANY(%s)", (builtins.list(removed),))
+                conn.execute("DELETE FROM collection_documents WHERE document_id = ANY(%s)", (builtins.list(removed),))
             return one(conn, BUMP, (COMMIT_SEQUENCE, 1))
 
     def remove_document(self, document_id: str) -> int:
         """Drop a document from the registry; the commit sequence."""
         with self._db.write() as conn:
             conn.execute("DELETE FROM documents WHERE document_id = %s", (document_id,))
+            conn.execute(_LEAVE_COLLECTIONS, (document_id,))
             return one(conn, BUMP, (COMMIT_SEQUENCE, 1))
 
-    def get(self, document_id: str, user: str | None = None) -> DocumentRecord | None:
+    def get(self, document_id: str, user: str | None = None, *,
+            collections: Sequence[str] | None = None) -> DocumentRecord | None:
         """The live record of a document, or None (also when ``user`` may not see it)."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._db.read() as conn:
-            row = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE document_id = %s AND {visible}",
+            row = conn.execute(f"SELECT {_RECORD} FROM documents WHERE document_id = %s AND {visible}",
                                (document_id, *params)).fetchone()
         return record(row) if row else None
 
-    def find_by_checksum(self, checksum: str, user: str | None = None) -> builtins.list[DocumentRecord]:
+    def find_by_checksum(self, checksum: str, user: str | None = None, *,
+                         collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE checksum = %s AND {visible} "
+            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE checksum = %s AND {visible} "
                                 "ORDER BY source", (checksum, *params)).fetchall()
         return [record(row) for row in rows]
 
-    def list(self, user: str | None = None) -> builtins.list[DocumentRecord]:
+    def list(self, user: str | None = None, *,
+             collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Every live document, by source; with ``user``, only that user's and the shared ones."""
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE {visible} ORDER BY source",
+            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE {visible} ORDER BY source",
                                 params).fetchall()
         return [record(row) for row in rows]
 
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
-             descending: bool = False, *, user: str | None = None) -> DocumentPage:
+             descending: bool = False, *, user: str | None = None,
+             collections: Sequence[str] | None = None) -> DocumentPage:
         """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains ``query``."""
         column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
         direction = "DESC" if descending else "ASC"
-        visible, params = _visible_to(user)
+        visible, params = _visible_to(user, collections)
         where = f"WHERE {visible}"
         if query:
             pattern = like_pattern(query)
@@ -87,7 +106,7 @@ class PostgresDocuments(PostgresRole):
             params = (*params, pattern, pattern)
         with self._db.read() as conn:
             total = one(conn, f"SELECT COUNT(*) FROM documents {where}", params)
-            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents {where} ORDER BY {column} {direction} "
+            rows = conn.execute(f"SELECT {_RECORD} FROM documents {where} ORDER BY {column} {direction} "
                                 f"NULLS LAST, source {direction} LIMIT %s OFFSET %s", (*params, limit, offset)).fetchall()
         return DocumentPage(records=[record(row) for row in rows], total=total)
 
@@ -105,7 +124,7 @@ class PostgresDocuments(PostgresRole):
     def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
         """Every live document that belongs to ``root``, by source."""
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM documents WHERE root = %s ORDER BY source",
+            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE root = %s ORDER BY source",
                                 (root,)).fetchall()
         return [record(row) for row in rows]
 
@@ -124,9 +143,14 @@ class PostgresDocuments(PostgresRole):
             conn.execute("UPDATE documents SET root = %s WHERE document_id = ANY(%s)", (root, builtins.list(document_ids)))
 
 
-def _visible_to(user: str | None) -> tuple[str, tuple[str, ...]]:
+def _visible_to(user: str | None, collections: Sequence[str] | None = None) -> tuple[str, tuple[Any, ...]]:
     """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
-    shared ones (owner NULL); every document when ``user`` is None."""
+    shared ones (owner NULL); every document when ``user`` is None. With ``collections`` (ids), only
+    documents in one of them."""
+    if collections is not None:
+        inner, params = _visible_to(user)
+        return (f"{inner} AND document_id IN (SELECT document_id FROM collection_documents WHERE collection_id = "
+                "ANY(%s))", (*params, builtins.list(collections)))
     if user is None:
         return "TRUE", ()
     return "(owner IS NULL OR owner = %s)", (user,)

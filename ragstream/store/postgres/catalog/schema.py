@@ -83,4 +83,38 @@ CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
     sequence BIGINT NOT NULL,
     expires_at DOUBLE PRECISION NOT NULL
 );
+CREATE TABLE IF NOT EXISTS collections (
+    collection_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL DEFAULT '',
+    instructions TEXT NOT NULL DEFAULT '',
+    owner TEXT,
+    access TEXT NOT NULL DEFAULT 'private',
+    readers TEXT NOT NULL DEFAULT '[]',
+    editors TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS collection_documents (
+    collection_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (collection_id, document_id)
+);
+CREATE INDEX IF NOT EXISTS collection_documents_by_document ON collection_documents(document_id);
+CREATE TABLE IF NOT EXISTS collection_payloads (
+    document_id TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS root_collections (
+    root TEXT PRIMARY KEY,
+    collection_id TEXT NOT NULL
+);
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM collections WHERE collection_id = 'default') THEN
+        -- databases from before collections: every document is in the default collection (once)
+        INSERT INTO collections (collection_id, name, description, access, created_at)
+            VALUES ('default', 'default', 'Every document that names no collection (and every document of an index '
+                    'made before collections).', 'all', '');
+        INSERT INTO collection_documents (collection_id, document_id) SELECT 'default', document_id FROM documents
+            ON CONFLICT DO NOTHING;
+    END IF;
+END $$;
 """

@@ -1,0 +1,126 @@
+"""The facade's collections (docs/collections.md): :class:`Ragstream` takes these methods from
+:class:`CollectionsFacade`, which keeps them out of ``api.py``. Each checks access for ``user`` (None: the CLI
+or a script, which may do anything; ``admin``: an admin key, which manages every collection)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragstream.collection_service import CollectionService
+from ragstream.models import CollectionRecord, DocumentRecord, QuestionScope
+
+if TYPE_CHECKING:
+    from ragstream.answer.models import Answer, StreamEvent
+    from ragstream.pipeline.super_prompt import SuperPrompt
+
+Scope = Sequence[str] | QuestionScope | None
+"""What a read is scoped to: collection names (checked for the reading user), a scope already checked
+(:meth:`CollectionsFacade.collection_scope`), or None (every collection the user may read)."""
+
+
+class CollectionsFacade:
+    """Collections: create, list, show, edit and delete them; put documents in them and take them out."""
+
+    collection_service: CollectionService
+
+    def create_collection(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
+                          readers: Sequence[str] = (), editors: Sequence[str] = (),
+                          user: str | None = None) -> CollectionRecord:
+        """A new collection owned by ``user``: access ``private`` (its owner and editors), ``readers`` (also the
+        listed readers) or ``all``; ``instructions`` reach the answering model for questions scoped to it.
+        Raises CollectionExistsError for a taken name, InvalidCollectionError for a bad name or list."""
+        return self.collection_service.create(name, description=description, instructions=instructions,
+                                              access=access, readers=readers, editors=editors, user=user)
+
+    def collections(self, *, user: str | None = None, admin: bool = False) -> list[CollectionRecord]:
+        """The collections ``user`` may read, by name, with the count of their documents ``user`` may see."""
+        return self.collection_service.readable(user, admin)
+
+    def collection(self, name: str, *, user: str | None = None, admin: bool = False) -> CollectionRecord:
+        """One collection ``user`` may read; CollectionNotFoundError for an unknown or unreadable one."""
+        return self.collection_service.get(name, user, admin)
+
+    def edit_collection(self, name: str, *, new_name: str | None = None, description: str | None = None,
+                        instructions: str | None = None, access: str | None = None,
+                        readers: Sequence[str] | None = None, editors: Sequence[str] | None = None,
+                        user: str | None = None, admin: bool = False) -> CollectionRecord:
+        """Change what is given (its owner, an admin or the CLI only: PermissionDeniedError otherwise)."""
+        return self.collection_service.edit(name, new_name=new_name, description=description, instructions=instructions,
+                                            access=access, readers=readers, editors=editors, user=user, admin=admin)
+
+    def delete_collection(self, name: str, *, delete_documents: bool = False, user: str | None = None,
+                          admin: bool = False) -> list[DocumentRecord]:
+        """Delete a collection; CollectionNotEmptyError while it holds documents unless ``delete_documents``
+        (which deletes those in no other collection). The documents deleted."""
+        return self.collection_service.delete(name, delete_documents=delete_documents, user=user, admin=admin)
+
+    def add_to_collection(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
+                          admin: bool = False) -> list[str]:
+        """Put documents in a collection without re-embedding them; the ids newly added."""
+        return self.collection_service.add_documents(name, document_ids, user=user, admin=admin)
+
+    def remove_from_collection(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
+                               admin: bool = False) -> list[str]:
+        """Take documents out of a collection without re-embedding them (never out of their last one)."""
+        return self.collection_service.remove_documents(name, document_ids, user=user, admin=admin)
+
+    def collection_for_writing(self, name: str | None, *, user: str | None = None, admin: bool = False) -> str | None:
+        """The id of the collection ``name`` that ``user`` may put documents in (None for no name);
+        CollectionNotFoundError when ``user`` may not read it, PermissionDeniedError when ``user`` only reads it."""
+        return self.collection_service.for_writing(name, user, admin)
+
+    def may_change_document(self, document_id: str, *, user: str | None = None, admin: bool = False) -> bool:
+        """Whether ``user`` may delete or re-ingest a document: their own, or one whose every collection they may
+        edit (never only by being in the default collection, which every user edits with their own documents)."""
+        return self.collection_service.may_change(document_id, user, admin)
+
+    def collect_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
+        """With ``collection`` (a name): the synced or watched roots of ``paths`` remember it; the documents they
+        hold join it now, and those their syncs and watchers write later join it as they are written."""
+        self.collection_service.remember_roots(paths, collection)
+
+    def collection_scope(self, names: Sequence[str] | None, *, user: str | None = None,
+                         admin: bool = False) -> QuestionScope:
+        """The scope of a read of ``user``'s over the collections ``names`` (every readable one without names);
+        CollectionNotFoundError for a name ``user`` may not read."""
+        return self.collection_service.scope(names, user, admin)
+
+    def _scope(self, collections: Scope, user: str | None) -> QuestionScope:
+        if isinstance(collections, QuestionScope):
+            return collections
+        return self.collection_service.scope(list(collections) if collections else None, user)
+
+    def _scoped_prompt(self, sp: SuperPrompt, collections: Scope, user: str | None) -> QuestionScope:
+        """The scope of a pipeline run (``collections``, else the names ``sp`` was scoped to), put in ``sp``."""
+        if collections is None and sp.collections:
+            collections = list(sp.collections)
+        scope = self._scope(collections, user)
+        if collections is not None and not isinstance(collections, QuestionScope):
+            sp.collections = list(collections)
+        sp.collection_instructions = list(scope.instructions)
+        return scope
+
+    def _labelled(self, answer: Answer, scope: QuestionScope, user: str | None) -> Answer:
+        """``answer`` with the collection names of each cited document."""
+        labels = self.collection_service.labels(
+            [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources],
+            scope, user)
+        return answer.model_copy(update={
+            "citations": [c.model_copy(update={"collections": labels.get(c.document_id or "", [])}) for c in answer.citations],
+            "sources": [s.model_copy(update={"collections": labels.get(s.document_id, [])}) for s in answer.sources]})
+
+    def _labelled_events(self, events: Iterator[StreamEvent], scope: QuestionScope,
+                         user: str | None) -> Iterator[StreamEvent]:
+        """The stream with the collection names of each cited document on its citation events and the answer."""
+        from ragstream.answer.models import CitationEvent, DoneEvent
+
+        for event in events:
+            if isinstance(event, CitationEvent) and event.citation.document_id:
+                names = self.collection_service.labels([event.citation.document_id], scope, user)
+                event = event.model_copy(update={"citation": event.citation.model_copy(
+                    update={"collections": names.get(event.citation.document_id, [])})})
+            elif isinstance(event, DoneEvent):
+                event = event.model_copy(update={"response": self._labelled(event.response, scope, user)})
+            yield event

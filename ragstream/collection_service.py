@@ -1,0 +1,310 @@
+"""Collections as the facade offers them (docs/collections.md): who may read, change and manage each one,
+names to ids, document moves that rewrite the vector store's payloads without re-embedding, and the scope of
+one question.
+
+The catalog (:class:`~ragstream.store.catalog_base.CollectionRegistry`) says which documents belong to which
+collection; every chunk in the vector store carries its document's collection ids, so a scoped search is one
+more match-any filter inside the store (dense and BM25 alike), like the owner filter. A membership change runs
+under the ingestor's commit lock: the catalog first (marking the documents pending), then the payloads of every
+stored point of those documents, then the pending mark is cleared; :meth:`CollectionService.recover` finishes a
+change a crash cut short. An unknown collection and one the caller may not read are the same error
+(CollectionNotFoundError), so names do not leak.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ragstream.config import CollectionsConfig
+from ragstream.errors import (
+    CollectionNotEmptyError,
+    CollectionNotFoundError,
+    DocumentNotFoundError,
+    InvalidCollectionError,
+    PermissionDeniedError,
+)
+from ragstream.ingestion import Ingestor
+from ragstream.models import (
+    DEFAULT_COLLECTION_ID,
+    CollectionAccess,
+    CollectionRecord,
+    DocumentRecord,
+    IngestReport,
+    LoadedDocument,
+    QuestionScope,
+)
+from ragstream.store.base import VectorStore
+from ragstream.store.catalog_base import Catalog
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+ACCESS_VALUES: tuple[CollectionAccess, ...] = ("private", "readers", "all")
+
+
+class CollectionService:
+    """The collections of one index, with access checked for a ``user`` (None: the CLI or a script, which may do
+    anything; ``admin``: an admin key, which manages every collection)."""
+
+    def __init__(self, config: CollectionsConfig, catalog: Catalog, store: VectorStore, ingestor: Ingestor,
+                 on_change: Callable[[], None]) -> None:
+        self._config = config
+        self._catalog = catalog
+        self._registry = catalog.collections
+        self._store = store
+        self._ingestor = ingestor
+        self._on_change = on_change
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def readable(self, user: str | None = None, admin: bool = False) -> list[CollectionRecord]:
+        """The collections ``user`` may read, by name, each with the count of its documents ``user`` may see."""
+        return [record for record in self._registry.list(user) if record.readable_by(user, admin)]
+
+    def get(self, name: str, user: str | None = None, admin: bool = False) -> CollectionRecord:
+        """One collection ``user`` may read; CollectionNotFoundError for an unknown one and an unreadable one."""
+        record = self._registry.by_name(name) if isinstance(name, str) else None
+        if record is None or not record.readable_by(user, admin):
+            raise CollectionNotFoundError(f"no collection named {name!r}")
+        if user is not None:
+            record = record.model_copy(update={"documents": len(self._catalog.documents.list(
+                user, collections=[record.collection_id]))})
+        return record
+
+    def scope(self, names: Sequence[str] | None, user: str | None = None, admin: bool = False) -> QuestionScope:
+        """What a question of ``user`` may read: the collections ``names`` (each must be readable), or, without
+        names, every collection ``user`` may read (no limit for None and admins, as before collections)."""
+        if names:
+            if len(names) > self._config.max_scope:
+                raise InvalidCollectionError(f"a question may be scoped to at most {self._config.max_scope} collections "
+                                             "(collections.max_scope)")
+            records = [self.get(name, user, admin) for name in dict.fromkeys(names)]
+            instructions = tuple(f"{r.name}: {r.instructions.strip()}" for r in records if r.instructions.strip())
+            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions)
+        if user is None or admin:
+            return QuestionScope()
+        return QuestionScope(collections=tuple(record.collection_id for record in self._registry.list()
+                                               if record.readable_by(user, admin)))
+
+    def labels(self, document_ids: Iterable[str], scope: QuestionScope | None, user: str | None = None,
+               admin: bool = False) -> dict[str, list[str]]:
+        """document_id -> the names of the collections it came from: those of the scope it belongs to, or, without
+        a scope, those ``user`` may read (never the name of one ``user`` may not read)."""
+        ids = list(dict.fromkeys(document_ids))
+        if not ids:
+            return {}
+        names = {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
+        allowed = set(scope.collections) if scope is not None and scope.collections is not None else set(names)
+        return {document_id: sorted(names[c] for c in members if c in allowed and c in names)
+                for document_id, members in self._registry.memberships(ids).items()}
+
+    # -- collections -------------------------------------------------------------------------
+
+    def create(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
+               readers: Sequence[str] = (), editors: Sequence[str] = (), user: str | None = None) -> CollectionRecord:
+        """A new collection owned by ``user`` (None: by no user; admins and the CLI manage it);
+        CollectionExistsError when the name is taken, InvalidCollectionError for a bad name, access or user list."""
+        record = self._checked(CollectionRecord(
+            collection_id=uuid.uuid4().hex, name=name, description=description, instructions=instructions, owner=user,
+            access=self._access(access), readers=list(readers), editors=list(editors),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds")))
+        self._registry.create(record)
+        return record
+
+    def edit(self, name: str, *, new_name: str | None = None, description: str | None = None,
+             instructions: str | None = None, access: str | None = None, readers: Sequence[str] | None = None,
+             editors: Sequence[str] | None = None, user: str | None = None, admin: bool = False) -> CollectionRecord:
+        """Change what is given of a collection ``user`` manages (its owner, an admin, the CLI); a reader or an
+        editor gets PermissionDeniedError, a user who may not read it CollectionNotFoundError."""
+        record = self._managed(name, user, admin)
+        if record.collection_id == DEFAULT_COLLECTION_ID and (new_name not in (None, record.name) or access is not None):
+            raise InvalidCollectionError("the default collection keeps its name and stays readable by every user")
+        changes = {key: value for key, value in (
+            ("name", new_name), ("description", description), ("instructions", instructions),
+            ("access", None if access is None else self._access(access)),
+            ("readers", None if readers is None else list(readers)),
+            ("editors", None if editors is None else list(editors))) if value is not None}
+        changed = self._checked(record.model_copy(update=changes))
+        self._registry.update(changed)
+        self._on_change()
+        return self._registry.get(changed.collection_id) or changed
+
+    def delete(self, name: str, *, delete_documents: bool = False, user: str | None = None,
+               admin: bool = False) -> list[DocumentRecord]:
+        """Delete a collection ``user`` manages. While it holds documents: CollectionNotEmptyError, unless
+        ``delete_documents``, which deletes those that belong to no other collection and takes the rest out of it.
+        The documents deleted."""
+        record = self._managed(name, user, admin)
+        if record.collection_id == DEFAULT_COLLECTION_ID:
+            raise InvalidCollectionError("the default collection cannot be deleted")
+        members = self._registry.document_ids(record.collection_id)
+        if members and not delete_documents:
+            raise CollectionNotEmptyError(f"collection {name!r} holds {len(members)} document(s): move them to "
+                                          "another collection, or delete it with the documents that are only in it")
+        deleted: list[DocumentRecord] = []
+        if members:
+            only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
+            records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
+                       if r.document_id in only_here]
+            deleted = self._ingestor.delete_many(records)
+            shared = [document_id for document_id in self._registry.document_ids(record.collection_id)
+                      if document_id not in only_here]
+            self._move(lambda: self._registry.remove_documents(record.collection_id, shared))
+        self._registry.delete(record.collection_id)
+        self._on_change()
+        return deleted
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def add_documents(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
+                      admin: bool = False) -> list[str]:
+        """Put documents in a collection ``user`` may edit, without re-embedding; each must be a document ``user``
+        may see and change (in a collection ``user`` may edit). The ids newly added."""
+        record = self._editable(name, user, admin)
+        self._changeable(document_ids, user, admin)
+        return self._move(lambda: self._registry.add_documents(record.collection_id, list(document_ids)))
+
+    def remove_documents(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
+                         admin: bool = False) -> list[str]:
+        """Take documents out of a collection ``user`` may edit, without re-embedding; InvalidCollectionError when
+        one would belong to no collection. The ids removed."""
+        record = self._editable(name, user, admin)
+        self._changeable(document_ids, user, admin, require_edit=False)
+        return self._move(lambda: self._registry.remove_documents(record.collection_id, list(document_ids)))
+
+    def include(self, collection_id: str | None, document_ids: Sequence[str]) -> list[str]:
+        """Put documents an ingest or sync wrote (or found unchanged) in the collection it named, if not there yet."""
+        if collection_id is None or not document_ids:
+            return []
+        return self._move(lambda: self._registry.add_documents(collection_id, list(document_ids)))
+
+    def ingest_into(self, collection: str | None, ingest: Callable[[str | None], IngestReport]) -> IngestReport:
+        """Run ``ingest`` with the id of the collection named (checked for writing), then put the documents it
+        found unchanged in it too."""
+        collection_id = self.for_writing(collection)
+        report = ingest(collection_id)
+        self.include(collection_id, report.document_ids)
+        return report
+
+    def for_writing(self, name: str | None, user: str | None = None, admin: bool = False) -> str | None:
+        """The id of the collection ``user`` ingests into (None for no name); a reader gets PermissionDeniedError."""
+        return None if name is None else self._editable(name, user, admin).collection_id
+
+    def may_change(self, document_id: str, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` may delete or re-ingest the document (see :meth:`CollectionsFacade.may_change_document`)."""
+        if user is None or admin:
+            return True
+        record = self._catalog.documents.get(document_id, user)
+        if record is None:
+            return False
+        if record.owner == user:
+            return True
+        editable = {r.collection_id for r in self._registry.list() if r.editable_by(user)}
+        members = set(record.collections)
+        return bool(members) and DEFAULT_COLLECTION_ID not in members and members <= editable
+
+    def remember_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
+        """With a ``collection`` named (a name): each synced or watched root of ``paths`` remembers it, and the
+        documents it holds already join it (those a sync writes later join it as they are written)."""
+        collection_id = self.for_writing(collection)
+        if collection_id is None:
+            return
+        from ragstream.sync.syncer import resolve_root  # the file parsers load only when a sync runs
+
+        for path in paths:
+            root = str(resolve_root(path))
+            self._registry.set_root_collection(root, collection_id)
+            self.include(collection_id, [r.document_id for r in self._catalog.documents.documents_in_root(root)])
+
+    def joined(self, doc: LoadedDocument, record: DocumentRecord | None) -> LoadedDocument:
+        """``doc`` naming every collection its new version belongs to: those it names, those its document is in,
+        its synced root's; the default collection when there are none."""
+        ids = set(doc.collections) | set(record.collections if record is not None else ())
+        root_collection = self._registry.root_collection(doc.root) if doc.root else None
+        if root_collection is not None and self._registry.get(root_collection) is not None:
+            ids.add(root_collection)
+        return doc.model_copy(update={"collections": tuple(sorted(ids or {DEFAULT_COLLECTION_ID}))})
+
+    def recover(self) -> int:
+        """Finish membership changes a crash cut short (the payloads of their documents); how many documents."""
+        pending = self._registry.pending()
+        if pending:
+            self._move(lambda: pending)
+        return len(pending)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _move(self, change: Callable[[], list[str]]) -> list[str]:
+        """Run a membership change of the catalog, then bring the stored payloads of its documents in step."""
+        with self._ingestor.commit_lock:
+            changed = change()
+            if not changed:
+                return changed
+            members = self._registry.memberships(changed)
+            for document_id in changed:
+                if document_id in members:  # a document deleted meanwhile has no points left to change
+                    self._store.set_collections(document_id, members[document_id])
+            self._store.flush()
+            self._registry.clear_pending(changed)
+        self._on_change()
+        return changed
+
+    def _managed(self, name: str, user: str | None, admin: bool) -> CollectionRecord:
+        record = self.get(name, user, admin)
+        if not record.managed_by(user, admin):
+            raise PermissionDeniedError(f"only the owner of collection {name!r} or an admin may change or delete it")
+        return record
+
+    def _editable(self, name: str, user: str | None, admin: bool) -> CollectionRecord:
+        record = self.get(name, user, admin)
+        if not record.editable_by(user, admin):
+            raise PermissionDeniedError(f"you may read collection {name!r} but not add or remove its documents")
+        return record
+
+    def _changeable(self, document_ids: Sequence[str], user: str | None, admin: bool, *, require_edit: bool = True) -> None:
+        """Each document exists and ``user`` may see it; with ``require_edit``, it is in a collection ``user`` may
+        edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads)."""
+        if len(document_ids) > self._config.max_scope * self._config.max_users:
+            raise InvalidCollectionError("too many documents in one request")
+        editable = {r.collection_id for r in self._registry.list() if r.editable_by(user, admin) or r.access == "all"}
+        for document_id in document_ids:
+            found = self._catalog.documents.get(document_id, user)
+            readable = found is not None and (user is None or admin or any(
+                self._readable(c, user) for c in found.collections))
+            if found is None or not readable:
+                raise DocumentNotFoundError(f"no document with id {document_id!r}")
+            if require_edit and not set(found.collections) & editable:
+                raise PermissionDeniedError(f"document {document_id!r} is only in collections you may read, not change")
+
+    def _readable(self, collection_id: str, user: str) -> bool:
+        record = self._registry.get(collection_id)
+        return record is not None and record.readable_by(user)
+
+    def _access(self, access: str) -> CollectionAccess:
+        for value in ACCESS_VALUES:
+            if access == value:
+                return value
+        raise InvalidCollectionError(f"access must be one of {', '.join(ACCESS_VALUES)}, not {access!r}")
+
+    def _checked(self, record: CollectionRecord) -> CollectionRecord:
+        """``record`` with its texts and user lists within the configured bounds; InvalidCollectionError if not."""
+        config = self._config
+        if not isinstance(record.name, str) or len(record.name) > config.max_name_chars or not _NAME.fullmatch(record.name):
+            raise InvalidCollectionError(
+                f"a collection name is 1 to {config.max_name_chars} letters, digits, '.', '_' or '-', starting with a "
+                f"letter or digit (collections.max_name_chars); not {record.name!r}")
+        for label, text, limit in (("description", record.description, config.max_description_chars),
+                                   ("instructions", record.instructions, config.max_instructions_chars)):
+            if len(text) > limit:
+                raise InvalidCollectionError(f"the {label} is {len(text)} characters; the limit is {limit}")
+        for label, users in (("readers", record.readers), ("editors", record.editors)):
+            if len(users) > config.max_users:
+                raise InvalidCollectionError(f"{label} names {len(users)} users; the limit is {config.max_users} "
+                                             "(collections.max_users)")
+            if any(not isinstance(u, str) or not u.strip() or u != u.strip() or _CONTROL.search(u) for u in users):
+                raise InvalidCollectionError(f"{label} holds a blank user id, or one with spaces around it or control "
+                                             "characters")
+        return record.model_copy(update={"readers": sorted(set(record.readers)), "editors": sorted(set(record.editors))})

@@ -1,0 +1,69 @@
+"""The MCP tools take collections (docs/collections.md): ``search``, ``ask`` and ``list_documents`` a scope,
+``ingest`` the collection its documents join; over streamable HTTP on a real ``ragstream serve`` with a user key
+that may read the collection, one that may not, and an admin key. Each refusal is paired with a success."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from support.mcp_client import Mcp, connected, http_session
+from support.server_process import RunningServer, running_server
+
+ALICE_KEY = "alice-key-0123456789abcdef"
+BOB_KEY = "bob-key-0123456789abcdef"
+ADMIN_KEY = "admin-key-0123456789abcdef"
+WORD = "zanzibarquokka"
+MEMO = {"name": "memo.md", "text": f"# Memo\n\nThe {WORD} memo says the launch needs two signatures.\n"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    keys = json.dumps([{"key": ALICE_KEY, "user": "alice"}, {"key": BOB_KEY, "user": "bob"},
+                       {"key": ADMIN_KEY, "user": "root", "role": "admin"}])
+    with running_server(tmp_path_factory.mktemp("mcp-collections"), hash_embedder=True, SERVER__KEYS=keys) as running:
+        created = httpx.post(f"{running.url}/api/collections", json={"name": "alice-team"},
+                             headers={"Authorization": f"Bearer {ALICE_KEY}"}, timeout=60)
+        assert created.status_code == 201, created.text
+        yield running
+
+
+@pytest.fixture(scope="module")
+def memo(server: RunningServer) -> str:
+    with connected(http_session(server.url, ADMIN_KEY)) as admin:
+        done = admin.ok("ingest", {"documents": [MEMO], "collection": "alice-team"})
+        assert done["ingested"] == 1
+        return str(done["document_ids"][0])
+
+
+def _clients(server: RunningServer, key: str) -> Iterator[Mcp]:
+    with connected(http_session(server.url, key)) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def alice(server: RunningServer, memo: str) -> Iterator[Mcp]:
+    yield from _clients(server, ALICE_KEY)
+
+
+@pytest.fixture(scope="module")
+def bob(server: RunningServer, memo: str) -> Iterator[Mcp]:
+    yield from _clients(server, BOB_KEY)
+
+
+def test_tools_read_only_collections_the_caller_may_read(alice: Mcp, bob: Mcp, memo: str):
+    query = {"query": f"{WORD} memo", "mode": "bm25"}
+    assert [p["document_id"] for p in alice.ok("search", {**query, "collections": ["alice-team"]})["passages"]] == [memo]
+    assert memo in {p["document_id"] for p in alice.ok("search", query)["passages"]}
+    assert memo not in {p["document_id"] for p in bob.ok("search", query)["passages"]}
+    assert bob.error("search", {**query, "collections": ["alice-team"]})["code"] == "collection_not_found"
+    assert alice.ok("search", {**query, "collections": ["default"]})["passages"] == []  # the scope holds
+    listed = alice.ok("list_documents", {"collections": ["alice-team"]})["documents"]
+    assert [d["document_id"] for d in listed] == [memo]
+    assert bob.error("list_documents", {"collections": ["alice-team"]})["code"] == "collection_not_found"
+    answer = alice.ok("ask", {"question": f"What does the {WORD} memo say?", "collections": ["alice-team"]})
+    assert memo in {c["document_id"] for c in answer["citations"]}
+    assert bob.error("ask", {"question": "What does the memo say?", "collections": ["alice-team"]})["code"] == (
+        "collection_not_found")

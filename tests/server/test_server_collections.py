@@ -1,0 +1,264 @@
+"""Collections over HTTP (docs/collections.md): a real ``ragstream serve`` process (hash embedder) with two user
+keys (Alice, Bob) and an admin key, on SQLite and on PostgreSQL. Alice owns a private collection, one Bob may read
+and one Bob may edit; every route is asked about the private collection's word by Bob and must neither answer from
+it nor reveal it, and every scoped route is asked about another collection's word and must not answer from it
+(so a route that forgets the scope fails). Each "Bob cannot" is paired with Alice or the admin succeeding."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from support.server_process import RunningServer, running_server
+
+ALICE_KEY = "alice-key-0123456789abcdef"
+BOB_KEY = "bob-key-0123456789abcdef"
+ADMIN_KEY = "admin-key-0123456789abcdef"
+TIMEOUT = httpx.Timeout(180.0)
+WORDS = {"private": "zanzibarquokka", "read": "pelicanharbour", "edit": "marmosetlantern"}
+COLLECTIONS = {"private": "alice-private", "read": "team-read", "edit": "team-edit"}
+
+
+def _text(kind: str) -> bytes:
+    word = WORDS[kind]
+    return (f"# The {word} protocol\n\nThe {word} protocol requires two signatures before a launch. "
+            f"Every {word} launch is logged by the duty officer.\n").encode()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    tmp = tmp_path_factory.mktemp(f"collections-{request.param}")
+    keys = json.dumps([{"key": ALICE_KEY, "user": "alice"}, {"key": BOB_KEY, "user": "bob"},
+                       {"key": ADMIN_KEY, "user": "root", "role": "admin"}])
+    settings = {"SERVER__KEYS": keys}
+    if request.param == "postgres":
+        settings.update(STORE__BACKEND="postgres", STORE__URL=_database(request))
+    with running_server(tmp, hash_embedder=True, **settings) as running:
+        yield running
+
+
+def _database(request: pytest.FixtureRequest) -> str:
+    """A fresh database on the session's PostgreSQL, dropped after the module."""
+    import psycopg
+
+    server_url: str = request.getfixturevalue("postgres_server")
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    admin = server_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+
+    def drop() -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    request.addfinalizer(drop)
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def _client(server: RunningServer, key: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {key}"})
+
+
+@pytest.fixture(scope="module")
+def alice(server: RunningServer) -> Iterator[httpx.Client]:
+    with _client(server, ALICE_KEY) as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def bob(server: RunningServer) -> Iterator[httpx.Client]:
+    with _client(server, BOB_KEY) as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def admin(server: RunningServer) -> Iterator[httpx.Client]:
+    with _client(server, ADMIN_KEY) as api:
+        yield api
+
+
+def _upload(api: httpx.Client, name: str, data: bytes, **params: str) -> httpx.Response:
+    return api.post("/api/documents", files={"files": (name, data)}, params=params)
+
+
+@pytest.fixture(scope="module")
+def docs(alice: httpx.Client) -> dict[str, str]:
+    """Alice's three collections (private; Bob reads; Bob edits), each with one document: kind -> document id."""
+    for kind, access in (("private", {}), ("read", {"access": "readers", "readers": ["bob"]}),
+                         ("edit", {"editors": ["bob"]})):
+        created = alice.post("/api/collections", json={"name": COLLECTIONS[kind], "instructions": f"Answer as {kind}.",
+                                                       **access})
+        assert created.status_code == 201, created.text
+    found = {}
+    for kind, name in COLLECTIONS.items():
+        response = _upload(alice, f"{kind}.md", _text(kind), collection=name)
+        assert response.status_code == 201, response.text
+        found[kind] = response.json()["files"][0]["document_id"]
+    return found
+
+
+def _error(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+
+
+def _search(api: httpx.Client, kind: str, **extra: object) -> set[str]:
+    response = api.post("/api/search", json={"query": f"{WORDS[kind]} protocol", "mode": "bm25", "top_k": 10, **extra})
+    assert response.status_code == 200, response.text
+    return {hit["chunk"]["metadata"]["document_id"] for hit in response.json()["hits"]}
+
+
+def _answered_from(answer: dict) -> set[str]:
+    return ({s["document_id"] for s in answer["sources"]} | {d["document_id"] for d in answer["relatedDocs"]}
+            | {c["document_id"] for c in answer["citations"] if c["document_id"]})
+
+
+def _routes(api: httpx.Client, kind: str, scope: list[str] | None) -> dict[str, httpx.Response]:
+    """Every read route asked about ``kind``'s word, with ``scope`` (None: unscoped)."""
+    question = f"What does the {WORDS[kind]} protocol require before a launch?"
+    extra = {} if scope is None else {"collections": scope}
+    return {
+        "search": api.post("/api/search", json={"query": question, "top_k": 10, **extra}),
+        "retrieve": api.post("/api/retrieve", json={"query": question, "min_relevance": 0.0, **extra}),
+        "query": api.post("/api/query", json={"query": question, **extra}),
+        "chat": api.post("/api/chat", json={"message": question, **extra}),
+        "pipeline": api.post("/api/pipeline", json={"text": question, **extra}),
+    }
+
+
+def _documents_read(api: httpx.Client, route: str, response: httpx.Response) -> set[str]:
+    """The documents a route's answer drew on."""
+    assert response.status_code in (200, 201), (route, response.text)
+    if route == "search":
+        return {hit["chunk"]["metadata"]["document_id"] for hit in response.json()["hits"]}
+    if route == "retrieve":
+        return {chunk["document_id"] for chunk in response.json()["document_chunks"]}
+    if route == "query":
+        return _answered_from(response.json())
+    if route == "chat":
+        done = [json.loads(line.removeprefix("data: ")) for line in response.text.splitlines() if line.startswith("data: ")][-1]
+        return _answered_from(done["response"])
+    ran = api.post(f"/api/pipeline/{response.json()['id']}/auto", json={"until": "retrieval"})
+    assert ran.status_code == 200, ran.text
+    return {chunk["metadata"]["document_id"] for chunk in ran.json()["superprompt"]["base_context_chunks"]}
+
+
+def test_listing_and_reading_collections_follows_access(alice, bob, admin, docs):
+    names = {who: [c["name"] for c in api.get("/api/collections").json()] for who, api in
+             (("alice", alice), ("bob", bob), ("admin", admin))}
+    assert names["alice"] == names["admin"] == ["alice-private", "default", "team-edit", "team-read"]
+    assert names["bob"] == ["default", "team-edit", "team-read"]
+    assert alice.get("/api/collections/alice-private").json()["documents"] == 1
+    _error(bob.get("/api/collections/alice-private"), 404, "collection_not_found")
+    _error(bob.get("/api/collections/no-such-thing"), 404, "collection_not_found")  # the same answer
+    assert bob.get("/api/collections/team-read").json()["documents"] == 1
+
+
+def test_every_route_keeps_an_unreadable_collection_out(alice, bob, docs):
+    for route, response in _routes(bob, "private", None).items():
+        assert docs["private"] not in _documents_read(bob, route, response), route
+    for route, response in _routes(alice, "private", None).items():  # the control: Alice's routes find it
+        if route != "pipeline":
+            assert docs["private"] in _documents_read(alice, route, response), route
+    for response in _routes(bob, "private", ["alice-private"]).values():
+        _error(response, 404, "collection_not_found")
+
+
+def test_every_scoped_route_reads_only_its_collections(alice, bob, docs):
+    for api in (alice, bob):
+        for route, response in _routes(api, "edit", ["team-read"]).items():
+            read = _documents_read(api, route, response)
+            assert docs["edit"] not in read and docs["private"] not in read, route
+        for route, response in _routes(api, "edit", ["team-edit"]).items():
+            if route in ("search", "retrieve", "query"):
+                assert docs["edit"] in _documents_read(api, route, response), route
+    answer = alice.post("/api/query", json={"query": f"{WORDS['read']} protocol", "collections": ["team-read"]}).json()
+    assert {tuple(s["collections"]) for s in answer["sources"]} == {("team-read",)}
+    created = alice.post("/api/pipeline", json={"text": f"{WORDS['read']} protocol", "collections": ["team-read"]}).json()
+    ran = alice.post(f"/api/pipeline/{created['id']}/auto", json={}).json()["superprompt"]
+    assert "Answer as read." in ran["System_MD"] and "Answer as edit." not in ran["System_MD"]
+
+
+def test_documents_and_duplicates_do_not_leak(alice, bob, admin, docs):
+    def listed(api: httpx.Client, **params: object) -> set[str]:
+        return {d["document_id"] for d in api.get("/api/documents", params=params).json()}
+
+    assert docs["private"] in listed(alice) and docs["private"] not in listed(bob)
+    assert listed(bob, collection="team-read") == {docs["read"]}
+    page = bob.get("/api/documents/page", params={"limit": 50}).json()
+    assert docs["private"] not in {d["document_id"] for d in page["items"]} and page["total"] == 2
+    assert alice.get("/api/documents/page", params={"limit": 50}).json()["total"] == 3
+    _error(bob.get(f"/api/documents/{docs['private']}"), 404, "document_not_found")
+    _error(bob.get(f"/api/documents/{docs['private']}/chunks"), 404, "document_not_found")
+    assert WORDS["private"] not in json.dumps(bob.get("/api/ui").json())
+    again = _upload(bob, "mine.md", _text("private"))  # the same bytes: not reported as a duplicate of Alice's
+    assert again.status_code == 201 and again.json()["files"][0]["duplicate_of"] == []
+    assert docs["private"] in listed(admin, collection="alice-private")
+
+
+def test_readers_cannot_change_and_editors_can(alice, bob, docs):
+    _error(_upload(bob, "r.md", b"# r\n\nreader text\n", collection="team-read"), 403, "forbidden")
+    _error(bob.put(f"/api/collections/team-read/documents/{docs['edit']}"), 403, "forbidden")
+    _error(bob.delete(f"/api/documents/{docs['read']}"), 403, "forbidden")
+    _error(bob.patch("/api/collections/team-read", json={"access": "all"}), 403, "forbidden")
+    _error(bob.delete("/api/collections/team-read"), 403, "forbidden")
+    _error(bob.patch("/api/collections/team-edit", json={"instructions": "x"}), 403, "forbidden")  # editors don't manage
+    added = _upload(bob, "bob.md", b"# Bob's addition\n\nThe quasarwaffle rule applies to every launch.\n",
+                    collection="team-edit")
+    assert added.status_code == 201, added.text
+    assert added.json()["files"][0]["document_id"] in _search(alice, "edit") | {
+        hit["chunk"]["metadata"]["document_id"] for hit in alice.post(
+            "/api/search", json={"query": "quasarwaffle", "mode": "bm25", "collections": ["team-edit"]}).json()["hits"]}
+    moved = bob.put(f"/api/collections/team-edit/documents/{docs['read']}")  # Bob edits team-edit, only reads team-read
+    _error(moved, 403, "forbidden")
+    assert alice.put(f"/api/collections/team-edit/documents/{docs['read']}").json()["changed"] is True
+    assert docs["read"] in _search(bob, "read", collections=["team-edit"])
+    assert alice.delete(f"/api/collections/team-edit/documents/{docs['read']}").json()["changed"] is True
+    assert docs["read"] not in _search(bob, "read", collections=["team-edit"])
+    _error(alice.delete(f"/api/collections/team-read/documents/{docs['read']}"), 422, "invalid_collection")
+    assert bob.delete(f"/api/documents/{added.json()['files'][0]['document_id']}").status_code == 200
+
+
+def test_an_upload_naming_the_default_collection_stays_the_callers_own(alice, bob, docs):
+    uploaded = _upload(bob, "own.md", b"# Own\n\nThe wombatcompass note is Bob's alone.\n", collection="default")
+    assert uploaded.status_code == 201, uploaded.text
+    document_id = uploaded.json()["files"][0]["document_id"]
+    assert bob.get(f"/api/documents/{document_id}").json()["document"]["owner"] == "bob"
+    _error(alice.get(f"/api/documents/{document_id}"), 404, "document_not_found")
+
+
+def test_an_upload_to_a_collection_lands_in_its_own_folder(server: RunningServer, alice, docs):
+    folders = {path.name for path in (Path(server.data_dir) / "uploads").iterdir()}
+    assert any(name.startswith("collection-") for name in folders)
+
+
+def test_the_openai_endpoint_lists_each_readable_collection_as_a_model(alice, bob, docs):
+    def models(api: httpx.Client) -> list[str]:
+        return [card["id"] for card in api.get("/v1/models").json()["data"]]
+
+    assert models(bob) == ["ragstream", "ragstream/default", "ragstream/team-edit", "ragstream/team-read"]
+    assert "ragstream/alice-private" in models(alice)
+    assert alice.get("/v1/models/ragstream/alice-private").json()["id"] == "ragstream/alice-private"
+    _error(bob.get("/v1/models/ragstream/alice-private"), 404, "model_not_found")
+    question = {"role": "user", "content": f"What does the {WORDS['edit']} protocol require?"}
+    scoped = bob.post("/v1/chat/completions", json={"model": "ragstream/team-read", "messages": [question]}).json()
+    assert docs["edit"] not in {s["document_id"] for s in scoped["ragstream"]["sources"]}
+    assert docs["edit"] not in {d["document_id"] for d in scoped["ragstream"]["relatedDocs"]}
+    edit = bob.post("/v1/chat/completions", json={"model": "ragstream/team-edit", "messages": [question]}).json()
+    assert docs["edit"] in {d["document_id"] for d in edit["ragstream"]["relatedDocs"]}
+    _error(bob.post("/v1/chat/completions", json={"model": "ragstream/alice-private", "messages": [question]}), 404,
+           "model_not_found")
+
+
+def test_deleting_a_collection(alice, bob, admin, docs):
+    _error(alice.post("/api/collections", json={"name": "team-read"}), 409, "collection_exists")
+    _error(alice.post("/api/collections", json={"name": "bad name"}), 422, "invalid_collection")
+    _error(alice.delete("/api/collections/alice-private"), 409, "collection_not_empty")
+    gone = admin.delete("/api/collections/alice-private", params={"delete_documents": "true"})
+    assert gone.status_code == 200 and gone.json()["documents_deleted"] == [docs["private"]]
+    _error(alice.get(f"/api/documents/{docs['private']}"), 404, "document_not_found")
+    assert "alice-private" not in [c["name"] for c in alice.get("/api/collections").json()]
