@@ -420,9 +420,9 @@ class Ragstream:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
         It reads the versions committed when the call starts, of the documents ``user`` may see, and
-        continues ``user``'s conversation of that id (conversations are kept per user)."""
-        with self.snapshot() as snapshot:
-            return self.answers().ask(question, conversation_id, selected_text, snapshot, user)
+        continues ``user``'s conversation of that id (conversations are kept per user). With the vector
+        store down (after ``answer.store_outage.retries``) it answers without retrieval, marked as such."""
+        return self.answers().ask(question, conversation_id, selected_text, None, user)  # the pipeline takes the snapshot
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None, *, user: str | None = None) -> Iterator[StreamEvent]:

@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from ragstream.errors import InsufficientStorageError
+from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError
 from ragstream.pipeline.super_prompt import ConversationPair
 from ragstream.store.catalog_base import Conversations
 
@@ -29,19 +29,24 @@ class ConversationStore:
     def recent(self, conversation_id: str, owner: str | None = None) -> list[ConversationPair]:
         """``owner``'s conversation's kept pairs, oldest first (empty for an unknown id).
 
-        Conversations are kept per owner: one user never reads or continues another's."""
-        return [ConversationPair(user=user, assistant=assistant)
-                for user, assistant in self._turns.recent_turns(conversation_id, self._max_pairs, owner)]
+        Conversations are kept per owner: one user never reads or continues another's. With the catalog's
+        database down (PostgreSQL stopped) the question goes on without its history (logged)."""
+        try:
+            turns = self._turns.recent_turns(conversation_id, self._max_pairs, owner)
+        except VectorDBUnavailableError as error:
+            logger.warning("conversation history not read: %s", error.message)
+            return []
+        return [ConversationPair(user=user, assistant=assistant) for user, assistant in turns]
 
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
                owner: str | None = None) -> None:
         """Record one turn of ``owner``'s conversation; ``incomplete`` when the answer was cut short. On a full
-        disk the turn is not kept (logged), and the answer is still served."""
+        disk or with the catalog's database down the turn is not kept (logged), and the answer is still served."""
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             self._turns.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
                                    incomplete=incomplete, owner=owner)
-        except InsufficientStorageError as error:  # the answer is still served; only its memory is lost
+        except (InsufficientStorageError, VectorDBUnavailableError) as error:  # the answer is still served; only its memory is lost
             logger.warning("conversation turn not kept: %s", error.message)
 
     def messages(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:

@@ -127,7 +127,7 @@ class AskResult(Answer):
 
     conversation_id: str = Field(description="Pass it back as conversation_id to ask a follow-up.")
     message_id: str
-    mode: Literal["llm", "extractive", "no_results"]
+    mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = None
     incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")
 
