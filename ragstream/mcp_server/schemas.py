@@ -119,6 +119,8 @@ class SearchResult(BaseModel):
     fallback_reason: str | None = Field(None, description="Why the mode that ran differs from the requested one.")
     reranked: bool = Field(False, description="Whether the cross-encoder re-ordered the passages.")
     rerank_reason: str | None = Field(None, description="Why a requested rerank did not run.")
+    num_candidates: dict[str, int] = Field(
+        default_factory=dict, description="Candidates each retriever (dense, bm25) produced before fusion and the cut.")
     passages: list[Passage]
 
 
