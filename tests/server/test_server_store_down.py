@@ -1,6 +1,6 @@
 """A real PostgreSQL stopped under a running ``ragstream serve``: questions answer 200 without retrieval,
 marked as such (``degraded_reason``, Low confidence, no citations), on /api/query, /api/chat and
-/v1/chat/completions; /api/search and /api/retrieve answer 503 ``vector_db_unavailable`` with the cause; the
+/v1/chat/completions and MCP ``ask``, and in a running ``ragstream chat``; /api/search, MCP ``search`` and /api/retrieve answer 503 ``vector_db_unavailable`` with the cause; the
 server logs the outage at ERROR. Started again, PostgreSQL serves the next question from the documents.
 """
 
@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +21,8 @@ import pytest
 from support.answer_fixtures import MARKDOWN_SAMPLES
 from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
-from support.server_process import running_server
+from support.mcp_client import connected, http_session
+from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, running_server, server_env
 
 from ragstream import Ragstream, load_config
 
@@ -48,7 +53,8 @@ def _sse(text: str) -> list[tuple[str, dict]]:
     return events
 
 
-def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, own_postgres):
+def _ingested(tmp_path: Path, own_postgres: Path) -> str:
+    """Ingest the samples into the test's PostgreSQL; its URL."""
     from ragstream.store.postgres import server
 
     url = server.status(own_postgres).url
@@ -56,6 +62,13 @@ def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, 
     with Ragstream(load_config(data_dir=str(tmp_path / "data"), store=store, **FAST_DEFAULTS),
                    embedder=HashEmbedder()) as rs:
         assert rs.ingest(MARKDOWN_SAMPLES[:2]).documents_failed == 0
+    return url
+
+
+def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, own_postgres):
+    from ragstream.store.postgres import server
+
+    url = _ingested(tmp_path, own_postgres)
     settings = {"STORE__BACKEND": "postgres", "STORE__URL": url, "STORE__CONNECT_TIMEOUT_SECONDS": "2"}
     with running_server(tmp_path / "srv", hash_embedder=True, data_dir=tmp_path / "data", **settings) as srv:
         healthy = httpx.post(f"{srv.url}/api/query", json={"query": QUESTION}, timeout=TIMEOUT).json()
@@ -89,9 +102,53 @@ def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, 
             error = failed.json()["error"]
             assert error["code"] == "vector_db_unavailable" and "PostgreSQL" in error["message"], error
 
+        with connected(http_session(srv.url)) as mcp:
+            asked = mcp.ok("ask", {"question": QUESTION})
+            assert asked["metadata"]["mode"] == "no_retrieval" and asked["confidence"]["level"] == "Low"
+            assert "vector_db_unavailable" in asked["metadata"]["degraded_reason"] and asked["citations"] == []
+            assert mcp.error("search", {"query": QUESTION})["code"] == "vector_db_unavailable"
+
         log = srv.log_text()
         assert "ERROR" in log and "answering without retrieval" in log
 
-        server.start(own_postgres)  # back up: the pool reconnects
-        again = httpx.post(f"{srv.url}/api/query", json={"query": QUESTION}, timeout=TIMEOUT).json()
-        assert again["metadata"]["mode"] != "no_retrieval" and again["metadata"]["degraded_reason"] is None
+        server.start(own_postgres)  # back up: the pool reconnects (its backoff may take a few questions)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            again = httpx.post(f"{srv.url}/api/query", json={"query": QUESTION}, timeout=TIMEOUT).json()
+            if again["metadata"]["mode"] != "no_retrieval" or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        assert again["metadata"]["mode"] != "no_retrieval" and again["metadata"]["degraded_reason"] is None, again
+
+
+def test_a_running_cli_chat_answers_without_retrieval_once_postgres_stops(tmp_path, own_postgres):
+    """``ragstream chat`` opened the index while PostgreSQL ran; the next question after it stopped is answered
+    without retrieval. (``ragstream ask`` started while it is down cannot open the index: the catalog is in it.)"""
+    from ragstream.store.postgres import server
+
+    url = _ingested(tmp_path, own_postgres)
+    env = server_env(tmp_path / "data", **FAST_SETTINGS, STORE__BACKEND="postgres", STORE__URL=url,
+                     STORE__CONNECT_TIMEOUT_SECONDS="2")
+    chat = subprocess.Popen([sys.executable, "-c", SERVE_WITH_HASH_EMBEDDER, "chat"], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(iter(lambda: chat.stdout.read(1), "")), daemon=True)
+    reader.start()
+    try:
+        chat.stdin.write(QUESTION + "\n")
+        chat.stdin.flush()
+        deadline = time.monotonic() + TIMEOUT
+        while "".join(out).count("you> ") < 2 and time.monotonic() < deadline and chat.poll() is None:
+            time.sleep(0.1)  # the first answer, from the documents, is printed and the prompt is back
+        assert "".join(out).count("you> ") == 2, "".join(out)
+        healthy = "".join(out)
+        server.stop(own_postgres)  # the real fault, under the running chat
+        _, errors = chat.communicate(QUESTION + "\n\n", timeout=TIMEOUT)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    reader.join(TIMEOUT)
+    later = "".join(out)[len(healthy):]
+    assert chat.returncode == 0, errors
+    assert "could not be searched" not in healthy
+    assert later.lstrip().startswith("The documents could not be searched (") and "vector_db_unavailable" not in errors
