@@ -29,14 +29,9 @@ class ConversationStore:
     def recent(self, conversation_id: str, owner: str | None = None) -> list[ConversationPair]:
         """``owner``'s conversation's kept pairs, oldest first (empty for an unknown id).
 
-        Conversations are kept per owner: one user never reads or continues another's. With the catalog's
-        database down (PostgreSQL stopped) the question goes on without its history (logged)."""
-        try:
-            turns = self._turns.recent_turns(conversation_id, self._max_pairs, owner)
-        except VectorDBUnavailableError as error:
-            logger.warning("conversation history not read: %s", error.message)
-            return []
-        return [ConversationPair(user=user, assistant=assistant) for user, assistant in turns]
+        Conversations are kept per owner: one user never reads or continues another's."""
+        return [ConversationPair(user=user, assistant=assistant)
+                for user, assistant in self._turns.recent_turns(conversation_id, self._max_pairs, owner)]
 
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
                owner: str | None = None) -> None:

@@ -35,8 +35,8 @@ def run_with_retry(run: Callable[[], T], config: StoreOutageConfig, deadline: De
             return run()
         except VectorDBUnavailableError as error:
             if attempts > config.retries or not deadline.allows(config.retry_backoff_seconds):
-                logger.error("vector store unavailable after %d attempt(s); answering without retrieval: %s",
-                             attempts, error.message)
+                logger.error("vector store unavailable after %d attempt(s); answering without retrieval (the turn is "
+                             "not kept in its conversation): %s", attempts, error.message)
                 raise
             logger.warning("vector store unavailable (attempt %d of %d), retrying: %s",
                            attempts, config.retries + 1, error.message)

@@ -318,14 +318,16 @@ class AnswerService:
                                     f"the limit is {self._config.max_selected_text_chars}")
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
-        sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id, user),
-                         selected_text=selected_text or "")
+        sp = SuperPrompt(user_text=question, selected_text=selected_text or "")
         turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
         try:
-            turn.sp = no_retrieval.run_with_retry(lambda: self._pipeline(sp, turn.deadline, snapshot, user),
-                                                  self._config.store_outage, turn.deadline)
+            def attempt() -> SuperPrompt:  # the history and the pipeline: each may find the store down
+                sp.recentConversation = self.conversations.recent(conversation_id, user)
+                return self._pipeline(sp, turn.deadline, snapshot, user)
+
+            turn.sp = no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
             return turn
@@ -422,8 +424,9 @@ class AnswerService:
             if turn.incomplete and confidence.level == "High":
                 confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
             confidence = with_support(confidence, sentences)
-        self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
-                                  incomplete=turn.incomplete, owner=turn.user)
+        if turn.store_down is None:  # else the catalog's database may be down too: no wait for it (logged at ERROR)
+            self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
+                                      incomplete=turn.incomplete, owner=turn.user)
         turn.latencies["total"] = (time.perf_counter() - turn.started) * MS
         sp = turn.sp
         return Answer(
