@@ -1,5 +1,5 @@
 """A real PostgreSQL stopped under a running ``ragstream serve``: questions answer 200 without retrieval,
-marked as such (``degraded_reason``, Low confidence, no citations), on /api/query, /api/chat,
+marked as such (``degraded_reason``, Low confidence, no citations), on /api/query, /api/chat, /ws/chat,
 /v1/chat/completions and MCP ``ask``, and in a running ``ragstream chat``; /api/search, /api/retrieve and MCP
 ``search`` answer 503 (a tool error) ``vector_db_unavailable`` with the cause; the server logs the outage at
 ERROR. Started again, PostgreSQL serves the next question from the documents.
@@ -24,6 +24,7 @@ from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
 from support.mcp_client import connected, http_session
 from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, running_server, server_env
+from websockets.sync.client import connect
 
 from ragstream import Ragstream, load_config
 
@@ -90,6 +91,12 @@ def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, 
         assert [name for name, _ in events if name != "token"] == ["done"]
         done = events[-1][1]
         assert done["mode"] == "no_retrieval" and "vector_db_unavailable" in done["degraded_reason"]
+
+        with connect(srv.url.replace("http://", "ws://") + "/ws/chat", open_timeout=TIMEOUT) as ws:
+            ws.send(json.dumps({"message": QUESTION}))
+            while (event := json.loads(ws.recv(timeout=TIMEOUT)))["event"] == "token":
+                pass
+        assert event["event"] == "done" and event["data"]["mode"] == "no_retrieval" and event["data"]["degraded_reason"]
 
         completion = httpx.post(f"{srv.url}/v1/chat/completions", timeout=TIMEOUT,
                                 json={"model": "ragstream", "messages": [{"role": "user", "content": QUESTION}]})
