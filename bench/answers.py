@@ -44,7 +44,7 @@ from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
-PERCENTILES = (50, 95)
+PERCENTILES = (50, 95, 99)
 SERVER_START_POLLS = 600
 SERVER_POLL_SECONDS = 0.5
 

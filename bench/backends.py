@@ -10,14 +10,14 @@ SciFact (train queries):
 * ingest seconds, with the embedding cache primed from ``--source-index`` (a copy of an existing
   index's SQLite catalog) when given, so no backend re-embeds and both ingest under the same
   conditions; without it the first backend embeds cold and primes the second;
-* NDCG@10 and query p50/p95 (end to end, ms) for bm25, dense and hybrid;
+* NDCG@10 and query p50/p95/p99 (end to end, ms) for bm25, dense and hybrid;
 * BM25 top-10 agreement with an exact BM25 computed here in numpy (the same tokens, the corpus's
   true average chunk length, IDF ln(1 + (N - df + 0.5) / (df + 0.5))): the share of the exact top
   10 the store returns, averaged over queries;
 * postgres: dense recall@10 of the HNSW index (``store.hnsw_ef_search``) against exact search.
 
 Then ``--synthetic`` random chunks (Zipf-distributed words, clustered 384-d unit vectors) are written
-straight to each store, ANN indexes built (``maybe_optimize``), and dense and BM25 query p50/p95,
+straight to each store, ANN indexes built (``maybe_optimize``), and dense and BM25 query p50/p95/p99,
 dense recall@10 against exact search and the disk size reported. Prints one JSON object; the load
 average is in it, since the machine is shared.
 """
@@ -65,7 +65,8 @@ ALL = Snapshot(sequence=0, max_generation=2**62, uncommitted=frozenset())
 
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
-    return {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2)}
+    return {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
+            "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)}
 
 
 def timed(calls: list[Callable[[], Any]]) -> tuple[list[Any], dict[str, float]]:
@@ -284,7 +285,7 @@ def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> 
 
 def bm25_only(backend: str, data_dir: Path, url: str | None, dataset: Any, max_queries: int | None) -> dict[str, Any]:
     """BM25 alone, light enough to run beside other work: every corpus document is one chunk (title and
-    abstract) with a placeholder dense vector; top-10 agreement with exact BM25 and BM25 p50/p95."""
+    abstract) with a placeholder dense vector; top-10 agreement with exact BM25 and BM25 p50/p95/p99."""
     config = load_config(data_dir=data_dir, store=store_section(backend, url))
     catalog, store = open_backend(config, lambda catalog: BM25_ONLY_DIMENSIONS)
     try:

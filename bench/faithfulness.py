@@ -30,8 +30,8 @@ fresh index folder and reports: precision and recall of the verdict ``unsupporte
 ``unsupported or uncertain``), overall and per corpus, recall per perturbation, the false-positive rate on
 supported originals (``precision_balanced``: the precision were there as many perturbed sentences as
 supported ones), the share of High-confidence answers (originals and each perturbed variant) holding an
-unsupported sentence without the check and with it, and the check's time per answer: wall clock p50/p95
-and the process's CPU time (all threads) p50/p95, with the load average before and after, on the shared
+unsupported sentence without the check and with it, and the check's time per answer: wall clock p50/p95/p99
+and the process's CPU time (all threads) p50/p95/p99, with the load average before and after, on the shared
 machine the numbers were taken on.
 """
 
@@ -65,7 +65,7 @@ FOLDER = Path(__file__).resolve().parent / "datasets" / "faithfulness"
 DEFAULT_CACHE = FOLDER / "answers.jsonl"
 DEFAULT_LABELS = FOLDER / "labels.jsonl"
 PERTURBATIONS = ("number", "negation", "entity", "other_attachment")
-PERCENTILES = (50, 95)
+PERCENTILES = (50, 95, 99)
 SEED = 24
 MIN_BORROWED_WORDS = 6
 AUXILIARIES = re.compile(r"\b(is|are|was|were|can|could|does|do|did|has|have|had|will|would|should|may|might|must)\b")

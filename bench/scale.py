@@ -9,13 +9,13 @@ texts of words from a 5,000-word vocabulary. Queries are stored vectors plus noi
 object, per size:
 
 - ``fill``: seconds to upsert every chunk, shard size on disk;
-- ``exact`` / ``hnsw``: store query latency p50/p95 (ms) for dense at ``--depth`` (the searcher's
+- ``exact`` / ``hnsw``: store query latency p50/p95/p99 (ms) for dense at ``--depth`` (the searcher's
   candidate depth), BM25 at the same depth, and the hybrid store part (both rankings as ids and scores,
   fusion, then the kept ``top_k`` chunks read back, as the searcher runs it), and the
   dense recall@10 against exact numpy search over every vector;
 - ``build``: seconds of ``maybe_optimize()`` (copy, child process build, swap), the child's peak
   memory, and the latency of a reader thread searching all through the build (how many searches
-  completed, p50/p95/max): readers are not blocked when that count is high and max stays small;
+  completed, p50/p95/p99/max): readers are not blocked when that count is high and max stays small;
 - ``memory``: this process's resident memory after filling and after the build.
 
 Heavy (1M chunks: several GB on disk and tens of minutes): run it under the shared lock, alone.
@@ -91,9 +91,9 @@ def _rss_mb() -> float:
 def _percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     if not ordered:
-        return {"p50": 0.0, "p95": 0.0, "max": 0.0}
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
     return {"p50": round(ordered[len(ordered) // 2], 3), "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 3),
-            "max": round(ordered[-1], 3)}
+            "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3), "max": round(ordered[-1], 3)}
 
 
 def _exact_top10(size: int, queries: np.ndarray, centres: np.ndarray) -> np.ndarray:

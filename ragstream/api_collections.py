@@ -4,7 +4,7 @@ or a script, which may do anything; ``admin``: an admin key, which manages every
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,23 +102,25 @@ class CollectionsFacade:
         sp.collection_instructions = list(scope.instructions)
         return scope
 
-    def _labelled(self, answer: Answer, scope: QuestionScope, user: str | None) -> Answer:
-        """``answer`` with the collection names of each cited document."""
-        labels = self.collection_service.labels(
-            [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources],
-            scope, user)
+    def _labelled(self, answer: Answer, scope: QuestionScope | Callable[[], QuestionScope], user: str | None) -> Answer:
+        """``answer`` with the collection names of each cited document (``scope`` is found only when it cites one)."""
+        ids = [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources]
+        if not ids:  # nothing to label (an answer without retrieval: the catalog may be down)
+            return answer
+        labels = self.collection_service.labels(ids, scope() if callable(scope) else scope, user)
         return answer.model_copy(update={
             "citations": [c.model_copy(update={"collections": labels.get(c.document_id or "", [])}) for c in answer.citations],
             "sources": [s.model_copy(update={"collections": labels.get(s.document_id, [])}) for s in answer.sources]})
 
-    def _labelled_events(self, events: Iterator[StreamEvent], scope: QuestionScope,
+    def _labelled_events(self, events: Iterator[StreamEvent], scope: QuestionScope | Callable[[], QuestionScope],
                          user: str | None) -> Iterator[StreamEvent]:
         """The stream with the collection names of each cited document on its citation events and the answer."""
         from ragstream.answer.models import CitationEvent, DoneEvent
 
         for event in events:
             if isinstance(event, CitationEvent) and event.citation.document_id:
-                names = self.collection_service.labels([event.citation.document_id], scope, user)
+                names = self.collection_service.labels([event.citation.document_id],
+                                                       scope() if callable(scope) else scope, user)
                 event = event.model_copy(update={"citation": event.citation.model_copy(
                     update={"collections": names.get(event.citation.document_id, [])})})
             elif isinstance(event, DoneEvent):

@@ -144,6 +144,9 @@ class SearchResult(BaseModel):
     rerank_reason: str | None = Field(None, description="Why a requested rerank did not run (no model, decisive ranking).")
     hits: list[SearchHit]
     latencies_ms: dict[str, float] = Field(default_factory=dict, description="Per stage: embed, dense, bm25, fusion, rerank, total.")
+    num_candidates: dict[str, int] = Field(
+        default_factory=dict, description="Candidates each retriever that ran (dense, bm25) produced, before fusion, "
+        "the score threshold and the cut to top_k.")
 
 
 class DocumentRecord(BaseModel):

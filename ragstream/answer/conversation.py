@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from ragstream.errors import InsufficientStorageError
+from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError
 from ragstream.pipeline.super_prompt import ConversationPair
 from ragstream.store.catalog_base import Conversations
 
@@ -36,12 +36,12 @@ class ConversationStore:
     def append(self, conversation_id: str, message_id: str, user: str, assistant: str, *, incomplete: bool = False,
                owner: str | None = None) -> None:
         """Record one turn of ``owner``'s conversation; ``incomplete`` when the answer was cut short. On a full
-        disk the turn is not kept (logged), and the answer is still served."""
+        disk or with the catalog's database down the turn is not kept (logged), and the answer is still served."""
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             self._turns.add_turn(conversation_id, message_id, user, assistant, created_at, self._max_pairs,
                                    incomplete=incomplete, owner=owner)
-        except InsufficientStorageError as error:  # the answer is still served; only its memory is lost
+        except (InsufficientStorageError, VectorDBUnavailableError) as error:  # the answer is still served; only its memory is lost
             logger.warning("conversation turn not kept: %s", error.message)
 
     def messages(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:

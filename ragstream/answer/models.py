@@ -193,7 +193,7 @@ class DoneEvent(BaseModel):
     total_tokens: int | None = None
     latency_ms: float
     unmatched_citations: list[str] = Field(default_factory=list)
-    mode: Literal["llm", "extractive", "no_results"]
+    mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = Field(None, description="Why the answer is not what the configuration asked for.")
     incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")
     response: Answer

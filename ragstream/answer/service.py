@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from ragstream.answer import no_retrieval
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citation_inference import infer_citations
 from ragstream.answer.citations import (
@@ -55,6 +56,7 @@ from ragstream.errors import (
     LLMError,
     NoRelevantContextError,
     NoRetrievalResultsError,
+    VectorDBUnavailableError,
     check_unicode,
 )
 from ragstream.models import QuestionScope
@@ -70,7 +72,9 @@ if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
     from ragstream.providers.llm_client import ChatCompletionResult, LLMClient
     from ragstream.providers.rerankers.base import Reranker
 
-Mode = Literal["llm", "extractive", "no_results"]
+Mode = Literal["llm", "extractive", "no_results", "no_retrieval"]
+ScopeSource = QuestionScope | Callable[[], QuestionScope] | None
+"""A question's scope, or how to find it (called inside each attempt: finding it may find the store down)."""
 MS = 1000.0
 LENGTH = "length"
 BM25 = "bm25"
@@ -100,6 +104,8 @@ class _Turn:
     chunks: list[DocumentChunk] = field(default_factory=list)
     query_vectors: np.ndarray | None = None
     no_results_reason: str | None = None
+    store_down: VectorDBUnavailableError | None = None
+    """The vector store stayed unavailable: answered without retrieval."""
     degraded: list[str] = field(default_factory=list)
     incomplete: bool = False
     truncated: bool = False
@@ -150,7 +156,7 @@ class AnswerService:
     # -- answers ---------------------------------------------------------------------------------
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
-            snapshot: Snapshot | None = None, user: str | None = None, scope: QuestionScope | None = None) -> Answer:
+            snapshot: Snapshot | None = None, user: str | None = None, scope: ScopeSource = None) -> Answer:
         """Answer ``question`` in one piece from the versions committed at ``snapshot`` (by default,
         when the pipeline starts) of the documents ``user`` may see, in ``user``'s conversation."""
         turn = self._prepare(question, conversation_id, selected_text, snapshot, user, scope)
@@ -158,6 +164,12 @@ class AnswerService:
             text = self._config.no_results_message
             return self._answer(turn, text, "no_results", None, {}, self._tracker(turn, text))
         started = time.perf_counter()
+        if turn.store_down is not None:
+            outage = self._config.store_outage
+            text, model, tokens = no_retrieval.answer(self.llm, question, no_retrieval.notice(turn.store_down, outage),
+                                                      outage, turn.deadline, lambda e: turn.degraded.append(_llm_reason(e)))
+            turn.lap("generation", started)
+            return self._finish(turn, text, "no_retrieval", model, tokens, self._tracker(turn, text))
         if self.llm is not None:
             try:
                 result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop)
@@ -187,11 +199,11 @@ class AnswerService:
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
                       selected_text: str | None = None, user: str | None = None,
-                      scope: QuestionScope | None = None) -> Iterator[StreamEvent]:
+                      scope: ScopeSource = None) -> Iterator[StreamEvent]:
         """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event (as :meth:`ask`)."""
         turn = self._prepare(question, conversation_id, selected_text, None, user, scope)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
-        run = self._support_run(turn, tracker)
+        run = self._support_run(turn, tracker) if turn.store_down is None else None
         started = time.perf_counter()
         mode, deltas = self._open_stream(turn)
         parts: list[str] = []
@@ -257,6 +269,8 @@ class AnswerService:
                 tokens["completion_tokens"], tokens["completion_tokens_estimated"] = received[0], True
             for citation in self._infer_citations(turn, "".join(parts), tracker):
                 yield CitationEvent(citation=citation_payload(citation))
+        elif mode == "no_retrieval":
+            model, tokens = deltas.model, deltas.tokens
         turn.lap("generation", started)
         if run is not None:
             for verdict in self._check_support(turn, run, "".join(parts), mode):
@@ -286,6 +300,11 @@ class AnswerService:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
         if turn.no_results_reason is not None:
             return "no_results", [self._config.no_results_message]
+        if turn.store_down is not None:
+            outage = self._config.store_outage
+            return "no_retrieval", no_retrieval.NoRetrievalStream(
+                self.llm, turn.question, no_retrieval.notice(turn.store_down, outage), outage, turn.deadline,
+                lambda error: turn.degraded.append(_llm_reason(error)))
         if self.llm is not None:
             try:
                 return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop)
@@ -296,7 +315,7 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None, user: str | None, scope: QuestionScope | None = None) -> _Turn:
+                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None) -> _Turn:
         """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
@@ -306,16 +325,24 @@ class AnswerService:
                                     f"the limit is {self._config.max_selected_text_chars}")
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
-        sp = SuperPrompt(user_text=question, recentConversation=self.conversations.recent(conversation_id, user),
-                         selected_text=selected_text or "",
-                         collection_instructions=list(scope.instructions) if scope else [])
+        sp = SuperPrompt(user_text=question, selected_text=selected_text or "")
         turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
         try:
-            turn.sp = self._pipeline(sp, turn.deadline, snapshot, user, scope.collections if scope else None)
+            def attempt() -> SuperPrompt:  # the scope, the history and the pipeline: each may find the store down
+                resolved = scope() if callable(scope) else scope
+                sp.collection_instructions = list(resolved.instructions) if resolved else []
+                sp.recentConversation = self.conversations.recent(conversation_id, user)
+                return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None)
+
+            turn.sp = no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
+            return turn
+        except VectorDBUnavailableError as error:  # still down after the retry: answer without retrieval
+            turn.store_down = error
+            turn.degraded.append(no_retrieval.degraded_reason(error))
             return turn
         finally:
             turn.lap("pipeline", started)
@@ -397,6 +424,8 @@ class AnswerService:
         sentences = run.verdicts if run is not None else []
         if mode == "no_results":
             confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
+        elif turn.store_down is not None:
+            confidence = Confidence(level="Low", reason=f"The documents could not be searched: {turn.store_down.message}")
         else:
             confidence = calculate_confidence([c.relevance_score for c in turn.chunks],
                                               [c.score or 0.0 for c in tracker.matched],
@@ -404,8 +433,9 @@ class AnswerService:
             if turn.incomplete and confidence.level == "High":
                 confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
             confidence = with_support(confidence, sentences)
-        self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
-                                  incomplete=turn.incomplete, owner=turn.user)
+        if turn.store_down is None:  # else the catalog's database may be down too: no wait for it (logged at ERROR)
+            self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,
+                                      incomplete=turn.incomplete, owner=turn.user)
         turn.latencies["total"] = (time.perf_counter() - turn.started) * MS
         sp = turn.sp
         return Answer(

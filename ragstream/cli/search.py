@@ -64,7 +64,7 @@ def eval_command(
         help="search: bm25, dense and hybrid; pipeline: the answer path's ranking (Retrieval + ReRanker) beside them.",
     )] = "search",
 ) -> None:
-    """Score retrieval on a BEIR dataset (NDCG@10, P@5, R@100, MRR), per mode."""
+    """Score retrieval on a BEIR dataset (NDCG@5, NDCG@10, P@5, R@100, MRR, hit@1), per mode."""
     from ragstream.api import Ragstream
     from ragstream.evaluation.beir import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
 
@@ -87,10 +87,10 @@ def eval_command(
         return
     from rich.table import Table
 
-    table = Table("mode", *METRICS, "p50 ms", "p95 ms")
+    table = Table("mode", *METRICS, "p50 ms", "p95 ms", "p99 ms")
     for mode, scores in result.metrics.items():
         latency = result.query_latency_ms[mode]
-        table.add_row(mode, *(f"{scores[name]:.4f}" for name in METRICS), f"{latency['p50']:.1f}", f"{latency['p95']:.1f}")
+        table.add_row(mode, *(f"{scores[name]:.4f}" for name in METRICS), *(f"{latency[p]:.1f}" for p in ("p50", "p95", "p99")))
     console.print(table)
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.config.store_outage import StoreOutageConfig
 from ragstream.config.support import SupportConfig
 
 
@@ -133,3 +134,4 @@ class AnswerConfig(ConfigSection):
     citations: CitationConfig = CitationConfig()
     confidence: ConfidenceConfig = ConfidenceConfig()
     support: SupportConfig = SupportConfig()
+    store_outage: StoreOutageConfig = StoreOutageConfig()

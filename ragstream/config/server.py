@@ -100,6 +100,9 @@ class ServerConfig(ConfigSection):
     jobs: JobsConfig = JobsConfig()
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
         "info", description="Log level of `ragstream serve` and `ragstream mcp` (their logs go to stderr).")
+    ws_first_message_seconds: float = Field(
+        30.0, gt=0, description="/ws/chat: how long (seconds) the server waits for the client's first message (the "
+        "/api/chat body) before it sends an error event and closes the socket.")
     client_timeout_seconds: float = Field(
         120.0, gt=0, description="CLI commands sent to a running server on the same index wait this many seconds for "
         "the answer.")

@@ -19,7 +19,7 @@ from ragstream.errors import EmbedderUnavailableError, UnsupportedFileTypeError
 from ragstream.models import ChunkMetadata, LoadedDocument, Page, SearchMode
 from ragstream.pipeline.stages import RERANKER
 
-METRICS = ("ndcg@10", "precision@5", "recall@100", "mrr", "hit_rate@1")
+METRICS = ("ndcg@5", "ndcg@10", "precision@5", "recall@100", "mrr", "hit_rate@1")
 """hit_rate@1: the share of questions whose first document is relevant (the right page first)."""
 MODES: tuple[SearchMode, ...] = ("bm25", "dense", "hybrid")
 PIPELINE = "pipeline"
@@ -174,8 +174,9 @@ def _document_scores(ranked: Sequence[ChunkMetadata]) -> dict[str, float]:
 def _percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     if not ordered:
-        return {"p50": 0.0, "p95": 0.0}
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
     return {
         "p50": round(ordered[len(ordered) // 2], 3),
         "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 3),
+        "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
     }

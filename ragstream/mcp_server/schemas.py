@@ -127,6 +127,8 @@ class SearchResult(BaseModel):
     fallback_reason: str | None = Field(None, description="Why the mode that ran differs from the requested one.")
     reranked: bool = Field(False, description="Whether the cross-encoder re-ordered the passages.")
     rerank_reason: str | None = Field(None, description="Why a requested rerank did not run.")
+    num_candidates: dict[str, int] = Field(
+        default_factory=dict, description="Candidates each retriever (dense, bm25) produced before fusion and the cut.")
     passages: list[Passage]
 
 
@@ -135,7 +137,7 @@ class AskResult(Answer):
 
     conversation_id: str = Field(description="Pass it back as conversation_id to ask a follow-up.")
     message_id: str
-    mode: Literal["llm", "extractive", "no_results"]
+    mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = None
     incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")
 

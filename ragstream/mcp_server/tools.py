@@ -109,7 +109,7 @@ class Tools:
                             score=hit.score, rerank_score=hit.rerank_score, text=hit.chunk.text) for hit in found.hits]
         return SearchResult(query=found.query, mode=found.mode, requested_mode=found.requested_mode,
                             fallback_reason=found.fallback_reason, reranked=found.reranked,
-                            rerank_reason=found.rerank_reason, passages=passages)
+                            rerank_reason=found.rerank_reason, num_candidates=found.num_candidates, passages=passages)
 
     def list_documents(self, args: ListDocumentsArguments, who: Principal) -> DocumentList:
         """One page of the documents ``who`` may see."""

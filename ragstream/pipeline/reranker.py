@@ -18,10 +18,10 @@ from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.query_pieces import normalized_query, search_body
 from ragstream.pipeline.stages import RERANKER as SPEC
 from ragstream.pipeline.stages import RETRIEVAL
-from ragstream.pipeline.super_prompt import RerankDetails, SuperPrompt
+from ragstream.pipeline.super_prompt import RerankDetails, ScoreSummary, SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.rerankers.base import Reranker
-from ragstream.retrieval.rerank import rerank
+from ragstream.retrieval.rerank import relevance, rerank, summary
 
 SCORE_DIGITS = 6
 
@@ -66,10 +66,14 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
         sp.views_by_stage[SPEC.entry] = [candidates[i] for i in outcome.order]
         sp.scores_by_stage[SPEC.entry] = [round(score, SCORE_DIGITS) for score in outcome.scores]
         new_rank = {index: rank for rank, index in enumerate(outcome.order)}
+        relevant = {i: relevance(score, reranker.backend) for i, score in outcome.cross_scores.items()}
         sp.rerank = RerankDetails(
             backend=reranker.backend, weight=deps.settings.weight, candidates_scored=outcome.scored,
             skipped=outcome.skipped,
             cross_scores={candidates[i]: round(score, SCORE_DIGITS) for i, score in outcome.cross_scores.items()},
+            relevance={candidates[i]: round(value, SCORE_DIGITS) for i, value in relevant.items()},
+            score_summary=_summary(list(outcome.cross_scores.values())),
+            relevance_summary=_summary(list(relevant.values())),
             fused_scores={candidates[i]: fused[i] for i in outcome.cross_scores},
             moved={candidates[i]: i - new_rank[i] for i in outcome.cross_scores},
         )
@@ -78,3 +82,7 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     sp.extras["reranker"] = {"backend": sp.rerank.backend, "candidates_scored": sp.rerank.candidates_scored}
     sp.advance(SPEC.entry)
     return sp
+
+
+def _summary(scores: list[float]) -> ScoreSummary:
+    return ScoreSummary(**{key: round(value, SCORE_DIGITS) for key, value in summary(scores).items()})

@@ -51,6 +51,17 @@ class StageReport(BaseModel):
     llm_calls: int = Field(0, description="LLM requests the stage made (retries not counted).")
 
 
+class ScoreSummary(BaseModel):
+    """The lowest, highest and mean of the scores a model gave (all 0 when it scored nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(0, description="How many scores.")
+    min: float = 0.0
+    max: float = 0.0
+    mean: float = 0.0
+
+
 class RerankDetails(BaseModel):
     """The ReRanker's evidence for the inspector: both scores of each scored chunk and how far it moved."""
 
@@ -61,6 +72,13 @@ class RerankDetails(BaseModel):
     candidates_scored: int = Field(0, description="Chunks the model scored (the head of the retrieval view).")
     skipped: str | None = Field(None, description="Why the model did not run although it loaded (a decisive ranking).")
     cross_scores: dict[str, float] = Field(default_factory=dict, description="The model's raw score per scored chunk id.")
+    relevance: dict[str, float] = Field(
+        default_factory=dict, description="0..1 relevance per scored chunk id: the sigmoid of the cross-encoder's logit "
+        "(a bi-encoder's cosine, clipped to 0..1).")
+    score_summary: ScoreSummary = Field(
+        default_factory=ScoreSummary, description="min, max and mean of the raw scores the model gave.")
+    relevance_summary: ScoreSummary = Field(
+        default_factory=ScoreSummary, description="min, max and mean of the 0..1 relevance.")
     fused_scores: dict[str, float] = Field(default_factory=dict, description="The retrieval score per scored chunk id.")
     moved: dict[str, int] = Field(
         default_factory=dict, description="Per scored chunk id: retrieval rank minus reranked rank (positive: moved up).")

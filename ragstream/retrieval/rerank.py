@@ -12,6 +12,7 @@ the fused order is kept.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -28,6 +29,9 @@ WORDS_PER_TOKEN = 0.75
 """English prose takes about 4 word-piece tokens per 3 words: a window of ``max_tokens * 0.75`` words
 fills the pair (the tokenizer still truncates whatever is longer)."""
 HEADING_SEPARATOR = " > "
+BI_ENCODER = "bi_encoder"
+MAX_LOGIT = 50.0
+"""|logit| past which the sigmoid is 0 or 1 to double precision (and ``math.exp`` cannot overflow)."""
 STEM_CHARS = 5
 _PUNCTUATION = re.compile(r"[^\w\s]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
@@ -132,6 +136,21 @@ def blend(cross: Sequence[float], fused: Sequence[float], weight: float) -> list
     ``fused`` is the whole candidate list's; only its first ``len(cross)`` entries are blended."""
     scaled = relative(fused)
     return [weight * c + (1.0 - weight) * f for c, f in zip(min_max(cross), scaled, strict=False)]
+
+
+def relevance(score: float, backend: str) -> float:
+    """A reranker's score as a 0..1 relevance: the sigmoid of a cross-encoder's logit; a bi-encoder's cosine
+    clipped to 0..1."""
+    if backend == BI_ENCODER:
+        return min(1.0, max(0.0, score))
+    return 1.0 / (1.0 + math.exp(-max(-MAX_LOGIT, min(MAX_LOGIT, score))))
+
+
+def summary(scores: Sequence[float]) -> dict[str, float]:
+    """``count``, ``min``, ``max`` and ``mean`` of ``scores`` (all 0 for none)."""
+    if not scores:
+        return {"count": 0, "min": 0.0, "max": 0.0, "mean": 0.0}
+    return {"count": len(scores), "min": min(scores), "max": max(scores), "mean": sum(scores) / len(scores)}
 
 
 def rerank(reranker: Reranker, query: str, chunks: Sequence[Chunk], fused: Sequence[float], config: RerankerConfig,

@@ -70,6 +70,7 @@ class Searcher:
         limit = top_k or self._config.top_k
         threshold = score_threshold if score_threshold is not None else self._config.score_threshold
         latencies: dict[str, float] = {}
+        counts: dict[str, int] = {}  # candidates per retriever, before fusion, threshold and cut
         started = time.perf_counter()
 
         ran, fallback_reason = requested, None
@@ -80,7 +81,7 @@ class Searcher:
                 ran, fallback_reason = "bm25", f"embedder unavailable, BM25 only: {error.message}"
 
         if ran == "hybrid" and query_vector is not None:
-            hits = self._hybrid(query, query_vector, limit, threshold, filters, snapshot, latencies)
+            hits = self._hybrid(query, query_vector, limit, threshold, filters, snapshot, latencies, counts)
         else:
             found: list[tuple[Chunk, float]] = []
             if ran == "dense" and query_vector is not None:
@@ -88,6 +89,7 @@ class Searcher:
                 found = _timed(latencies, "dense", lambda: self._store.search_dense(vector, limit, filters, snapshot))
             elif ran in ("bm25", "hybrid"):
                 found = _timed(latencies, "bm25", lambda: self._store.search_bm25(query, limit, filters, snapshot))
+            counts["dense" if ran == "dense" else "bm25"] = len(found)
             hits = [_hit(chunk, score, dense=score if ran == "dense" else None, bm25=score if ran != "dense" else None)
                     for chunk, score in found]
             if threshold is not None:
@@ -96,17 +98,18 @@ class Searcher:
             hit.rank = rank
         latencies["total"] = (time.perf_counter() - started) * 1000
         result = SearchResult(query=query, mode=ran, requested_mode=requested, fallback_reason=fallback_reason,
-                              hits=hits, latencies_ms=latencies)
+                              hits=hits, latencies_ms=latencies, num_candidates=counts)
         metrics.record_search(result)
         return result
 
     def _hybrid(self, query: str, vector: np.ndarray, limit: int, threshold: float | None, filters: Filters | None,
-                snapshot: Snapshot, latencies: dict[str, float]) -> list[SearchHit]:
-        """Both rankings at ``retrieval.candidates`` depth as ids and scores, fused, cut to ``limit``; only the
-        chunks kept are read from the store."""
+                snapshot: Snapshot, latencies: dict[str, float], counts: dict[str, int]) -> list[SearchHit]:
+        """Both rankings at ``retrieval.candidates`` depth as ids and scores (their sizes go to ``counts``), fused,
+        cut to ``limit``; only the chunks kept are read from the store."""
         candidates = max(limit, self._config.candidates)
         dense = _timed(latencies, "dense", lambda: self._store.rank_dense(vector, candidates, filters, snapshot))
         bm25 = _timed(latencies, "bm25", lambda: self._store.rank_bm25(query, candidates, filters, snapshot))
+        counts["dense"], counts["bm25"] = len(dense), len(bm25)
         dense_scores = {hit.chunk_id: hit.score for hit in dense}
         bm25_scores = {hit.chunk_id: hit.score for hit in bm25}
         fused = _timed(latencies, "fusion", lambda: fuse_rankings(dense_scores, bm25_scores, dense + bm25, self._config))

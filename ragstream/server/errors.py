@@ -60,6 +60,12 @@ class AuthenticationError(rse.RagstreamError):
     code = "unauthorized"
 
 
+class FirstMessageTimeoutError(rse.RagstreamError):
+    """A ``/ws/chat`` client sent no first message within ``server.ws_first_message_seconds``."""
+
+    code = "first_message_timeout"
+
+
 class InvalidUserIdError(rse.RagstreamError):
     """A user id (the ``X-User-ID`` header, a configured key's user) that is blank, too long or has control characters."""
 
@@ -77,6 +83,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.CollectionNotEmptyError, HTTPStatus.CONFLICT),
     (rse.InvalidCollectionError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (RequestTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (FirstMessageTimeoutError, HTTPStatus.REQUEST_TIMEOUT),
     (NoFilesError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (PipelineNotFoundError, HTTPStatus.NOT_FOUND),
     (ModelNotFoundError, HTTPStatus.NOT_FOUND),

@@ -185,8 +185,10 @@ def _chunks(events: Iterator[StreamEvent], completion_id: str, model: str) -> It
 
 def _extension(response: dict[str, Any]) -> dict[str, Any]:
     """The ``ragstream`` extension field: sources, citations, confidence, related documents and every sentence's
-    support verdict."""
-    return {key: response.get(key) for key in ("sources", "citations", "confidence", "relatedDocs", "sentences")}
+    support verdict, and ``degraded_reason`` (why the answer is not what the configuration asked for, e.g. the
+    documents could not be searched)."""
+    extension = {key: response.get(key) for key in ("sources", "citations", "confidence", "relatedDocs", "sentences")}
+    return {**extension, "degraded_reason": (response.get("metadata") or {}).get("degraded_reason")}
 
 
 def _as_data(chunk: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ import re
 import time
 import uuid
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragstream import metrics
@@ -25,6 +25,9 @@ PUBLIC_PATHS = frozenset({"/healthz", "/"})
 """Reachable without the API key: the health check and the redirect to the UI."""
 PUBLIC_PREFIXES = ("/ui/", "/static-offline-docs/")
 """Static files only (the web UI and the docs assets); they hold no data. The UI asks for the key."""
+WEBSOCKET_KEY_PARAMETER = "key"
+"""The query parameter a WebSocket client (a browser) may carry the API key in."""
+WEBSOCKET_POLICY_VIOLATION = 1008
 UNMATCHED_ROUTE = "unmatched"
 REQUEST_ID_KEY = "ragstream_request_id"
 """Where the request id is left in the ASGI scope's ``state``, for work that runs outside the request's own task
@@ -75,13 +78,20 @@ class ApiKeyMiddleware:
         self._keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or _is_public(scope["path"]):
+        if scope["type"] not in ("http", "websocket") or _is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
-        caller = self._keys.caller(presented_key(Headers(scope=scope)))
+        key = presented_key(Headers(scope=scope))
+        if scope["type"] == "websocket":  # browsers cannot set a WebSocket's headers: the key query parameter
+            key = key or QueryParams(scope.get("query_string", b"").decode("latin-1")).get(WEBSOCKET_KEY_PARAMETER)
+        caller = self._keys.caller(key)
         if caller is not None:
             scope.setdefault("state", {})[CALLER_KEY] = caller
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":  # refused before the handshake: the client sees HTTP 403
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": WEBSOCKET_POLICY_VIOLATION})
             return
         response = error_response(AuthenticationError("missing or wrong API key: send Authorization: Bearer KEY "
                                                       "or X-API-Key: KEY"))

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, Request
+from fastapi import Depends
 from pydantic import TypeAdapter, ValidationError
+from starlette.requests import HTTPConnection
 
 from ragstream.config import ApiKeyEntry, ServerConfig
 from ragstream.errors import ConfigError, PermissionDeniedError
@@ -100,8 +101,8 @@ def validate_user_id(raw: str, max_chars: int) -> str:
     return raw
 
 
-def get_caller(request: Request, state: ServerState = Depends(get_state)) -> Caller:
-    """FastAPI dependency: the user this request acts as (see the module docstring)."""
+def get_caller(request: HTTPConnection, state: ServerState = Depends(get_state)) -> Caller:
+    """FastAPI dependency: the user this request (or WebSocket) acts as (see the module docstring)."""
     caller: Caller = request.scope.get("state", {}).get(CALLER_KEY) or Caller(state.config.default_user_id, admin=True)
     asked = request.headers.get(state.config.user_id_header, "")
     if not asked.strip():
