@@ -56,7 +56,10 @@ def ask(server: RunningServer, body: object, *, key: str | None = ALICE_KEY, que
         headers: dict[str, str] | None = None) -> tuple[list[dict], int, str]:
     sent = {"Authorization": f"Bearer {key}"} if key else {}
     with connect(ws_url(server, query), additional_headers={**sent, **(headers or {})}, open_timeout=TIMEOUT) as ws:
-        ws.send(body if isinstance(body, (str, bytes)) else json.dumps(body))
+        try:
+            ws.send(body if isinstance(body, (str, bytes)) else json.dumps(body))
+        except ConnectionClosed:  # the server may refuse (a forbidden X-User-ID) before the first message arrives
+            pass
         return receive_all(ws)
 
 
