@@ -18,17 +18,28 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.package import Package
 from pptx.parts.presentation import PresentationPart
 
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.office import text as md
+from ragstream.documents.office.archive import open_zip
+from ragstream.documents.office.xml_guard import scan_package
 from ragstream.errors import CorruptDocumentError
 from ragstream.models import Page
 
 NOTES_HEADING = "Speaker notes"
+_TEXT_PARTS = ("ppt/slides/", "ppt/notesSlides/")
 _BULLET_PLACEHOLDERS = frozenset({PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT})
 _TITLE_PLACEHOLDERS = frozenset({PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE})
 
 
-def read_pptx(data: bytes, name: str) -> md.Extracted:
-    """The deck as one Markdown page per slide and its title; :class:`CorruptDocumentError` when unreadable."""
+def read_pptx(data: bytes, bounds: ReadBounds) -> md.Extracted:
+    """The deck as one Markdown page per slide and its title; :class:`CorruptDocumentError` when unreadable.
+
+    Every XML part is scanned within ``bounds`` (elements, depth, the slides' and notes' characters) before
+    python-pptx parses any of them.
+    """
+    name = bounds.name
+    with open_zip(data, name) as package:
+        scan_package(package, bounds, text_parts=lambda part: part.startswith(_TEXT_PARTS), what="presentation")
     try:
         part = Package.open(io.BytesIO(data)).main_document_part
         if not isinstance(part, PresentationPart):
