@@ -3,9 +3,9 @@
 A paragraph is a heading when its style (or the paragraph itself) has an outline level, or its style
 is a built-in ``Heading N``; it becomes a ``#`` line, so the markdown chunker puts it in ``header_path``.
 List paragraphs (numbering or a ``List ...`` style) become list items, tables Markdown tables whose first
-row is the header (a table nested in a cell gives that cell its rows, one line each). The title is the core properties' title, else the first ``Title`` paragraph, else the
-first heading. Macro-enabled files are read like any other: only their XML parts are parsed, the VBA
-project is never loaded, let alone run.
+row is the header (a table nested in a cell gives that cell its rows, one line each). The title is the core
+properties' title, else the first ``Title`` paragraph, else the first heading. Macro-enabled files are read
+like any other: only their XML parts are parsed, the VBA project is never loaded, let alone run.
 """
 
 from __future__ import annotations
