@@ -54,6 +54,7 @@ class LimitsConfig(ConfigSection):
         1_000_000, ge=1, description="XML elements read over all the parts of one Word, PowerPoint, OpenDocument or "
         "EPUB file, or tags in one HTML page; the file is refused (document_too_large) at the first element past the "
         "limit, before a document model is built.")
-    max_markup_seconds: float = Field(
-        30.0, gt=0, description="Seconds one HTML page or EPUB book may take to turn into text; past them the "
-        "document is refused (document_too_large). Checked as the page is read, tag by tag.")
+    max_read_seconds: float = Field(
+        30.0, gt=0, description="Seconds one HTML page, EPUB book or PowerPoint deck may take to turn into text "
+        "(the readers whose work per element runs in Python); past them the document is refused "
+        "(document_too_large). Checked as the file is read, tag by tag or shape by shape.")

@@ -12,6 +12,8 @@ import time
 from ragstream.config.limits import LimitsConfig
 from ragstream.errors import DocumentTooLargeError
 
+_CLOCK_EVERY = 256  # steps of work between two looks at the clock
+
 
 class ReadBounds:
     """One document's budget of XML elements or HTML tags, nesting depth, extracted characters and (optionally) time."""
@@ -25,6 +27,7 @@ class ReadBounds:
         self._deadline = time.monotonic() + seconds if seconds is not None else None
         self.elements = 0
         self.chars = 0
+        self._steps = 0
 
     def element(self, depth: int) -> None:
         """Count one element opened at ``depth`` (the root is 1); refuse the document past a bound or its time."""
@@ -35,8 +38,7 @@ class ReadBounds:
         if depth > self.max_depth:
             raise DocumentTooLargeError(f"{self.name}: elements nested more than {self.max_depth} levels deep "
                                         "(limits.max_xml_depth)")
-        if self._deadline is not None and not self.elements % 256 and time.monotonic() > self._deadline:
-            self.out_of_time()
+        self.tick()
 
     def text(self, chars: int) -> None:
         """Count ``chars`` characters of extracted text; refuse the document past ``limits.max_document_chars``."""
@@ -45,7 +47,12 @@ class ReadBounds:
             raise DocumentTooLargeError(f"{self.name}: more than {self.max_chars} characters of text "
                                         "(limits.max_document_chars)")
 
-    def out_of_time(self) -> None:
-        """Refuse the document: it took longer than its time bound (``limits.max_markup_seconds``)."""
-        raise DocumentTooLargeError(f"{self.name}: turning the markup into text took more than {self._seconds:g} s "
-                                    "(limits.max_markup_seconds)")
+    def tick(self) -> None:
+        """Count one step of work (an element, a shape); every ``_CLOCK_EVERY`` steps, refuse the document if its time
+        bound (``limits.max_read_seconds``) has passed."""
+        if self._deadline is None:
+            return
+        self._steps += 1
+        if not self._steps % _CLOCK_EVERY and time.monotonic() > self._deadline:
+            raise DocumentTooLargeError(f"{self.name}: turning the file into text took more than {self._seconds:g} s "
+                                        "(limits.max_read_seconds)")

@@ -39,7 +39,7 @@ def extract(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple
     if mime == mimes.PPTX:
         from ragstream.documents.office.pptx import read_pptx
 
-        return read_pptx(data, ReadBounds(name, limits)), {}
+        return read_pptx(data, ReadBounds(name, limits, seconds=limits.max_read_seconds)), {}
     if mime == mimes.XLSX:
         from ragstream.documents.office.xlsx import read_xlsx
 
@@ -53,7 +53,7 @@ def extract(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple
     if mime == mimes.EPUB:
         from ragstream.documents.office.epub import read_epub
 
-        return read_epub(data, ReadBounds(name, limits, seconds=limits.max_markup_seconds)), {}
+        return read_epub(data, ReadBounds(name, limits, seconds=limits.max_read_seconds)), {}
     if mime in (mimes.ODT, mimes.ODP, mimes.ODS):
         from ragstream.documents.office.odf import read_odf
 
@@ -92,7 +92,7 @@ def _text(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple[E
     title: str | None = None
     found: dict[str, Any] = {}
     if mime == mimes.HTML:
-        page = html_to_text(text, ReadBounds(name, config.limits, seconds=config.limits.max_markup_seconds))
+        page = html_to_text(text, ReadBounds(name, config.limits, seconds=config.limits.max_read_seconds))
         text, title = page.text, page.title
     elif mime == mimes.MARKDOWN:
         text, found = split_front_matter(text)

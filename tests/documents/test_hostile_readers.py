@@ -140,11 +140,12 @@ def test_a_word_table_nested_in_a_cell_and_the_text_after_an_entity_are_kept() -
 @pytest.mark.parametrize(("name", "make"), [
     ("deep.html", lambda: hostile.nested_html(DEEP_MARKUP)),
     ("deep.epub", lambda: hostile.epub([hostile.nested_html(DEEP_MARKUP)])),
+    ("shapes.pptx", lambda: hostile.many_shapes_pptx(300)),
 ])
-def test_html_and_epub_conversion_is_bounded_in_time(name: str, make: Callable[[], bytes]) -> None:
-    # A bound far below what any page takes: the first check of the clock (after 256 tags) refuses the page.
-    config = load_config(limits={"max_markup_seconds": 1e-9})
-    with pytest.raises(DocumentTooLargeError, match=r"limits\.max_markup_seconds"):
+def test_html_epub_and_pptx_reading_is_bounded_in_time(name: str, make: Callable[[], bytes]) -> None:
+    # A bound far below what any file takes: the first look at the clock (after 256 tags or shapes) refuses it.
+    config = load_config(limits={"max_read_seconds": 1e-9})
+    with pytest.raises(DocumentTooLargeError, match=r"limits\.max_read_seconds"):
         load_bytes(make(), name, config, source=name)
 
 

@@ -11,7 +11,7 @@ import struct
 import zipfile
 import zlib
 
-from support.office_files import handbook_docx, replace_entry
+from support.office_files import deck_pptx, handbook_docx, replace_entry
 
 ODT_MIMETYPE = b"application/vnd.oasis.opendocument.text"
 _ODF_OPEN = (b'<?xml version="1.0" encoding="UTF-8"?><office:document-content '
@@ -121,6 +121,19 @@ def nested_table_docx() -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def many_shapes_pptx(shapes: int = 80_000) -> bytes:
+    """A real deck (python-pptx's) whose first slide holds ``shapes`` one-letter text boxes."""
+    shape = (b'<p:sp><p:nvSpPr><p:cNvPr id="%d" name="t"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/>'
+             b"<p:txBody><a:bodyPr/><a:p><a:r><a:t>x</a:t></a:r></a:p></p:txBody></p:sp>")
+    slide = (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><p:sld '
+             b'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+             b'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+             b'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"><p:cSld><p:spTree><p:nvGrpSpPr>'
+             b'<p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>'
+             + b"".join(shape % (n + 2) for n in range(shapes)) + b"</p:spTree></p:cSld></p:sld>")
+    return replace_entry(deck_pptx(), "ppt/slides/slide1.xml", slide)
 
 
 def nested_html(depth: int = 40_000, tag: str = "div") -> bytes:

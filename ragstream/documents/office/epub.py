@@ -31,7 +31,7 @@ def read_epub(data: bytes, bounds: ReadBounds) -> Extracted:
     """The book's chapters as Markdown pages and its title; :class:`CorruptDocumentError` when unreadable.
 
     The package files are scanned within ``bounds`` before they are parsed; the chapters share its tags, characters
-    and seconds (``limits.max_markup_seconds`` bounds the whole book).
+    and seconds (``limits.max_read_seconds`` bounds the whole book).
     """
     name = bounds.name
     with open_zip(data, name) as book:

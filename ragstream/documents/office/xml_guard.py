@@ -21,6 +21,9 @@ from ragstream.documents.office.archive import read_entry, stream_entry
 from ragstream.errors import CorruptDocumentError
 
 _XML_SUFFIXES = (".xml", ".rels")
+_XML_TYPE_ENDINGS = ("+xml", "/xml")
+_CONTENT_TYPES = "[Content_Types].xml"
+_CT_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 
 
 def scan(chunks: Iterable[bytes], part: str, bounds: ReadBounds, *, text: bool = False, what: str = "document") -> None:
@@ -73,9 +76,30 @@ def _broken(bounds: ReadBounds, what: str, part: str, exc: Exception) -> Corrupt
 
 def scan_package(package: zipfile.ZipFile, bounds: ReadBounds, *, text_parts: Callable[[str], bool],
                  what: str = "document") -> None:
-    """Scan every XML part of an OOXML package (what python-docx and python-pptx parse on opening it); the parts
-    ``text_parts`` names count their text too."""
+    """Scan every XML part of an OOXML package (what python-docx and python-pptx parse on opening it): entries named
+    ``.xml`` or ``.rels``, and any other whose content type in ``[Content_Types].xml`` is XML (a main part may be
+    named anything). The parts ``text_parts`` names count their text too."""
+    xml_types = _xml_content_types(package, bounds, what)
     for info in package.infolist():
-        if info.filename.endswith(_XML_SUFFIXES) and not info.is_dir():
-            scan(stream_entry(package, info.filename, bounds.name), info.filename, bounds,
-                 text=text_parts(info.filename), what=what)
+        name = info.filename
+        if info.is_dir() or name == _CONTENT_TYPES:
+            continue
+        if name.endswith(_XML_SUFFIXES) or xml_types(name):
+            scan(stream_entry(package, name, bounds.name), name, bounds, text=text_parts(name), what=what)
+
+
+def _xml_content_types(package: zipfile.ZipFile, bounds: ReadBounds, what: str) -> Callable[[str], bool]:
+    """Whether an entry's content type (its override, else its extension's default) is an XML one."""
+    if _CONTENT_TYPES not in package.namelist():
+        return lambda _name: False
+    root = parse_part(package, _CONTENT_TYPES, bounds, what=what)
+    defaults = {(element.get("Extension") or "").lower(): element.get("ContentType") or ""
+                for element in root.iter(f"{_CT_NS}Default")}
+    overrides = {(element.get("PartName") or "").lstrip("/"): element.get("ContentType") or ""
+                 for element in root.iter(f"{_CT_NS}Override")}
+
+    def is_xml(name: str) -> bool:
+        content_type = overrides.get(name) or defaults.get(name.rsplit(".", 1)[-1].lower() if "." in name else "", "")
+        return content_type.endswith(_XML_TYPE_ENDINGS)
+
+    return is_xml
