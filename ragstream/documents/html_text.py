@@ -53,7 +53,7 @@ def html_to_text(html: str, bounds: ReadBounds) -> HtmlText:
     return HtmlText(text=_tidy(converter.text()), title=converter.title())
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     """An open element: whether it captures its content (a heading, a ``<pre>``), drops it, or names the page."""
 

@@ -1,5 +1,6 @@
-"""Hostile documents, made in the test, through the readers, the Python API and ``ragstream ingest`` in a child
-process: each fails alone with its documented code (or is read whole), and the good files beside them land.
+"""Hostile documents, made in the test, through the readers, the Python API, ``ragstream ingest`` in a child
+process and the upload endpoint of a real server: each fails alone with its documented code (or is read whole),
+and the good files beside them land.
 
 The cases: OpenDocument text nested 5,000 levels deep; odd zip entries (flagged encrypted, Deflate64, a broken
 deflate stream) in ``[Content_Types].xml``, ``mimetype``, ``content.xml`` and an EPUB's package file; a 50 MiB
@@ -13,13 +14,14 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from support import hostile_files as hostile
 from support.office_files import handbook_docx
-from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, server_env
+from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, RunningServer, running_server, server_env
 
 from ragstream.config import load_config
 from ragstream.documents import load_bytes
@@ -83,6 +85,12 @@ def hostile_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(tmp_path_factory.mktemp("hostile-server"), hash_embedder=True) as running:
+        yield running
+
+
 def _expected_failures() -> dict[str, str]:
     expected = {name: code for name, (_, code) in REFUSED.items()}
     if ocr_installed():
@@ -127,6 +135,18 @@ def test_each_hostile_file_fails_alone_through_the_cli(hostile_folder: Path, tmp
     report = json.loads(result.stdout)
     assert {Path(failure["source"]).name: failure["code"] for failure in report["failures"]} == _expected_failures()
     assert report["documents_processed"] == len(READ)
+
+
+@pytest.mark.parametrize(("name", "status"), [
+    ("deep-spans.odt", 413), ("broken-content.odt", 422), ("encrypted-mimetype.odt", 422), ("deflate64-types.docx", 422),
+])
+def test_an_upload_of_a_hostile_file_answers_its_error_not_a_500(name: str, status: int, hostile_folder: Path,
+                                                                 server: RunningServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=60) as api:
+        response = api.post("/api/documents", files=[("files", (name, (hostile_folder / name).read_bytes()))])
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["code"] == REFUSED[name][1]
+        assert "Traceback" not in server.log_text()
 
 
 def test_a_word_table_nested_in_a_cell_and_the_text_after_an_entity_are_kept() -> None:
