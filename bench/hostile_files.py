@@ -66,6 +66,11 @@ def files() -> dict[str, Callable[[], bytes]]:
         "deflate64-types.docx": lambda: hostile.odd_entry(handbook_docx(), "[Content_Types].xml", "deflate64"),
         "broken-content.odt": lambda: hostile.odd_entry(hostile.deep_odt(3), "content.xml", "corrupt"),
         "encrypted-package.epub": lambda: hostile.odd_entry(epub_one, "OEBPS/book.opf", "encrypted"),
+        "ods-99999-rows-4-columns.ods": lambda: hostile.ods(
+            b"<table:table-row>" + b"<table:table-cell><text:p>k%d</text:p></table:table-cell>" % n * 4
+            + b"</table:table-row>" for n in range(99_999)),
+        "ods-250mib-empty-cells.ods": lambda: hostile.ods(
+            [b"<table:table-row>" + b"<table:table-cell/>" * 1000 + b"</table:table-row>"] * 13_000),
         "one-line-50mib.csv": hostile.one_line_csv,
         "wide-rows-49mib.csv": lambda: _csv_rows(99_999, 490),
         "docx-1.85m-paragraphs.docx": hostile.many_paragraphs_docx,
@@ -82,7 +87,7 @@ def files() -> dict[str, Callable[[], bytes]]:
 def measure(path: Path, timeout: float) -> dict[str, object]:
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, str(path), path.name], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, cwd=path.parent)  # not the checkout: PYTHONPATH picks ragstream
     except subprocess.TimeoutExpired:
         return {"outcome": "timeout", "seconds": timeout}
     if done.returncode != 0:

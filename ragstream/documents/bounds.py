@@ -35,10 +35,15 @@ class ReadBounds:
         if self.elements > self.max_elements:
             raise DocumentTooLargeError(f"{self.name}: more than {self.max_elements} XML elements or HTML tags "
                                         "(limits.max_xml_elements)")
+        self.nesting(depth)
+        self.tick()
+
+    def nesting(self, depth: int) -> None:
+        """Refuse the document when an element opens at ``depth`` past ``limits.max_xml_depth`` (elements not counted:
+        for a reader that streams and lets go of what it has read)."""
         if depth > self.max_depth:
             raise DocumentTooLargeError(f"{self.name}: elements nested more than {self.max_depth} levels deep "
                                         "(limits.max_xml_depth)")
-        self.tick()
 
     def text(self, chars: int) -> None:
         """Count ``chars`` characters of extracted text; refuse the document past ``limits.max_document_chars``."""

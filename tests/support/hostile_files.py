@@ -10,6 +10,7 @@ import io
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterable
 
 from support.office_files import deck_pptx, handbook_docx, replace_entry
 
@@ -82,6 +83,23 @@ def _central_record(data: bytearray, entry: str) -> int:
             return position
         position = data.find(b"PK\x01\x02", position + 46)
     raise KeyError(entry)
+
+
+def ods(rows: Iterable[bytes]) -> bytes:
+    """An OpenDocument spreadsheet of one sheet whose ``table:table`` holds ``rows`` (XML of ``table:table-row``)."""
+    content = b"".join([
+        b'<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        b'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        b'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        b'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"><office:body><office:spreadsheet>'
+        b'<table:table table:name="Log">', *rows, b"</table:table></office:spreadsheet></office:body>"
+        b"</office:document-content>"])
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr(zipfile.ZipInfo("mimetype"), b"application/vnd.oasis.opendocument.spreadsheet",
+                         compress_type=zipfile.ZIP_STORED)
+        package.writestr("content.xml", content)
+    return out.getvalue()
 
 
 def word_body(body: bytes) -> bytes:

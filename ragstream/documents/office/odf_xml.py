@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from xml.etree.ElementTree import Element
 
 from ragstream.documents.bounds import ReadBounds
@@ -35,7 +36,7 @@ _SPACE = tag("text:s")
 _TAB = tag("text:tab")
 _BREAK = tag("text:line-break")
 _MANIFEST = "META-INF/manifest.xml"
-_WHAT = "OpenDocument file"
+WHAT = "OpenDocument file"
 # manifest:encryption-data: a part stored encrypted (a password-protected file)
 _ENCRYPTION_DATA = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}encryption-data"
 _MAX_SPACES = 100  # a text:s run of spaces is written at most this long (text:c="1000000000" costs nothing)
@@ -48,19 +49,23 @@ def parts(data: bytes, bounds: ReadBounds) -> tuple[Element, str | None]:
 
     Raises :class:`EncryptedDocumentError` when the manifest marks parts as encrypted (a password-protected file).
     """
-    name = bounds.name
-    with open_zip(data, name) as package:
-        names = set(package.namelist())
-        if _MANIFEST in names and any(element.tag == _ENCRYPTION_DATA
-                                      for element in parse_part(package, _MANIFEST, bounds, what=_WHAT).iter()):
-            raise EncryptedDocumentError(f"{name}: the OpenDocument file is password-protected (encrypted); "
-                                         "save an unprotected copy to index it")
-        content = parse_part(package, "content.xml", bounds, text=True, what=_WHAT)
-        title = None
-        if "meta.xml" in names:
-            found = parse_part(package, "meta.xml", bounds, what=_WHAT).find(".//dc:title", NS)
-            title = found.text if found is not None else None
-    return content, title
+    with open_zip(data, bounds.name) as package:
+        title = checked_title(package, bounds)
+        return parse_part(package, "content.xml", bounds, text=True, what=WHAT), title
+
+
+def checked_title(package: zipfile.ZipFile, bounds: ReadBounds) -> str | None:
+    """The title in ``meta.xml`` (if any), after checking the manifest marks no part as encrypted
+    (:class:`EncryptedDocumentError`: a password-protected file)."""
+    names = set(package.namelist())
+    if _MANIFEST in names and any(element.tag == _ENCRYPTION_DATA
+                                  for element in parse_part(package, _MANIFEST, bounds, what=WHAT).iter()):
+        raise EncryptedDocumentError(f"{bounds.name}: the OpenDocument file is password-protected (encrypted); "
+                                     "save an unprotected copy to index it")
+    if "meta.xml" not in names:
+        return None
+    found = parse_part(package, "meta.xml", bounds, what=WHAT).find(".//dc:title", NS)
+    return found.text if found is not None else None
 
 
 def element_text(element: Element) -> str:
