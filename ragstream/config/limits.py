@@ -55,6 +55,6 @@ class LimitsConfig(ConfigSection):
         "EPUB file, or tags in one HTML page; the file is refused (document_too_large) at the first element past the "
         "limit, before a document model is built.")
     max_read_seconds: float = Field(
-        30.0, gt=0, description="Seconds one HTML page, EPUB book, PowerPoint deck or OpenDocument spreadsheet may "
-        "take to turn into text (the readers whose work per element runs in Python); past them the document is "
-        "refused (document_too_large). Checked as the file is read, tag by tag, shape by shape or row by row.")
+        30.0, gt=0, description="Seconds one HTML page, EPUB book or PowerPoint deck may take to turn into text "
+        "(the readers whose work per element runs in Python); past them the document is refused "
+        "(document_too_large). Checked as the file is read, tag by tag or shape by shape.")

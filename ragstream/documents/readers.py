@@ -57,8 +57,7 @@ def extract(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple
     if mime in (mimes.ODT, mimes.ODP, mimes.ODS):
         from ragstream.documents.office.odf import read_odf
 
-        seconds = limits.max_read_seconds if mime == mimes.ODS else None  # a spreadsheet is streamed, row by row
-        return read_odf(data, ReadBounds(name, limits, seconds=seconds), mime, max_rows=limits.max_table_rows,
+        return read_odf(data, ReadBounds(name, limits), mime, max_rows=limits.max_table_rows,
                         max_columns=limits.max_table_columns, hidden_sheets=config.ingest.read_hidden_sheets), {}
     return _text(data, name, mime, config)
 
