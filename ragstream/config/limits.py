@@ -46,3 +46,15 @@ class LimitsConfig(ConfigSection):
     max_table_columns: int = Field(
         1_000, ge=1, description="Columns read per sheet or CSV row; a row with more fails the file with "
         "file_too_large.")
+    max_xml_depth: int = Field(
+        256, ge=8, le=600, description="Deepest nesting of elements (levels) read in an XML part of a Word, PowerPoint, "
+        "OpenDocument or EPUB file; deeper ones refuse the file with document_too_large as soon as the parser gets "
+        "there. At most 600: the readers follow the nesting with one call per level.")
+    max_xml_elements: int = Field(
+        1_000_000, ge=1, description="XML elements read over all the parts of one Word, PowerPoint, OpenDocument or "
+        "EPUB file, or tags in one HTML page; the file is refused (document_too_large) at the first element past the "
+        "limit, before a document model is built.")
+    max_read_seconds: float = Field(
+        30.0, gt=0, description="Seconds one HTML page, EPUB book or PowerPoint deck may take to turn into text "
+        "(the readers whose work per element runs in Python); past them the document is refused "
+        "(document_too_large). Checked as the file is read, tag by tag or shape by shape.")

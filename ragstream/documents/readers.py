@@ -1,6 +1,8 @@
 """Pick the reader for a sniffed MIME type and run it: every format's text as pages of (Markdown-flavoured) text.
 
 Readers import their libraries on first use, so loading a Markdown file never imports python-docx or the OCR models.
+Each reader gets the document's :class:`~ragstream.documents.bounds.ReadBounds` (or the limits it needs) and stops at
+the first element, level, row or character past them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from typing import Any
 
 from ragstream.config import RagstreamConfig
 from ragstream.documents import mimes
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.html_text import html_to_text
 from ragstream.documents.markdown_text import first_h1, split_front_matter
 from ragstream.documents.ocr import ocr_installed, require_ocr
@@ -32,30 +35,31 @@ def extract(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple
     if mime == mimes.DOCX:
         from ragstream.documents.office.docx import read_docx
 
-        return read_docx(data, name), {}
+        return read_docx(data, ReadBounds(name, limits)), {}
     if mime == mimes.PPTX:
         from ragstream.documents.office.pptx import read_pptx
 
-        return read_pptx(data, name), {}
+        return read_pptx(data, ReadBounds(name, limits, seconds=limits.max_read_seconds)), {}
     if mime == mimes.XLSX:
         from ragstream.documents.office.xlsx import read_xlsx
 
         return read_xlsx(data, name, max_rows=limits.max_table_rows, max_columns=limits.max_table_columns,
-                         hidden_sheets=config.ingest.read_hidden_sheets), {}
+                         hidden_sheets=config.ingest.read_hidden_sheets, max_chars=limits.max_document_chars), {}
     if mime in mimes.TABULAR:
         from ragstream.documents.office.delimited import read_delimited
 
-        return read_delimited(data, name, mime, max_rows=limits.max_table_rows, max_columns=limits.max_table_columns), {}
+        return read_delimited(data, name, mime, max_rows=limits.max_table_rows, max_columns=limits.max_table_columns,
+                              max_chars=limits.max_document_chars), {}
     if mime == mimes.EPUB:
         from ragstream.documents.office.epub import read_epub
 
-        return read_epub(data, name), {}
+        return read_epub(data, ReadBounds(name, limits, seconds=limits.max_read_seconds)), {}
     if mime in (mimes.ODT, mimes.ODP, mimes.ODS):
         from ragstream.documents.office.odf import read_odf
 
-        return read_odf(data, name, mime, max_rows=limits.max_table_rows, max_columns=limits.max_table_columns,
-                        hidden_sheets=config.ingest.read_hidden_sheets), {}
-    return _text(data, mime)
+        return read_odf(data, ReadBounds(name, limits), mime, max_rows=limits.max_table_rows,
+                        max_columns=limits.max_table_columns, hidden_sheets=config.ingest.read_hidden_sheets), {}
+    return _text(data, name, mime, config)
 
 
 def _pdf(data: bytes, name: str, config: RagstreamConfig) -> Extracted:
@@ -82,13 +86,13 @@ def _pdf(data: bytes, name: str, config: RagstreamConfig) -> Extracted:
     return Extracted(pages=pages, title=title, warnings=warnings)
 
 
-def _text(data: bytes, mime: str) -> tuple[Extracted, dict[str, Any]]:
+def _text(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple[Extracted, dict[str, Any]]:
     """A text format: its text, title (if the content has one) and found metadata."""
     text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     title: str | None = None
     found: dict[str, Any] = {}
     if mime == mimes.HTML:
-        page = html_to_text(text)
+        page = html_to_text(text, ReadBounds(name, config.limits, seconds=config.limits.max_read_seconds))
         text, title = page.text, page.title
     elif mime == mimes.MARKDOWN:
         text, found = split_front_matter(text)

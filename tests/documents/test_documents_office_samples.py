@@ -38,11 +38,13 @@ def test_a_word_essay_keeps_its_outline_and_lists() -> None:
     assert "- The essay should be at least 1200 words" in basics.text
 
 
-def test_a_word_document_with_a_table() -> None:
+def test_a_word_document_with_a_table_nested_in_a_table() -> None:
     doc = load("sample-word-document.docx")
     assert doc.title == "Sample Word Document"
     assert "Heading Level 1 > Heading Level 2 > Heading Level 3" in paths(doc)
-    assert "| This is a table |\n| --- |\n| The table has things in it |" in doc.text
+    # The second row's cell holds a nested table: its rows are that cell's text, not lost.
+    assert ("| This is a table |  |\n| --- | --- |\n|  | Nested table More of our nested table |\n"
+            "| The table has things in it |  |") in doc.text
 
 
 def test_a_macro_enabled_word_file_is_read_and_its_macros_left_alone() -> None:

@@ -5,56 +5,25 @@ many pages for OCR): what the upload tests send beside good files."""
 from __future__ import annotations
 
 import io
-import zipfile
 
 from PIL import Image
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
+from support import hostile_files
 from support.office_files import handbook_docx, replace_entry
-
-ODT_MIME = "application/vnd.oasis.opendocument.text"
-DEFLATE64 = 9
-"""The zip compression method number of deflate64."""
-_ODF_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
-_ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
-_MANIFEST = (b'<?xml version="1.0" encoding="UTF-8"?>'
-             b'<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
-             b'<manifest:file-entry manifest:full-path="/" manifest:media-type="' + ODT_MIME.encode() + b'"/>'
-             b'<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
-             b'</manifest:manifest>')
-
-
-def odt(body: str, *, content_method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    """An OpenDocument text whose ``office:text`` holds ``body`` (XML in the text namespace, prefix ``text``)."""
-    content = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="{_ODF_OFFICE}" '
-               f'xmlns:text="{_ODF_TEXT}" office:version="1.3"><office:body><office:text>{body}</office:text>'
-               '</office:body></office:document-content>')
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as package:
-        package.writestr(zipfile.ZipInfo("mimetype"), ODT_MIME)  # first and stored, as ODF asks
-        package.writestr("content.xml", content, compress_type=content_method)
-        package.writestr("META-INF/manifest.xml", _MANIFEST, compress_type=zipfile.ZIP_DEFLATED)
-    return out.getvalue()
 
 
 def nested_odt(depth: int = 5000) -> bytes:
     """A ~1 KB .odt whose one paragraph nests ``depth`` spans (a RecursionError in a recursive reader)."""
-    return odt("<text:p>" + "<text:span>" * depth + "deep" + "</text:span>" * depth + "</text:p>")
+    return hostile_files.deep_odt(depth, "span")
 
 
 def deflate64_odt() -> bytes:
     """An .odt whose ``content.xml`` says it is compressed with deflate64 (method 9), which Python's zipfile does not
     read (NotImplementedError)."""
-    data = bytearray(odt("<text:p>Compressed with deflate64</text:p>", content_method=zipfile.ZIP_STORED))
-    name = b"content.xml"
-    for signature, method_at, name_at in ((b"PK\x03\x04", 8, 30), (b"PK\x01\x02", 10, 46)):  # local, central
-        start = data.find(signature)
-        while start != -1:
-            if data[start + name_at:start + name_at + len(name)] == name:
-                data[start + method_at:start + method_at + 2] = DEFLATE64.to_bytes(2, "little")
-            start = data.find(signature, start + 4)
-    return bytes(data)
+    return hostile_files.odd_entry(hostile_files.odt(b"<text:p>Compressed with deflate64</text:p>"), "content.xml",
+                                   "deflate64")
 
 
 def truncated_docx() -> bytes:

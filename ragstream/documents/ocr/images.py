@@ -40,8 +40,12 @@ def ocr_image(data: bytes, name: str, config: OcrConfig) -> tuple[list[Page], tu
                     pages.append(Page(number=index if frames > 1 else None, text=text, ocr=True))
     except DocumentTooLargeError:
         raise
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning, OSError,
-            ValueError, SyntaxError) as exc:  # PIL raises SyntaxError for some malformed headers
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        # PIL's own bound on the header's size (about 89 million pixels to warn, twice that to refuse), checked as
+        # the image is opened: past the default ocr.max_image_pixels too, so it is the same refusal.
+        raise DocumentTooLargeError(f"{name}: the image is too large to decode ({exc}); ocr.max_image_pixels is "
+                                    f"{config.max_image_pixels}") from exc
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:  # PIL: SyntaxError for malformed headers
         raise CorruptDocumentError(f"{name}: cannot decode the image: {exc}") from exc
     return pages, budget.warnings()
 

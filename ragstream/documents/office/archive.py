@@ -4,6 +4,11 @@ The bound is checked on the zip's own records before any entry is decompressed: 
 the end-of-central-directory record (read without building the directory), then the sizes every entry
 declares. Python's zipfile never inflates an entry past its declared size (it stops there and the CRC
 check fails), so declared sizes bound the work of every reader that opens the package.
+
+Every entry ragstream reads itself goes through :func:`read_entry` or :func:`stream_entry`: an entry flagged
+encrypted is ``encrypted_document``; one compressed with a method zipfile cannot inflate (Deflate64, bzip2 in an
+odd variant...), a broken deflate stream or a failed CRC is ``corrupt_document``, never a RuntimeError,
+NotImplementedError or zlib.error escaping to the caller.
 """
 
 from __future__ import annotations
@@ -11,11 +16,14 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import PurePath
 from xml.etree import ElementTree
 
 from ragstream.documents import mimes
-from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, UnsupportedFileTypeError
+from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError, UnsupportedFileTypeError
 
 ZIP_MAGIC = b"PK\x03\x04"
 _EOCD = b"PK\x05\x06"
@@ -42,6 +50,8 @@ _ODF_MIMETYPES = {
     "application/epub+zip": mimes.EPUB,
 }
 _MACRO_WORD = "macroenabled"
+_ENCRYPTED_FLAG = 0x1  # bit 0 of a zip entry's general-purpose flags: the entry is encrypted
+_CHUNK_BYTES = 1 << 20
 OFFICE_SUFFIXES = frozenset({
     ".docx", ".docm", ".dotx", ".dotm", ".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".xlsx", ".xlsm", ".xltx",
     ".xltm", ".odt", ".odp", ".ods", ".epub",
@@ -78,12 +88,12 @@ def package_kind(data: bytes, name: str) -> str:
     is a workbook); OpenDocument and EPUB: the ``mimetype`` entry. Another zip raises
     :class:`UnsupportedFileTypeError`; a damaged package :class:`CorruptDocumentError`.
     """
-    with _open(data, name) as package:
+    with open_zip(data, name) as package:
         names = set(package.namelist())
         if _CONTENT_TYPES in names:
-            return _ooxml_kind(package.read(_CONTENT_TYPES), name)
+            return _ooxml_kind(read_entry(package, _CONTENT_TYPES, name), name)
         if "mimetype" in names:
-            declared = package.read("mimetype").decode("ascii", "replace").strip()
+            declared = read_entry(package, "mimetype", name).decode("ascii", "replace").strip()
             if declared in _ODF_MIMETYPES:
                 return _ODF_MIMETYPES[declared]
             raise UnsupportedFileTypeError(f"{name}: detected a zipped package of type {declared or 'unknown'}; "
@@ -98,8 +108,8 @@ def is_macro_enabled(content_type: str) -> bool:
 
 def main_content_type(data: bytes, name: str) -> str:
     """The content type of an OOXML package's main part (``...document.main+xml``)."""
-    with _open(data, name) as package:
-        return _main_part_type(package.read(_CONTENT_TYPES), name)
+    with open_zip(data, name) as package:
+        return _main_part_type(read_entry(package, _CONTENT_TYPES, name), name)
 
 
 def _ooxml_kind(content_types: bytes, name: str) -> str:
@@ -125,7 +135,39 @@ def _main_part_type(content_types: bytes, name: str) -> str:
     raise CorruptDocumentError(f"{name}: the Office package names no main document part")
 
 
-def _open(data: bytes, name: str) -> zipfile.ZipFile:
+def read_entry(package: zipfile.ZipFile, entry: str, name: str) -> bytes:
+    """The bytes of ``entry`` in the document ``name``; any failure to inflate it is a typed document error."""
+    with _guarded(package, entry, name):
+        return package.read(entry)
+
+
+def stream_entry(package: zipfile.ZipFile, entry: str, name: str) -> Iterator[bytes]:
+    """The bytes of ``entry`` a megabyte at a time (a reader can stop early); failures as for :func:`read_entry`."""
+    with _guarded(package, entry, name), package.open(entry) as stream:
+        while chunk := stream.read(_CHUNK_BYTES):
+            yield chunk
+
+
+@contextmanager
+def _guarded(package: zipfile.ZipFile, entry: str, name: str) -> Iterator[None]:
+    """Turn what zipfile and zlib raise on an entry into :class:`EncryptedDocumentError` or :class:`CorruptDocumentError`."""
+    try:
+        info = package.getinfo(entry)
+    except KeyError as exc:
+        raise CorruptDocumentError(f"{name}: the package has no {entry}") from exc
+    if info.flag_bits & _ENCRYPTED_FLAG:
+        raise EncryptedDocumentError(f"{name}: the zip entry {entry} is encrypted (a password-protected zip); "
+                                     "save an unprotected copy to index it")
+    try:
+        yield
+    except NotImplementedError as exc:  # zipfile: "That compression method is not supported" (Deflate64...)
+        raise CorruptDocumentError(f"{name}: the zip entry {entry} is compressed with a method that cannot be read "
+                                   f"(method {info.compress_type}): {exc}") from exc
+    except (zipfile.BadZipFile, zlib.error, RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise CorruptDocumentError(f"{name}: the zip entry {entry} cannot be inflated: {exc}") from exc
+
+
+def open_zip(data: bytes, name: str) -> zipfile.ZipFile:
     """The zip; a damaged one is a corrupt document when named as one (.docx...), else an unsupported archive."""
     try:
         return zipfile.ZipFile(io.BytesIO(data))
@@ -136,7 +178,7 @@ def _open(data: bytes, name: str) -> zipfile.ZipFile:
 
 
 def _infolist(data: bytes, name: str) -> list[zipfile.ZipInfo]:
-    with _open(data, name) as package:
+    with open_zip(data, name) as package:
         return package.infolist()
 
 

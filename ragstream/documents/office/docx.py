@@ -3,9 +3,9 @@
 A paragraph is a heading when its style (or the paragraph itself) has an outline level, or its style
 is a built-in ``Heading N``; it becomes a ``#`` line, so the markdown chunker puts it in ``header_path``.
 List paragraphs (numbering or a ``List ...`` style) become list items, tables Markdown tables whose first
-row is the header. The title is the core properties' title, else the first ``Title`` paragraph, else the
-first heading. Macro-enabled files are read like any other: only their XML parts are parsed, the VBA
-project is never loaded, let alone run.
+row is the header (a table nested in a cell gives that cell its rows, one line each). The title is the core
+properties' title, else the first ``Title`` paragraph, else the first heading. Macro-enabled files are read
+like any other: only their XML parts are parsed, the VBA project is never loaded, let alone run.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from docx.opc.part import PartFactory
 from docx.oxml.ns import qn
 from docx.package import Package
 from docx.parts.document import DocumentPart
-from docx.table import Table
-from docx.text.paragraph import Paragraph
 
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.office import text as md
+from ragstream.documents.office.archive import open_zip
+from ragstream.documents.office.xml_guard import scan_package
 from ragstream.errors import CorruptDocumentError
 from ragstream.models import Page
 
@@ -43,10 +44,25 @@ _TITLE_STYLES = frozenset({"title"})
 _NUMBERED_STYLE = re.compile(r"(?i)number")
 _LIST_STYLE = re.compile(r"(?i)^list")
 _MAX_STYLE_DEPTH = 20  # a style's based-on chain is followed this far (a loop in a crafted file ends)
+_MAIN_PART = "word/document.xml"
+_P, _R, _T, _TBL, _TR, _TC = qn("w:p"), qn("w:r"), qn("w:t"), qn("w:tbl"), qn("w:tr"), qn("w:tc")
+_HYPERLINK, _BR, _TYPE, _VAL = qn("w:hyperlink"), qn("w:br"), qn("w:type"), qn("w:val")
+_PPR, _PSTYLE, _OUTLINE, _NUMPR, _NUMID, _ILVL = (qn("w:pPr"), qn("w:pStyle"), qn("w:outlineLvl"), qn("w:numPr"),
+                                                  qn("w:numId"), qn("w:ilvl"))
+_TCPR, _GRID_SPAN, _VMERGE = qn("w:tcPr"), qn("w:gridSpan"), qn("w:vMerge")
+# What the run's other text elements show (a w:br shows a line break only when it is one, not a page break).
+_RUN_CHARACTERS = {qn("w:tab"): "\t", qn("w:cr"): "\n", qn("w:noBreakHyphen"): "-", qn("w:ptab"): "\t"}
 
 
-def read_docx(data: bytes, name: str) -> md.Extracted:
-    """The Word document as one page of Markdown and its title; :class:`CorruptDocumentError` when unreadable."""
+def read_docx(data: bytes, bounds: ReadBounds) -> md.Extracted:
+    """The Word document as one page of Markdown and its title; :class:`CorruptDocumentError` when unreadable.
+
+    Every XML part is scanned within ``bounds`` (elements, depth, the main part's characters) before python-docx
+    parses any of them.
+    """
+    name = bounds.name
+    with open_zip(data, name) as package:
+        scan_package(package, bounds, text_parts=lambda part: part == _MAIN_PART, what="Word document")
     try:
         part = Package.open(io.BytesIO(data)).main_document_part
         if part.content_type != CONTENT_TYPE.WML_DOCUMENT_MAIN and part.content_type not in _WORD_MAIN_TYPES:
@@ -56,15 +72,16 @@ def read_docx(data: bytes, name: str) -> md.Extracted:
         blocks: list[str] = []
         titles: list[str] = []
         headings: list[str] = []
-        for item in document.iter_inner_content():
-            if isinstance(item, Table):
-                blocks.append(md.table(_table_rows(item)))
+        for element in document.element.body.iterchildren(_TBL, _P):
+            if element.tag == _TBL:
+                blocks.append(md.table(md.trim_grid(_table_rows(element))))
                 continue
-            block, kind = _paragraph(item, styles)
+            text = paragraph_text(element)
+            block, kind = _paragraph(element, text, styles)
             if kind == "title":
-                titles.append(item.text)
+                titles.append(text)
             elif kind == "heading":
-                headings.append(item.text)
+                headings.append(text)
             blocks.append(block)
         core_title = document.core_properties.title
     except CorruptDocumentError:
@@ -75,6 +92,35 @@ def read_docx(data: bytes, name: str) -> md.Extracted:
     text = _join(blocks)
     return md.Extracted(pages=(Page(number=None, text=text),),
                         title=md.pick_title(core_title, *titles[:1], *headings[:1]))
+
+
+def paragraph_text(p: Any) -> str:
+    """A ``w:p``'s text as Word shows it: its runs and its hyperlinks' runs, tabs and line breaks kept.
+
+    A ``w:t`` holding an entity reference the parser left unresolved keeps the text after it (python-docx's own
+    ``text`` stops at the entity).
+    """
+    out: list[str] = []
+    for child in p:
+        if child.tag == _R:
+            _run_text(child, out)
+        elif child.tag == _HYPERLINK:
+            for run in child:
+                if run.tag == _R:
+                    _run_text(run, out)
+    return "".join(out)
+
+
+def _run_text(run: Any, out: list[str]) -> None:
+    for child in run:
+        tag = child.tag
+        if tag == _T:
+            out.append(child.text or "")
+            out.extend(inner.tail or "" for inner in child)
+        elif tag == _BR:
+            out.append("\n" if child.get(_TYPE) in (None, "textWrapping") else "")
+        elif tag in _RUN_CHARACTERS:
+            out.append(_RUN_CHARACTERS[tag])
 
 
 @dataclass(frozen=True)
@@ -116,29 +162,35 @@ class _Styles:
         return found
 
 
-def _paragraph(paragraph: Paragraph, styles: _Styles) -> tuple[str, str]:
+def _paragraph(p: Any, text: str, styles: _Styles) -> tuple[str, str]:
     """The paragraph as Markdown and its kind: heading, title, list or body."""
-    text = paragraph.text
     if not text.strip():
         return "", "body"
-    chain = styles.chain(paragraph._p.style)
+    properties = p.find(_PPR)
+    chain = styles.chain(_value(properties, _PSTYLE))
     style_name = chain[0][1].name if chain else ""
-    level = _heading_level(paragraph, chain)
+    level = _heading_level(properties, chain)
     if level is not None:
         return md.heading(level, text), "heading"
     if style_name.casefold() in _TITLE_STYLES:
         return md.paragraph(text), "title"
-    depth = _list_depth(paragraph, style_name)
+    depth = _list_depth(properties, style_name)
     if depth is not None:
         return md.list_item(text, depth, numbered=bool(_NUMBERED_STYLE.search(style_name))), "list"
     return md.paragraph(text), "body"
 
 
-def _heading_level(paragraph: Paragraph, chain: list[tuple[str, _Style]]) -> int | None:
+def _value(parent: Any, tag: str) -> str | None:
+    """The ``w:val`` of ``parent``'s child ``tag`` (None when either is missing)."""
+    child = parent.find(tag) if parent is not None else None
+    return child.get(_VAL) if child is not None else None
+
+
+def _heading_level(properties: Any, chain: list[tuple[str, _Style]]) -> int | None:
     """1-based heading level from the paragraph's outline level, its style chain's, or a Heading N style."""
-    own = paragraph._p.xpath("./w:pPr/w:outlineLvl/@w:val")
-    if own:
-        return _outline(own[0])
+    own = _value(properties, _OUTLINE)
+    if own is not None:
+        return _outline(own)
     for style_id, style in chain:
         if style.outline is not None:
             return _outline(style.outline)
@@ -156,17 +208,47 @@ def _outline(value: str) -> int | None:
     return None if level >= _BODY_OUTLINE_LEVEL or level < 0 else level + 1
 
 
-def _list_depth(paragraph: Paragraph, style_name: str) -> int | None:
+def _list_depth(properties: Any, style_name: str) -> int | None:
     """The list level (0 at the top) of a numbered or bulleted paragraph, None for body text."""
-    levels = paragraph._p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")
-    if paragraph._p.xpath("./w:pPr/w:numPr/w:numId"):
-        return int(levels[0]) if levels and levels[0].isdigit() else 0
+    numbering = properties.find(_NUMPR) if properties is not None else None
+    if numbering is not None and numbering.find(_NUMID) is not None:
+        level = _value(numbering, _ILVL)
+        return int(level) if level is not None and level.isdigit() else 0
     return 0 if _LIST_STYLE.match(style_name) else None
 
 
-def _table_rows(table: Table) -> list[list[str]]:
-    rows = [[cell.text for cell in row.cells] for row in table.rows]
-    return md.trim_grid(rows)
+def _table_rows(table: Any) -> list[list[str]]:
+    """A ``w:tbl``'s rows as cell text: a cell spanning columns repeats in each, a vertically merged cell repeats the
+    text of the cell it continues (as python-docx's ``row.cells`` gives them, without its recursion)."""
+    rows: list[list[str]] = []
+    above: dict[int, str] = {}
+    for row in table.iterchildren(_TR):
+        cells: list[str] = []
+        for cell in row.iterchildren(_TC):
+            properties = cell.find(_TCPR)
+            span = _value(properties, _GRID_SPAN)
+            merge = properties.find(_VMERGE) if properties is not None else None
+            offset = len(cells)
+            if merge is not None and merge.get(_VAL, "continue") == "continue":
+                text = above.get(offset, "")
+            else:
+                text = _cell_text(cell)
+            for _ in range(int(span) if span is not None and span.isdigit() and int(span) > 0 else 1):
+                above[len(cells)] = text
+                cells.append(text)
+        rows.append(cells)
+    return rows
+
+
+def _cell_text(cell: Any) -> str:
+    """A table cell's text: its paragraphs and the rows of the tables nested in it, one line each."""
+    lines: list[str] = []
+    for child in cell.iterchildren(_P, _TBL):
+        if child.tag == _P:
+            lines.append(paragraph_text(child))
+        else:
+            lines.extend(" ".join(row) for row in _table_rows(child))
+    return "\n".join(lines)
 
 
 def _join(blocks: list[str]) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from xml.etree.ElementTree import Element
 
 from ragstream.documents import mimes
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.office import text as md
 from ragstream.documents.office.odf_xml import NS, attr, element_text, parts, table_rows, tag
 from ragstream.documents.office.pptx import NOTES_HEADING
@@ -28,14 +29,15 @@ _LEFT_OUT = frozenset({tag("text:table-of-content"), tag("text:alphabetical-inde
                        tag("office:forms"), tag("text:sequence-decls"), tag("office:annotation")})
 
 
-def read_odf(data: bytes, name: str, mime: str, *, max_rows: int, max_columns: int,
+def read_odf(data: bytes, bounds: ReadBounds, mime: str, *, max_rows: int, max_columns: int,
              hidden_sheets: bool) -> md.Extracted:
-    """An OpenDocument file as Markdown pages and its title."""
+    """An OpenDocument file as Markdown pages and its title; its XML is read within ``bounds`` (elements, depth,
+    characters) before any tree is built."""
     if mime == mimes.ODS:
         from ragstream.documents.office.ods import read_ods
 
-        return read_ods(data, name, max_rows=max_rows, max_columns=max_columns, hidden_sheets=hidden_sheets)
-    content, title = parts(data, name)
+        return read_ods(data, bounds, max_rows=max_rows, max_columns=max_columns, hidden_sheets=hidden_sheets)
+    content, title = parts(data, bounds)
     body = content.find("office:body", _NS)
     if mime == mimes.ODP:
         slides = _slides(body, max_columns) if body is not None else []

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import zipfile
-from xml.etree import ElementTree
 from xml.etree.ElementTree import Element
 
-from ragstream.errors import CorruptDocumentError, EncryptedDocumentError
+from ragstream.documents.bounds import ReadBounds
+from ragstream.documents.office.archive import open_zip
+from ragstream.documents.office.xml_guard import parse_part
+from ragstream.errors import EncryptedDocumentError
 
 NS = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
@@ -35,28 +36,36 @@ _SPACE = tag("text:s")
 _TAB = tag("text:tab")
 _BREAK = tag("text:line-break")
 _MANIFEST = "META-INF/manifest.xml"
-_ENCRYPTION_DATA = b"encryption-data"  # manifest:encryption-data: a part stored encrypted (a password-protected file)
+WHAT = "OpenDocument file"
+# manifest:encryption-data: a part stored encrypted (a password-protected file)
+_ENCRYPTION_DATA = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}encryption-data"
+_MAX_SPACES = 100  # a text:s run of spaces is written at most this long (text:c="1000000000" costs nothing)
 _SKIPPED = frozenset({tag("text:note"), tag("office:annotation"), tag("text:bookmark-ref")})
 
 
-def parts(data: bytes, name: str) -> tuple[Element, str | None]:
-    """The package's ``content.xml`` root and the title in ``meta.xml`` (if any).
+def parts(data: bytes, bounds: ReadBounds) -> tuple[Element, str | None]:
+    """The package's ``content.xml`` root and the title in ``meta.xml`` (if any), each scanned within ``bounds``
+    before it is parsed.
 
     Raises :class:`EncryptedDocumentError` when the manifest marks parts as encrypted (a password-protected file).
     """
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            if _MANIFEST in package.namelist() and _ENCRYPTION_DATA in package.read(_MANIFEST):
-                raise EncryptedDocumentError(f"{name}: the OpenDocument file is password-protected (encrypted); "
-                                             "save an unprotected copy to index it")
-            content = ElementTree.fromstring(package.read("content.xml"))
-            title = None
-            if "meta.xml" in package.namelist():
-                found = ElementTree.fromstring(package.read("meta.xml")).find(".//dc:title", NS)
-                title = found.text if found is not None else None
-    except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, ValueError, OSError) as exc:
-        raise CorruptDocumentError(f"{name}: cannot read the OpenDocument file: {exc}") from exc
-    return content, title
+    with open_zip(data, bounds.name) as package:
+        title = checked_title(package, bounds)
+        return parse_part(package, "content.xml", bounds, text=True, what=WHAT), title
+
+
+def checked_title(package: zipfile.ZipFile, bounds: ReadBounds) -> str | None:
+    """The title in ``meta.xml`` (if any), after checking the manifest marks no part as encrypted
+    (:class:`EncryptedDocumentError`: a password-protected file)."""
+    names = set(package.namelist())
+    if _MANIFEST in names and any(element.tag == _ENCRYPTION_DATA
+                                  for element in parse_part(package, _MANIFEST, bounds, what=WHAT).iter()):
+        raise EncryptedDocumentError(f"{bounds.name}: the OpenDocument file is password-protected (encrypted); "
+                                     "save an unprotected copy to index it")
+    if "meta.xml" not in names:
+        return None
+    found = parse_part(package, "meta.xml", bounds, what=WHAT).find(".//dc:title", NS)
+    return found.text if found is not None else None
 
 
 def element_text(element: Element) -> str:
@@ -103,7 +112,7 @@ def row_cells(row: Element, max_columns: int) -> list[str]:
 
 
 def _count(element: Element) -> int:
-    return _int(attr(element, "text:c", "1"))
+    return min(_int(attr(element, "text:c", "1")), _MAX_SPACES)
 
 
 def _int(value: str) -> int:

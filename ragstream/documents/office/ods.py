@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from xml.etree.ElementTree import Element
 
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.office import text as md
 from ragstream.documents.office.odf_xml import attr, parts, row_cells, tag
 from ragstream.models import Page
@@ -19,12 +20,13 @@ _ROW = tag("table:table-row")
 _ROW_GROUPS = frozenset({tag("table:table-header-rows"), tag("table:table-rows"), tag("table:table-row-group")})
 
 
-def read_ods(data: bytes, name: str, *, max_rows: int, max_columns: int, hidden_sheets: bool) -> md.Extracted:
+def read_ods(data: bytes, bounds: ReadBounds, *, max_rows: int, max_columns: int, hidden_sheets: bool) -> md.Extracted:
     """The spreadsheet as one Markdown page per sheet read, its title, and a warning naming skipped hidden sheets."""
-    content, title = parts(data, name)
+    name = bounds.name
+    content, title = parts(data, bounds)
     hidden_styles = {attr(style, "style:name") for style in content.iter(tag("style:style"))
                      if any(attr(props, "table:display") == "false" for props in style.iter(tag("style:table-properties")))}
-    budget = md.RowBudget(name, max_rows, max_columns)
+    budget = md.RowBudget(name, max_rows, max_columns, bounds.max_chars)
     pages: list[Page] = []
     hidden: list[str] = []
     for sheet in content.iter(tag("table:table")):

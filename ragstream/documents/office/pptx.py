@@ -18,17 +18,28 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.package import Package
 from pptx.parts.presentation import PresentationPart
 
+from ragstream.documents.bounds import ReadBounds
 from ragstream.documents.office import text as md
-from ragstream.errors import CorruptDocumentError
+from ragstream.documents.office.archive import open_zip
+from ragstream.documents.office.xml_guard import scan_package
+from ragstream.errors import CorruptDocumentError, DocumentError
 from ragstream.models import Page
 
 NOTES_HEADING = "Speaker notes"
+_TEXT_PARTS = ("ppt/slides/", "ppt/notesSlides/")
 _BULLET_PLACEHOLDERS = frozenset({PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT})
 _TITLE_PLACEHOLDERS = frozenset({PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE})
 
 
-def read_pptx(data: bytes, name: str) -> md.Extracted:
-    """The deck as one Markdown page per slide and its title; :class:`CorruptDocumentError` when unreadable."""
+def read_pptx(data: bytes, bounds: ReadBounds) -> md.Extracted:
+    """The deck as one Markdown page per slide and its title; :class:`CorruptDocumentError` when unreadable.
+
+    Every XML part is scanned within ``bounds`` (elements, depth, the slides' and notes' characters) before
+    python-pptx parses any of them.
+    """
+    name = bounds.name
+    with open_zip(data, name) as package:
+        scan_package(package, bounds, text_parts=lambda part: part.startswith(_TEXT_PARTS), what="presentation")
     try:
         part = Package.open(io.BytesIO(data)).main_document_part
         if not isinstance(part, PresentationPart):
@@ -37,12 +48,12 @@ def read_pptx(data: bytes, name: str) -> md.Extracted:
         pages: list[Page] = []
         slide_titles: list[str] = []
         for number, slide in enumerate(presentation.slides, start=1):
-            title, body = _slide(slide)
+            title, body = _slide(slide, bounds)
             slide_titles.append(title)
             if title or body:  # a slide without any text (a picture) adds no chunk
                 pages.append(Page(number=number, text=md.join_blocks([md.heading(1, title or f"Slide {number}"), body])))
         core_title = presentation.core_properties.title
-    except CorruptDocumentError:
+    except DocumentError:
         raise
     # python-pptx and lxml raise many types (KeyError, ValueError, XMLSyntaxError...) on damaged parts.
     except Exception as exc:
@@ -50,11 +61,12 @@ def read_pptx(data: bytes, name: str) -> md.Extracted:
     return md.Extracted(pages=tuple(pages), title=md.pick_title(core_title, *(t for t in slide_titles if t)))
 
 
-def _slide(slide: Any) -> tuple[str, str]:
+def _slide(slide: Any, bounds: ReadBounds) -> tuple[str, str]:
     """The slide's title and its body (shapes, then speaker notes) as Markdown."""
     title = ""
     blocks: list[str] = []
     for shape in _reading_order(slide.shapes):
+        bounds.tick()
         if not title and _is_title(shape):
             title = md.squash(shape.text_frame.text)
             continue

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragstream.documents.pdf_text import is_document_title
-from ragstream.errors import FileTooLargeError
+from ragstream.errors import DocumentTooLargeError, FileTooLargeError
 from ragstream.models import Page
 
 # Titles office applications put in a new file's properties: they name the application, not the document.
@@ -20,6 +20,7 @@ _DEFAULT_TITLES = frozenset({
 # A line that Markdown would read as structure: a heading, a code fence, a table row, a quote, a rule.
 _MARKDOWN_START = re.compile(r"^(\s*)(#|`{3}|~{3}|\||>|-{3,}\s*$)")
 _SPACES = re.compile(r"\s+")
+_CELL_SEPARATOR_CHARS = 3  # " | " between the cells of a Markdown table row
 _FLOAT_DIGITS = 15  # an IEEE double holds 15 significant decimal digits faithfully
 
 
@@ -119,16 +120,20 @@ def _row(values: Sequence[str], width: int) -> str:
 
 
 class RowBudget:
-    """Counts the non-empty rows read from a file's tables and refuses the file past its row or column limit."""
+    """Counts the non-empty rows read from a file's tables and refuses the file past its row, column or character
+    limit, at the first row past it."""
 
-    def __init__(self, name: str, max_rows: int, max_columns: int) -> None:
+    def __init__(self, name: str, max_rows: int, max_columns: int, max_chars: int | None = None) -> None:
         self._name = name
         self._max_rows = max_rows
         self._max_columns = max_columns
+        self._max_chars = max_chars
         self.rows = 0
+        self.chars = 0
 
     def take(self, rows: Iterable[Sequence[Any]]) -> list[list[str]]:
-        """The rows as cell text; raises :class:`FileTooLargeError` at the first row past a limit."""
+        """The rows as cell text; raises :class:`FileTooLargeError` at the first row past the row or column limit,
+        :class:`DocumentTooLargeError` at the first row that takes the text past ``max_chars``."""
         taken: list[list[str]] = []
         for row in rows:
             values = [cell(value) for value in row]
@@ -137,11 +142,20 @@ class RowBudget:
             if not values:
                 continue
             if len(values) > self._max_columns:
-                raise FileTooLargeError(f"{self._name}: a row has {len(values)} columns, more than the limit of "
-                                        f"{self._max_columns} (limits.max_table_columns)")
+                raise too_many_columns(self._name, len(values), self._max_columns)
             self.rows += 1
             if self.rows > self._max_rows:
                 raise FileTooLargeError(f"{self._name}: more than {self._max_rows} rows (limits.max_table_rows); "
                                         "raise the limit or split the file")
+            self.chars += sum(len(value) for value in values) + _CELL_SEPARATOR_CHARS * len(values)
+            if self._max_chars is not None and self.chars > self._max_chars:
+                raise DocumentTooLargeError(f"{self._name}: the tables hold more than {self._max_chars} characters "
+                                            "of text (limits.max_document_chars)")
             taken.append(values)
         return taken
+
+
+def too_many_columns(name: str, columns: int | str, limit: int) -> FileTooLargeError:
+    """The refusal of a row wider than ``limits.max_table_columns``."""
+    return FileTooLargeError(f"{name}: a row has {columns} columns, more than the limit of {limit} "
+                             "(limits.max_table_columns)")

@@ -23,7 +23,8 @@ from typing import Any
 import openpyxl
 
 from ragstream.documents.office import text as md
-from ragstream.errors import CorruptDocumentError, FileTooLargeError
+from ragstream.documents.office.archive import open_zip, read_entry, stream_entry
+from ragstream.errors import CorruptDocumentError, DocumentError
 from ragstream.models import Page
 
 _VISIBLE = "visible"
@@ -33,19 +34,20 @@ _SHEET_DATA = re.compile(rb"<(\w+:)?sheetData[\s>/]")
 _DIMENSION = re.compile(rb"<(\w+:)?dimension[\s>/]")
 
 
-def read_xlsx(data: bytes, name: str, *, max_rows: int, max_columns: int, hidden_sheets: bool) -> md.Extracted:
+def read_xlsx(data: bytes, name: str, *, max_rows: int, max_columns: int, hidden_sheets: bool,
+              max_chars: int | None = None) -> md.Extracted:
     """The workbook as one Markdown page per sheet read, its title, and a warning naming skipped hidden sheets."""
     try:
         with warnings.catch_warnings():  # openpyxl warns about features it drops (data validation, styles)
             warnings.simplefilter("ignore")
-            workbook = openpyxl.load_workbook(io.BytesIO(_with_dimensions(data)), read_only=True, data_only=True, keep_vba=False,
+            workbook = openpyxl.load_workbook(io.BytesIO(_with_dimensions(data, name)), read_only=True, data_only=True, keep_vba=False,
                                               keep_links=False)
             try:
-                pages, hidden = _sheets(workbook, name, max_rows, max_columns, hidden_sheets)
+                pages, hidden = _sheets(workbook, md.RowBudget(name, max_rows, max_columns, max_chars), hidden_sheets)
                 title = workbook.properties.title
             finally:
                 workbook.close()
-    except (FileTooLargeError, CorruptDocumentError):
+    except DocumentError:
         raise
     # openpyxl and its XML parser raise many types (KeyError, ValueError, TypeError...) on damaged parts.
     except Exception as exc:
@@ -54,11 +56,9 @@ def read_xlsx(data: bytes, name: str, *, max_rows: int, max_columns: int, hidden
     return md.Extracted(pages=tuple(pages), title=md.pick_title(title), warnings=notes if hidden else ())
 
 
-def _sheets(workbook: Any, name: str, max_rows: int, max_columns: int,
-            hidden_sheets: bool) -> tuple[list[Page], list[str]]:
+def _sheets(workbook: Any, budget: md.RowBudget, hidden_sheets: bool) -> tuple[list[Page], list[str]]:
     pages: list[Page] = []
     hidden: list[str] = []
-    budget = md.RowBudget(name, max_rows, max_columns)
     for sheet in workbook.worksheets:
         if sheet.sheet_state != _VISIBLE and not hidden_sheets:
             hidden.append(sheet.title)
@@ -70,17 +70,17 @@ def _sheets(workbook: Any, name: str, max_rows: int, max_columns: int,
     return pages, hidden
 
 
-def _with_dimensions(data: bytes) -> bytes:
+def _with_dimensions(data: bytes, name: str) -> bytes:
     """``data``, or a copy in which every sheet without a ``<dimension>`` has a placeholder one (see the module doc)."""
-    with zipfile.ZipFile(io.BytesIO(data)) as package:
+    with open_zip(data, name) as package:
         missing = [info.filename for info in package.infolist()
-                   if _SHEET_PART.match(info.filename) and not _DIMENSION.search(_head(package, info.filename))]
+                   if _SHEET_PART.match(info.filename) and not _DIMENSION.search(_head(package, info.filename, name))]
         if not missing:
             return data
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as fixed:
             for info in package.infolist():
-                content = package.read(info.filename)
+                content = read_entry(package, info.filename, name)
                 if info.filename in missing:
                     content = _SHEET_DATA.sub(lambda m: b"<%sdimension ref=\"A1\"/>" % (m.group(1) or b"") + m.group(0),
                                               content, count=1)
@@ -88,6 +88,10 @@ def _with_dimensions(data: bytes) -> bytes:
     return out.getvalue()
 
 
-def _head(package: zipfile.ZipFile, name: str) -> bytes:
-    with package.open(name) as entry:
-        return entry.read(_HEAD_BYTES)
+def _head(package: zipfile.ZipFile, entry: str, name: str) -> bytes:
+    head = b""
+    for chunk in stream_entry(package, entry, name):
+        head += chunk
+        if len(head) >= _HEAD_BYTES:
+            break
+    return head[:_HEAD_BYTES]
