@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.config.prose import ProseConfig
 from ragstream.config.support import SupportConfig
 
 
@@ -130,6 +131,7 @@ class AnswerConfig(ConfigSection):
         800, description="A quoted sentence ending in ':' keeps the fenced code example after it up to this many "
         "characters."
     )
+    prose: ProseConfig = ProseConfig()
     citations: CitationConfig = CitationConfig()
     confidence: ConfidenceConfig = ConfidenceConfig()
     support: SupportConfig = SupportConfig()
