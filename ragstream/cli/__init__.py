@@ -2,7 +2,7 @@
 
 This module is the list of commands; each group lives in a module of its own: ``documents`` (ingest,
 docs, reindex), ``sync_watch`` (sync, watch), ``search`` (search, eval), ``answers`` (ask, chat,
-prompt), ``serving`` (serve, mcp), ``demo`` and ``backends`` (migrate, db). ``index`` opens the index a
+prompt), ``serving`` (serve, mcp), ``feedback`` (feedback summary), ``demo`` and ``backends`` (migrate, db). ``index`` opens the index a
 command uses and ends a command on an error; ``options`` holds the options they share.
 
 Imports of the index, the models and the store happen inside the commands, so ``ragstream --help``
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from ragstream.cli import answers, backends, demo, documents, search, serving, sync_watch
+from ragstream.cli import answers, backends, demo, documents, feedback, search, serving, sync_watch
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -22,6 +22,9 @@ app.add_typer(docs_app, name="docs")
 db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres backend (pip install 'ragstream\\[postgres]').",
                      no_args_is_help=True)
 app.add_typer(db_app, name="db")
+feedback_app = typer.Typer(help="How askers rated the answers (helpful / not helpful) and opened their citations.",
+                           no_args_is_help=True)
+app.add_typer(feedback_app, name="feedback")
 
 app.command()(documents.ingest)
 app.command()(sync_watch.sync)
@@ -41,5 +44,6 @@ app.command()(answers.chat)
 db_app.command("start")(backends.db_start)
 db_app.command("stop")(backends.db_stop)
 db_app.command("status")(backends.db_status)
+feedback_app.command("summary")(feedback.summary)
 
 __all__ = ["app"]

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.config.feedback import FeedbackConfig
 from ragstream.config.prose import ProseConfig
 from ragstream.config.support import SupportConfig
 
@@ -132,6 +133,7 @@ class AnswerConfig(ConfigSection):
         "characters."
     )
     prose: ProseConfig = ProseConfig()
+    feedback: FeedbackConfig = FeedbackConfig()
     citations: CitationConfig = CitationConfig()
     confidence: ConfidenceConfig = ConfidenceConfig()
     support: SupportConfig = SupportConfig()

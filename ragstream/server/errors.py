@@ -72,6 +72,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.PermissionDeniedError, HTTPStatus.FORBIDDEN),
     (InvalidUserIdError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (rse.ConversationNotFoundError, HTTPStatus.NOT_FOUND),
+    (rse.MessageNotFoundError, HTTPStatus.NOT_FOUND),
     (RequestTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (NoFilesError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (PipelineNotFoundError, HTTPStatus.NOT_FOUND),

@@ -43,7 +43,8 @@ def sqlite_catalog(path: Path) -> Catalog:
                    versions=sqlite.SqliteVersions(connection), reads=sqlite.SqliteReads(connection),
                    roots=sqlite.SqliteRoots(connection), settings=sqlite.SqliteSettings(connection),
                    cache=sqlite.SqliteEmbeddingCache(connection), conversations=sqlite.SqliteConversations(connection),
-                   migration=sqlite.SqliteMigrationRows(connection), jobs=sqlite.SqliteJobQueue(connection))
+                   migration=sqlite.SqliteMigrationRows(connection), jobs=sqlite.SqliteJobQueue(connection),
+                   feedback=sqlite.SqliteFeedback(connection))
 
 
 def postgres_catalog(config: StoreConfig) -> Catalog:
@@ -59,7 +60,8 @@ def postgres_catalog(config: StoreConfig) -> Catalog:
                    versions=pg.PostgresVersions(connection), reads=pg.PostgresReads(connection),
                    roots=pg.PostgresRoots(connection), settings=pg.PostgresSettings(connection),
                    cache=pg.PostgresEmbeddingCache(connection), conversations=pg.PostgresConversations(connection),
-                   migration=pg.PostgresMigrationRows(connection), jobs=pg.PostgresJobQueue(connection))
+                   migration=pg.PostgresMigrationRows(connection), jobs=pg.PostgresJobQueue(connection),
+                   feedback=pg.PostgresFeedback(connection))
 
 
 def _sqlite_catalog(config: RagstreamConfig) -> Catalog:

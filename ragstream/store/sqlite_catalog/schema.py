@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     document_id TEXT PRIMARY KEY,
@@ -75,6 +77,7 @@ CREATE TABLE IF NOT EXISTS sync_roots (
     watched_until REAL
 );
 """
+SCHEMA += FEEDBACK_TABLE
 INDEXES = """
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
 CREATE INDEX IF NOT EXISTS documents_root ON documents(root);

@@ -9,6 +9,7 @@ from ragstream.store.postgres.catalog.cache import PostgresEmbeddingCache
 from ragstream.store.postgres.catalog.connection import PostgresCatalogConnection
 from ragstream.store.postgres.catalog.conversations import PostgresConversations
 from ragstream.store.postgres.catalog.documents import PostgresDocuments
+from ragstream.store.postgres.catalog.feedback import PostgresFeedback
 from ragstream.store.postgres.catalog.jobs import PostgresJobQueue
 from ragstream.store.postgres.catalog.migration_rows import PostgresMigrationRows
 from ragstream.store.postgres.catalog.reads import PostgresReads
@@ -18,5 +19,5 @@ from ragstream.store.postgres.catalog.settings import PostgresSettings
 from ragstream.store.postgres.catalog.versions import PostgresVersions
 
 __all__ = ["SCHEMA", "PostgresCatalogConnection", "PostgresConversations", "PostgresDocuments", "PostgresEmbeddingCache",
-           "PostgresJobQueue", "PostgresMigrationRows", "PostgresReads", "PostgresRoots", "PostgresSettings",
-           "PostgresVersions"]
+           "PostgresFeedback", "PostgresJobQueue", "PostgresMigrationRows", "PostgresReads", "PostgresRoots",
+           "PostgresSettings", "PostgresVersions"]

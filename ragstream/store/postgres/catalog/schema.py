@@ -3,6 +3,8 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     document_id TEXT PRIMARY KEY,
@@ -84,3 +86,4 @@ CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
     expires_at DOUBLE PRECISION NOT NULL
 );
 """
+SCHEMA += FEEDBACK_TABLE
