@@ -89,6 +89,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="ragstream-extractive-") as scratch:
             with Ragstream(load_config(data_dir=Path(scratch))) as rs:
                 rs.ingest_documents(dataset.documents())
+            print(f"{name}: indexed {len(wanted)} labelled questions' corpus", file=sys.stderr)
             runs = {mode: ask_all(Path(scratch), asked, mode == "on") for mode in ("off", "on")}
         summary: dict[str, Any] = {"questions": len(wanted), "changed": {}}
         for mode in ("off", "on"):
@@ -110,6 +111,7 @@ def main() -> None:
                 sum(any(normal(k) in normal(runs[mode][q]["answer"]) for k in a) for q, a in wanted.items())
                 / len(wanted), 3)
         report["datasets"][name] = summary
+        print(json.dumps({name: {k: v for k, v in summary.items() if k != "changed"}}), file=sys.stderr)
     n = max(1, totals["questions"])
     report.update({
         "questions": totals["questions"],
