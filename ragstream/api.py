@@ -32,6 +32,7 @@ from ragstream.errors import (
     PermissionDeniedError,
     check_unicode,
 )
+from ragstream.feedback import AnswerFeedback
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
@@ -76,6 +77,7 @@ class Ragstream(CollectionsFacade):
                                      self.config.limits.min_free_disk_bytes, recover=lambda: self.ingestor.recover())
         self.snapshots = Snapshots(self.catalog.reads, self.catalog.versions, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
+        self.feedback = AnswerFeedback(self.catalog.feedback, self.config.answer.feedback)  # ratings, citation opens
         self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog.documents, self.catalog.versions, self.store, self.embedder,
                                  self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable,
@@ -477,7 +479,8 @@ class Ragstream(CollectionsFacade):
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,
-            conversations=ConversationStore(self.catalog.conversations, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS),
+            conversations=ConversationStore(self.catalog.conversations, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS,
+                                            self.feedback.record_answer),
             llm=context.agents.client,
             retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
                                 self.config.answer, self.config.limits.max_query_chars),

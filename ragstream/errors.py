@@ -183,6 +183,18 @@ class InvalidCollectionError(RagstreamError):
     code = "invalid_collection"
 
 
+class MessageNotFoundError(RagstreamError):
+    """No answer with that message id was given to the caller (another user's counts as none)."""
+
+    code = "message_not_found"
+
+
+class InvalidFeedbackError(InvalidQueryError):
+    """A rating that is not ``helpful`` or ``not_helpful``, a comment too long, or a summary asked too wide."""
+
+    code = "invalid_feedback"
+
+
 class PermissionDeniedError(RagstreamError):
     """The caller may see the thing but not do this to it (e.g. delete a shared document without an admin key)."""
 

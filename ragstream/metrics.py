@@ -20,9 +20,12 @@ __all__ = [
     "CONTENT_TYPE",
     "REGISTRY",
     "observe_http",
+    "record_answer_given",
     "record_cache_lookup",
+    "record_citation_open",
     "record_failed_file",
     "record_ingest",
+    "record_rating",
     "record_search",
     "render",
     "set_index_size",
@@ -52,6 +55,11 @@ LLM_SECONDS = Histogram("ragstream_llm_seconds", "LLM call latency (until the an
 HTTP_REQUESTS = Counter("ragstream_http_requests", "HTTP requests served.", ["method", "route", "status"],
                         registry=REGISTRY)
 HTTP_SECONDS = Histogram("ragstream_http_request_seconds", "HTTP request latency.", ["method", "route"],
+                         registry=REGISTRY)
+ANSWERS_GIVEN = Counter("ragstream_answers_given", "Answers given (each one an asker may rate).", registry=REGISTRY)
+ANSWER_RATINGS = Counter("ragstream_answer_ratings", "Ratings of answers, by rating (helpful or not_helpful).",
+                         ["rating"], registry=REGISTRY)
+CITATION_OPENS = Counter("ragstream_citation_opens", "Citations of answers opened by their askers.",
                          registry=REGISTRY)
 DOCUMENTS = Gauge("ragstream_documents", "Live documents in the index.", registry=REGISTRY)
 CHUNKS = Gauge("ragstream_chunks", "Chunks in the vector store.", registry=REGISTRY)
@@ -110,6 +118,21 @@ def observe_http(method: str, route: str, status: int, seconds: float) -> None:
     """Count one served HTTP request."""
     HTTP_REQUESTS.labels(method, route, str(status)).inc()
     HTTP_SECONDS.labels(method, route).observe(seconds)
+
+
+def record_answer_given() -> None:
+    """Count one answer given (the base of the rated-helpful and citation-opening shares)."""
+    ANSWERS_GIVEN.inc()
+
+
+def record_rating(rating: str) -> None:
+    """Count one rating of an answer (``helpful`` or ``not_helpful``)."""
+    ANSWER_RATINGS.labels(rating).inc()
+
+
+def record_citation_open() -> None:
+    """Count one citation of an answer opened by its asker."""
+    CITATION_OPENS.inc()
 
 
 def set_index_size(stats: Mapping[str, Any]) -> None:

@@ -6,6 +6,10 @@ reference line for an included file is not quoted. The same sentence is never qu
 (overlapping chunks repeat text). A quoted sentence that introduces a code example (it ends with
 ``:`` right before a fenced block) keeps that example, quoted verbatim after it, so "how do I ..."
 answers show the code.
+
+Quotes are sentences (:mod:`ragstream.answer.prose_check`): with ``prose`` given, headings that slipped
+through, navigation lists, link-only list items and table-of-contents fragments are not quoted; only
+when no attachment holds a sentence that passes does the answer fall back to the unchecked ones.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import numpy as np
 
 from ragstream.answer.markers import split_markers
 from ragstream.answer.models import DocumentChunk
+from ragstream.answer.prose_check import is_prose
+from ragstream.config.prose import ProseConfig
 from ragstream.documents.markdown_dialects import INCLUDE_LABEL
-from ragstream.documents.prose import CODE_BLOCK, readable_sentences, sentence_key
+from ragstream.documents.prose import CODE_BLOCK, readable_units, sentence_key
 from ragstream.providers.embedders.base import Embedder, scoring_vectors
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
@@ -34,14 +40,16 @@ class Quote:
     example: str | None = None
 
 
-def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
+def quotes(text: str, min_chars: int, max_example_chars: int, prose: ProseConfig | None = None) -> list[Quote]:
     """The chunk's prose sentences; one ending with ``:`` before a fenced block (at most
-    ``max_example_chars`` long) keeps it as its example."""
+    ``max_example_chars`` long) keeps it as its example. With ``prose``, only the sentences that pass
+    its prose check."""
     found: list[Quote] = []
     position = 0
     for block in [*CODE_BLOCK.finditer(text), None]:
         prose_end = block.start() if block else len(text)
-        cleaned = [_without_markers(s) for s in readable_sentences(text[position:prose_end], _NOT_QUOTED)]
+        cleaned = [_without_markers(sentence) for unit in readable_units(text[position:prose_end], _NOT_QUOTED)
+                   for sentence in unit.sentences if prose is None or is_prose(sentence, unit, prose)]
         kept = [Quote(s) for s in cleaned if len(s) >= min_chars]
         if block and kept and kept[-1].sentence.endswith(":") and _closed(block.group(0)) \
                 and len(block.group(0)) <= max_example_chars:
@@ -52,7 +60,8 @@ def quotes(text: str, min_chars: int, max_example_chars: int) -> list[Quote]:
 
 
 def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[DocumentChunk], embedder: Embedder | None, *,
-                      label: str, max_sentences: int, min_chars: int, max_example_chars: int) -> str:
+                      label: str, max_sentences: int, min_chars: int, max_example_chars: int,
+                      prose: ProseConfig | None = None) -> str:
     """``label`` then the ``max_sentences`` sentences closest to the question, best first.
 
     A sentence's score is its best cosine to the question's query vectors (one per query piece).
@@ -61,10 +70,12 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
     chunk's place in ``chunks`` (1-based), followed by the code example it introduces. Brackets the
     citation scanner would read as markers are removed from quotes, so no quote can carry a marker
     that is not its own (link text, ``x[0]`` and code stay). A sentence found again in a later chunk
-    keeps only its first (best-ranked) occurrence.
+    keeps only its first (best-ranked) occurrence. With ``prose``, only sentences passing its check are
+    quoted, unless no attachment holds one.
     """
-    candidates = _unique([(number, quote) for number, chunk in enumerate(chunks, start=1)
-                          for quote in quotes(chunk.text, min_chars, max_example_chars)])
+    candidates = _candidates(chunks, min_chars, max_example_chars, prose)
+    if not candidates and prose is not None:
+        candidates = _candidates(chunks, min_chars, max_example_chars, None)
     if not candidates:
         candidates = [(number, Quote(_without_markers(chunk.text))) for number, chunk in enumerate(chunks, start=1)]
     if query_vectors is not None and embedder is not None:
@@ -80,6 +91,13 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
         if quote.example:
             lines.extend(["", quote.example])
     return "\n".join([label, "", *lines]).rstrip()
+
+
+def _candidates(chunks: Sequence[DocumentChunk], min_chars: int, max_example_chars: int,
+                prose: ProseConfig | None) -> list[tuple[int, Quote]]:
+    """Every chunk's quotes with its 1-based number, each sentence once."""
+    return _unique([(number, quote) for number, chunk in enumerate(chunks, start=1)
+                    for quote in quotes(chunk.text, min_chars, max_example_chars, prose)])
 
 
 def _without_markers(sentence: str) -> str:

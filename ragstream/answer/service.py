@@ -381,7 +381,7 @@ class AnswerService:
         return extractive_answer(turn.query_vectors if embedder else None, chunks, embedder, label=label,
                                  max_sentences=config.extractive_max_sentences,
                                  min_chars=config.extractive_min_sentence_chars,
-                                 max_example_chars=config.extractive_max_example_chars)
+                                 max_example_chars=config.extractive_max_example_chars, prose=config.prose)
 
     def _tracker(self, turn: _Turn, text: str) -> CitationTracker:
         """The citations of a whole answer text."""

@@ -2,8 +2,8 @@
 
 This module is the list of commands; each group lives in a module of its own: ``documents`` (ingest,
 docs, reindex), ``collections`` (collections list|create|show|edit|delete), ``sync_watch`` (sync, watch),
-``search`` (search, eval), ``answers`` (ask, chat, prompt), ``serving`` (serve, mcp), ``demo`` and
-``backends`` (migrate, db). ``index`` opens the index a command uses and ends a command on an error;
+``search`` (search, eval), ``answers`` (ask, chat, prompt), ``serving`` (serve, mcp), ``feedback`` (feedback summary),
+``demo`` and ``backends`` (migrate, db). ``index`` opens the index a command uses and ends a command on an error;
 ``options`` holds the options they share.
 
 Imports of the index, the models and the store happen inside the commands, so ``ragstream --help`` and a
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typer
 
-from ragstream.cli import answers, backends, collections, demo, documents, search, serving, sync_watch
+from ragstream.cli import answers, backends, collections, demo, documents, feedback, search, serving, sync_watch
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -25,6 +25,9 @@ db_app = typer.Typer(help="Run a local PostgreSQL with pgvector for the postgres
 app.add_typer(db_app, name="db")
 collections_app = typer.Typer(help="Separate bodies of documents with their own instructions and access.", no_args_is_help=True)
 app.add_typer(collections_app, name="collections")
+feedback_app = typer.Typer(help="How askers rated the answers (helpful / not helpful) and opened their citations.",
+                           no_args_is_help=True)
+app.add_typer(feedback_app, name="feedback")
 
 app.command()(documents.ingest)
 app.command()(sync_watch.sync)
@@ -49,5 +52,6 @@ collections_app.command("delete")(collections.collections_delete)
 db_app.command("start")(backends.db_start)
 db_app.command("stop")(backends.db_stop)
 db_app.command("status")(backends.db_status)
+feedback_app.command("summary")(feedback.summary)
 
 __all__ = ["app"]

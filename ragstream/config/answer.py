@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.config.feedback import FeedbackConfig
+from ragstream.config.prose import ProseConfig
 from ragstream.config.store_outage import StoreOutageConfig
 from ragstream.config.support import SupportConfig
 
@@ -131,6 +133,8 @@ class AnswerConfig(ConfigSection):
         800, description="A quoted sentence ending in ':' keeps the fenced code example after it up to this many "
         "characters."
     )
+    prose: ProseConfig = ProseConfig()
+    feedback: FeedbackConfig = FeedbackConfig()
     citations: CitationConfig = CitationConfig()
     confidence: ConfidenceConfig = ConfidenceConfig()
     support: SupportConfig = SupportConfig()

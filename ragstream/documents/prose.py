@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ragstream.documents.markdown_dialects import LABEL_SEPARATOR
 
@@ -48,17 +49,46 @@ def readable_sentences(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[s
     ``skip_prefixes`` are left out. Links keep their text (``[text](url)`` ->
     ``text``), images and HTML tags go, emphasis markers go, and inline code stays as written.
     """
-    sentences: list[str] = []
-    for unit in _units(text, skip_prefixes):
-        readable = " ".join(_readable(unit).split())
-        sentences.extend(part for part in READABLE_SENTENCE_END.split(readable) if part)
-    return sentences
+    return [sentence for unit in readable_units(text, skip_prefixes) for sentence in unit.sentences]
 
 
-def _units(text: str, skip_prefixes: tuple[str, ...]) -> list[str]:
-    """Paragraphs and list items, one string each."""
-    units: list[list[str]] = []
-    current: list[str] | None = None
+@dataclass(frozen=True)
+class ReadableUnit:
+    """A paragraph or list item (with the lower-case items continuing it) and what its markup said.
+
+    ``link_words`` counts the words inside link texts and bare URLs, ``words`` all words, both as read;
+    ``items`` holds the word count of each list item joined into the unit (empty for a paragraph).
+    """
+
+    sentences: tuple[str, ...]
+    words: int
+    link_words: int
+    items: tuple[int, ...]
+
+    @property
+    def link_share(self) -> float:
+        """The share of the unit's words that are link text (0 for an empty unit)."""
+        return self.link_words / self.words if self.words else 0.0
+
+
+def readable_units(text: str, skip_prefixes: tuple[str, ...] = ()) -> list[ReadableUnit]:
+    """The paragraphs and list items of ``text`` (no code blocks) read as :func:`readable_sentences` reads them."""
+    found: list[ReadableUnit] = []
+    for pieces in _units(text, skip_prefixes):
+        raw = " ".join(piece for piece, _ in pieces)
+        readable = " ".join(_readable(raw).split())
+        link_words = sum(len(_readable(m.group(1)).split()) for m in _LINK.finditer(_IMAGE.sub("", raw)))
+        link_words += len(_AUTOLINK.findall(raw))
+        items = tuple(len(_readable(piece).split()) for piece, listed in pieces if listed)
+        found.append(ReadableUnit(tuple(part for part in READABLE_SENTENCE_END.split(readable) if part),
+                                  len(readable.split()), link_words, items))
+    return found
+
+
+def _units(text: str, skip_prefixes: tuple[str, ...]) -> list[list[tuple[str, bool]]]:
+    """Paragraphs and list items: the lines of each, each with whether it is a list item."""
+    units: list[list[tuple[str, bool]]] = []
+    current: list[tuple[str, bool]] | None = None
     for raw in text.split("\n"):
         line = _BLOCKQUOTE.sub("", raw)
         if not line.strip() or _SKIPPED_LINE.match(line) or line.strip().startswith(skip_prefixes):
@@ -71,8 +101,8 @@ def _units(text: str, skip_prefixes: tuple[str, ...]) -> list[str]:
         elif item or current is None:
             current = []
             units.append(current)
-        current.append(text)
-    return [" ".join(unit) for unit in units]
+        current.append((text, bool(item)))
+    return units
 
 
 def _readable(text: str) -> str:

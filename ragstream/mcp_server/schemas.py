@@ -136,7 +136,8 @@ class AskResult(Answer):
     """The answer (text with [n] citations, sources, citations, confidence, metadata) and how it was made."""
 
     conversation_id: str = Field(description="Pass it back as conversation_id to ask a follow-up.")
-    message_id: str
+    message_id: str = Field(description="This answer's id: its asker rates it with POST /api/feedback "
+                            "(helpful / not_helpful).")
     mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = None
     incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")

@@ -14,7 +14,20 @@ from fastapi_offline import FastAPIOffline
 
 from ragstream.api import Ragstream
 from ragstream.config import ServerConfig
-from ragstream.server import chat, collections, documents, job_routes, metrics, openai_compat, pipeline, roots, search, ui, ws_chat
+from ragstream.server import (
+    chat,
+    collections,
+    documents,
+    feedback,
+    job_routes,
+    metrics,
+    openai_compat,
+    pipeline,
+    roots,
+    search,
+    ui,
+    ws_chat,
+)
 from ragstream.server.errors import install_error_handlers
 from ragstream.server.guard import JSONLimits, RequestGuardMiddleware
 from ragstream.server.intake import already_ingested, ingest_stored, stored_upload
@@ -60,7 +73,8 @@ def create_app(rs: Ragstream, config: ServerConfig | None = None) -> FastAPI:
     install_error_handlers(app)
     app.router.on_shutdown.append(jobs.shutdown)
     app.router.on_shutdown.append(state.root_syncs.shutdown)
-    for module in (documents, collections, job_routes, roots, search, chat, ws_chat, pipeline, openai_compat, metrics, ui):
+    for module in (documents, collections, job_routes, roots, search, chat, ws_chat, feedback, pipeline, openai_compat, metrics,
+                   ui):
         app.include_router(module.router)
     mount_mcp(app, state)
     app.mount(UI_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="ui")

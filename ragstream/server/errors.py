@@ -82,6 +82,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.CollectionExistsError, HTTPStatus.CONFLICT),
     (rse.CollectionNotEmptyError, HTTPStatus.CONFLICT),
     (rse.InvalidCollectionError, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (rse.MessageNotFoundError, HTTPStatus.NOT_FOUND),
     (RequestTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (FirstMessageTimeoutError, HTTPStatus.REQUEST_TIMEOUT),
     (NoFilesError, HTTPStatus.UNPROCESSABLE_ENTITY),

@@ -282,6 +282,52 @@ class Conversations(Protocol):
         ...
 
 
+class FeedbackDay(NamedTuple):
+    """One day's answers (by the day they were given, UTC) and what their askers did with them."""
+
+    day: str
+    answers: int
+    rated: int
+    helpful: int
+    not_helpful: int
+    answers_with_citation_opens: int
+    citation_opens: int
+
+
+class RatedQuestion(NamedTuple):
+    """A question as asked (the same text counts once), its answers and their ratings."""
+
+    question: str
+    answers: int
+    helpful: int
+    not_helpful: int
+
+
+class Feedback(Protocol):
+    """Every answer's message id with its asker, and the asker's rating and citation opens of it."""
+
+    def record_answer(self, message_id: str, owner: str | None, question: str, answered_at: str) -> None:
+        """Keep ``message_id`` as ``owner``'s answer to ``question`` (again: no change)."""
+        ...
+
+    def rate_answer(self, message_id: str, owner: str | None, rating: str, comment: str, rated_at: str) -> bool:
+        """Set ``owner``'s rating (and comment) of the answer; a later rating replaces it. False when ``owner``
+        has no answer with that id (another user's counts as none)."""
+        ...
+
+    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
+        """Count one citation of ``owner``'s answer opened; False as :meth:`rate_answer`."""
+        ...
+
+    def feedback_days(self, since: str) -> list[FeedbackDay]:
+        """Per day from ``since`` (an ISO date) on, oldest first: answers, ratings and citation opens."""
+        ...
+
+    def worst_questions(self, since: str, limit: int) -> list[RatedQuestion]:
+        """At most ``limit`` questions rated not helpful at least once since ``since``, most not-helpful first."""
+        ...
+
+
 class MigrationRows(Protocol):
     """The embedding cache and the conversation turns in pages of key order, as ``ragstream migrate`` copies
     them (docs/backends.md), and the turns stored back exactly."""
@@ -433,6 +479,7 @@ class Catalog:
     migration: MigrationRows
     jobs: JobQueue
     collections: CollectionRegistry
+    feedback: Feedback
 
     @property
     def read_only(self) -> bool:

@@ -44,7 +44,8 @@ def sqlite_catalog(path: Path) -> Catalog:
                    roots=sqlite.SqliteRoots(connection), settings=sqlite.SqliteSettings(connection),
                    cache=sqlite.SqliteEmbeddingCache(connection), conversations=sqlite.SqliteConversations(connection),
                    migration=sqlite.SqliteMigrationRows(connection), jobs=sqlite.SqliteJobQueue(connection),
-                   collections=sqlite.SqliteCollections(connection))
+                   collections=sqlite.SqliteCollections(connection),
+                   feedback=sqlite.SqliteFeedback(connection))
 
 
 def postgres_catalog(config: StoreConfig) -> Catalog:
@@ -61,7 +62,8 @@ def postgres_catalog(config: StoreConfig) -> Catalog:
                    roots=pg.PostgresRoots(connection), settings=pg.PostgresSettings(connection),
                    cache=pg.PostgresEmbeddingCache(connection), conversations=pg.PostgresConversations(connection),
                    migration=pg.PostgresMigrationRows(connection), jobs=pg.PostgresJobQueue(connection),
-                   collections=pg.PostgresCollections(connection))
+                   collections=pg.PostgresCollections(connection),
+                   feedback=pg.PostgresFeedback(connection))
 
 
 def _sqlite_catalog(config: RagstreamConfig) -> Catalog:

@@ -2,6 +2,7 @@
 // marks each sentence with its support verdict (an unsupported one with a visible mark, a supported one
 // shows the passage that supports it on hover or focus), and shows each answer's confidence badge.
 import { api, describe, documentHref, el, streamEvents } from "./api.js";
+import { citationOpened, feedbackBar } from "./feedback.js";
 
 const $ = (id) => document.getElementById(id);
 const FENCE = /(```[\s\S]*?(?:```|$))/;
@@ -11,6 +12,7 @@ const SCORE_DIGITS = 2;
 const FLASH_MS = 1600;
 const PATH_PARTS = 3;
 const answers = new Map();  // answer id -> Map(number -> citation data)
+const messageIds = new Map();  // answer id -> the message id its done event carried (to rate it)
 const VERDICT_LABEL = { supported: "Supported", unsupported: "Unsupported", uncertain: "Uncertain" };
 const UNSUPPORTED_MARK = "⚠";
 let conversationId = null;
@@ -202,11 +204,13 @@ async function ask(event) {
         for (const sentence of data.response.sentences || []) verdicts.set(sentence.index, sentence);
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
+        messageIds.set(answerId, data.message_id);
         meta.replaceChildren(...confidenceBadge(data.response.confidence), ...notices(data));
         const params = new URLSearchParams({ conversation: data.conversation_id, turns: turnsInConversation++, q: question });
         meta.append(el("a", { class: "pipeline-link", href: `pipeline.html?${params}` }, "How it was retrieved"));
         const rewritten = ((data.response.metadata || {}).pipeline || {}).rewritten_query;
         if (rewritten) answer.insertBefore(el("p", { class: "rewritten" }, `Follow-up searched as: ${rewritten}`), meta);
+        answer.append(feedbackBar(data.message_id));
         setStatus("");
       } else if (type === "error") {
         throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
@@ -248,17 +252,23 @@ $("new-chat").addEventListener("click", () => {
   conversationId = null;
   turnsInConversation = 0;
   answers.clear();
+  messageIds.clear();
   $("messages").replaceChildren();
   $("empty-state").hidden = false;
   showSources(null);
   setStatus("");
   $("question").focus();
 });
+// A source's document link opened counts as a citation opened.
+$("sources").addEventListener("click", (event) => {
+  if (event.target.closest("a") && shownAnswer) citationOpened(messageIds.get(shownAnswer));
+});
 // A citation link shows that answer's sources and moves the focus to the cited entry.
 $("messages").addEventListener("click", (event) => {
   const link = event.target.closest("a.cite");
   if (!link) return;
   event.preventDefault();
+  citationOpened(messageIds.get(link.dataset.answer));
   if (shownAnswer !== link.dataset.answer) showSources(link.dataset.answer);
   const item = document.getElementById(sourceId(link.dataset.answer, link.dataset.number));
   if (!item) return;

@@ -9,6 +9,7 @@ from ragstream.store.sqlite_catalog.collections import SqliteCollections
 from ragstream.store.sqlite_catalog.connection import SqliteConnection
 from ragstream.store.sqlite_catalog.conversations import SqliteConversations
 from ragstream.store.sqlite_catalog.documents import SqliteDocuments
+from ragstream.store.sqlite_catalog.feedback import SqliteFeedback
 from ragstream.store.sqlite_catalog.jobs import SqliteJobQueue
 from ragstream.store.sqlite_catalog.migration_rows import SqliteMigrationRows
 from ragstream.store.sqlite_catalog.reads import SqliteReads
@@ -16,5 +17,6 @@ from ragstream.store.sqlite_catalog.roots import SqliteRoots
 from ragstream.store.sqlite_catalog.settings import SqliteSettings
 from ragstream.store.sqlite_catalog.versions import SqliteVersions
 
-__all__ = ["SqliteCollections", "SqliteConnection", "SqliteConversations", "SqliteDocuments", "SqliteEmbeddingCache", "SqliteJobQueue",
-           "SqliteMigrationRows", "SqliteReads", "SqliteRoots", "SqliteSettings", "SqliteVersions"]
+__all__ = ["SqliteCollections", "SqliteConnection", "SqliteConversations", "SqliteDocuments", "SqliteEmbeddingCache",
+           "SqliteFeedback", "SqliteJobQueue", "SqliteMigrationRows", "SqliteReads", "SqliteRoots", "SqliteSettings",
+           "SqliteVersions"]

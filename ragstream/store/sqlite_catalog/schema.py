@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from ragstream.models import DEFAULT_COLLECTION_ID
+from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
 DEFAULT_DESCRIPTION = "Every document that names no collection (and every document of an index made before collections)."
 DEFAULT_COLLECTION = ("INSERT INTO collections (collection_id, name, description, access, created_at) "
@@ -105,6 +106,7 @@ CREATE TABLE IF NOT EXISTS root_collections (
     collection_id TEXT NOT NULL
 );
 """
+SCHEMA += FEEDBACK_TABLE
 INDEXES = """
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
 CREATE INDEX IF NOT EXISTS documents_root ON documents(root);

@@ -10,6 +10,7 @@ from ragstream.store.postgres.catalog.collections import PostgresCollections
 from ragstream.store.postgres.catalog.connection import PostgresCatalogConnection
 from ragstream.store.postgres.catalog.conversations import PostgresConversations
 from ragstream.store.postgres.catalog.documents import PostgresDocuments
+from ragstream.store.postgres.catalog.feedback import PostgresFeedback
 from ragstream.store.postgres.catalog.jobs import PostgresJobQueue
 from ragstream.store.postgres.catalog.migration_rows import PostgresMigrationRows
 from ragstream.store.postgres.catalog.reads import PostgresReads
@@ -25,6 +26,7 @@ __all__ = [
            "PostgresConversations",
            "PostgresDocuments",
            "PostgresEmbeddingCache",
+           "PostgresFeedback",
            "PostgresJobQueue",
            "PostgresMigrationRows",
            "PostgresReads",

@@ -3,6 +3,8 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     document_id TEXT PRIMARY KEY,
@@ -118,3 +120,4 @@ DO $$ BEGIN
     END IF;
 END $$;
 """
+SCHEMA += FEEDBACK_TABLE

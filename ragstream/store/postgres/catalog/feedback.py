@@ -1,0 +1,42 @@
+"""The PostgreSQL catalog's answer feedback: ratings and citation opens per answer and asker."""
+
+from __future__ import annotations
+
+from ragstream.store import feedback_sql as sql
+from ragstream.store.catalog_base import FeedbackDay, RatedQuestion
+from ragstream.store.catalog_sql import NO_OWNER
+from ragstream.store.postgres.catalog.connection import PostgresRole
+
+
+def _pg(query: str) -> str:
+    return query.replace("?", "%s")
+
+
+class PostgresFeedback(PostgresRole):
+    """The :class:`~ragstream.store.catalog_base.Feedback` in PostgreSQL."""
+
+    def record_answer(self, message_id: str, owner: str | None, question: str, answered_at: str) -> None:
+        """Keep ``message_id`` as ``owner``'s answer to ``question`` (again: no change)."""
+        with self._db.write() as conn:
+            conn.execute(_pg(sql.RECORD), (message_id, owner or NO_OWNER, question, answered_at))
+
+    def rate_answer(self, message_id: str, owner: str | None, rating: str, comment: str, rated_at: str) -> bool:
+        """Set ``owner``'s rating of the answer; False when ``owner`` has no answer with that id."""
+        with self._db.write() as conn:
+            return conn.execute(_pg(sql.RATE), (rating, comment, rated_at, message_id, owner or NO_OWNER)).rowcount > 0
+
+    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
+        """Count one citation of ``owner``'s answer opened; False when ``owner`` has no answer with that id."""
+        with self._db.write() as conn:
+            return conn.execute(_pg(sql.OPEN), (message_id, owner or NO_OWNER)).rowcount > 0
+
+    def feedback_days(self, since: str) -> list[FeedbackDay]:
+        """Per day from ``since`` on, oldest first: answers, ratings and citation opens."""
+        with self._db.read() as conn:
+            return [sql.day(row) for row in conn.execute(_pg(sql.DAYS), (since,)).fetchall()]
+
+    def worst_questions(self, since: str, limit: int) -> list[RatedQuestion]:
+        """At most ``limit`` questions rated not helpful since ``since``, most not-helpful first."""
+        with self._db.read() as conn:
+            rows = conn.execute(_pg(sql.WORST), (since, max(limit, 0))).fetchall()
+        return [sql.rated_question(row) for row in rows]
