@@ -46,6 +46,7 @@ from ragstream.store.catalog_base import Catalog, DocumentPage
 from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 from ragstream.store.write_gate import WriteGate
+from ragstream.titles import cut_title
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
@@ -189,7 +190,7 @@ class Ragstream(CollectionsFacade):
             return []
         records = self.document_page(0, wanted * 2, sort="chunks", descending=True, user=user).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
-        return [_cut_title(title, server.example_title_chars) for title in titles[:wanted]]
+        return [cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
     def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
@@ -488,13 +489,6 @@ class Ragstream(CollectionsFacade):
         with self._embedder_lock:
             self._answer_service = self._answer_service or service
             return self._answer_service
-
-
-def _cut_title(title: str, max_chars: int) -> str:
-    """``title`` cut at a word to ``max_chars`` (marked with an ellipsis)."""
-    if len(title) <= max_chars:
-        return title
-    return title[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def _found(document_id: str, record: DocumentRecord | None) -> DocumentRecord:
