@@ -22,6 +22,7 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citation_inference import infer_citations
+from ragstream.answer.cite_grammar import citation_grammar
 from ragstream.answer.citations import (
     CitationResolver,
     CitationTracker,
@@ -156,7 +157,7 @@ class AnswerService:
         started = time.perf_counter()
         if self.llm is not None:
             try:
-                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop)
+                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(turn))
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
@@ -277,13 +278,20 @@ class AnswerService:
         share = self._config.echo_min_word_share
         return self._too_short(partial) or (share is not None and may_still_restate(partial, _asked(turn), share))
 
+    def _grammar(self, turn: _Turn) -> str | None:
+        """``answer.citation_grammar``: the grammar of sentences citing this turn's attachments."""
+        if not self._config.citation_grammar or not turn.chunks:
+            return None
+        return citation_grammar(len(turn.chunks), self._config.citation_grammar_sentences)
+
     def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
         if turn.no_results_reason is not None:
             return "no_results", [self._config.no_results_message]
         if self.llm is not None:
             try:
-                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop)
+                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop,
+                                                   grammar=self._grammar(turn))
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
         return "extractive", [self._extractive(turn)]

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ragstream.cli.index import err_console, fail, open_index, reading_index
-from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument
+from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, LLMModelOption, QuestionArgument
 from ragstream.errors import RagstreamError
 from ragstream.pipeline.stages import RERANKER
 
@@ -28,9 +28,10 @@ def ask(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
+    llm_model: LLMModelOption = None,
 ) -> None:
-    """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
-    with reading_index(config, data_dir) as rs:
+    """Answer a question with citations (LLM when llm.base_url is set or a local model is named, else extractive)."""
+    with reading_index(config, data_dir, llm_model=llm_model) as rs:
         try:
             print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output)
         except RagstreamError as error:
@@ -41,9 +42,10 @@ def chat(
     conversation: ConversationOption = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
+    llm_model: LLMModelOption = None,
 ) -> None:
     """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
-    with reading_index(config, data_dir) as rs:
+    with reading_index(config, data_dir, llm_model=llm_model) as rs:
         while True:
             try:
                 question = input("you> ").strip()

@@ -12,3 +12,6 @@ DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Index di
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="List every failed, skipped and warned file.")]
 QuestionArgument = Annotated[str, typer.Argument(help="The question.")]
 ConversationOption = Annotated[str | None, typer.Option("--conversation", help="Continue this conversation id.")]
+LLMModelOption = Annotated[Path | None, typer.Option(
+    "--llm-model", exists=True, dir_okay=False, resolve_path=True,
+    help="Answer with this GGUF model, run locally (llm.provider=local, llm.model_path; pip install 'ragstream[local]').")]
