@@ -188,7 +188,7 @@ def _smollm2(request: pytest.FixtureRequest) -> Path:
 
 def _qwen(request: pytest.FixtureRequest) -> Path:
     # Joined once into pytest's cache dir (.pytest_cache/d/ragstream-gguf) and reused across runs.
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)  # None with -p no:cacheprovider
     cache_dir = cache.mkdir("ragstream-gguf") if cache is not None else request.config.rootpath / ".pytest_cache"
     return qwen_coder_gguf_path(Path(cache_dir))
 
