@@ -3,12 +3,14 @@
 Small local models often write fluent answers without a single ``[n]`` marker, though the prompt asks for
 them. With ``answer.citation_grammar`` the answering call carries this grammar, and llama.cpp only lets the
 model write what it allows: one to ``answer.citation_grammar_sentences`` sentences, each ending with a marker
-``[n]`` (n one of the attachments) and a full stop. The text stays plain prose, so streaming, citations and the
-support check read it as any other answer. Only llama.cpp servers know the ``grammar`` field (``llm.provider =
-"local"``, or a llama.cpp ``llm.base_url``); another endpoint refuses the request and the answer is extractive.
+``[n]`` (n one of the attachments) before or after its full stop, and no full stop inside a sentence. The text
+stays plain prose, so streaming, citations and the support check read it as any other answer. Only llama.cpp
+servers know the ``grammar`` field (``llm.provider = "local"``, or a llama.cpp ``llm.base_url``); another
+endpoint refuses the request and the answer is extractive.
 """
 
 from __future__ import annotations
+
 
 def citation_grammar(attachments: int, max_sentences: int) -> str:
     """The GBNF grammar of an answer of 1..``max_sentences`` sentences citing attachments 1..``attachments``."""
@@ -18,10 +20,11 @@ def citation_grammar(attachments: int, max_sentences: int) -> str:
     more = f' (" " sentence){{0,{max_sentences - 1}}}' if max_sentences > 1 else ""
     return "\n".join((
         f"root ::= sentence{more}",
-        'sentence ::= first rest " [" number "]."',
-        # a sentence starts with a letter, digit, quote or backtick; full stops inside it must not end it
-        # ("e.g.", "5.0"): a "." is allowed only before a character that is not a space
+        "sentence ::= first rest end",
         "first ::= [A-Za-z0-9\"'`(]",
-        "rest ::= ([^\\[\\]\\n.] | \".\" [^ \\[\\]\\n.])+",  # llm.max_tokens ends a sentence that never does
+        # no full stop inside a sentence: a small model that wants to end one after its full stop must then cite
+        # (a "." allowed before other characters, for "5.0" or "e.g.", let it write on past the end instead)
+        "rest ::= [^\\[\\]\\n.]+",  # llm.max_tokens ends a sentence that never does
+        'end ::= " [" number "]." | ". [" number "]"',
         f"number ::= {numbers}",
     ))

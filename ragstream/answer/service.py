@@ -22,7 +22,6 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citation_inference import infer_citations
-from ragstream.answer.cite_grammar import citation_grammar
 from ragstream.answer.citations import (
     CitationResolver,
     CitationTracker,
@@ -30,6 +29,7 @@ from ragstream.answer.citations import (
     build_sources,
     track_text,
 )
+from ragstream.answer.cite_grammar import citation_grammar
 from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question

@@ -43,7 +43,8 @@ class LLMConfig(ConfigSection):
     max_tokens: int = Field(512, description="Cap on generated tokens per call.")
     context_window: int = Field(
         4096, ge=256, description="The model's context window in tokens; agent prompts and the answer's context "
-        "are fitted to it (provider=local: also the context the model server allocates). A server that names a smaller window in a 'too long' error is believed from then on.")
+        "are fitted to it (provider=local: also the context the model server allocates). A server that names a "
+        "smaller window in a 'too long' error is believed from then on.")
     tokenizer: str | None = Field(
         None, description="The answering model's tokenizer (a tokenizer.json or a folder with one) for exact token "
         "counts; unset: characters / chars_per_token.")

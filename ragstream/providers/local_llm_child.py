@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, _stop)
     print(f"{READY_PREFIX}{server.listening_address}", flush=True)
     try:
-        while sys.stdin.buffer.read1(4096):
+        while os.read(sys.stdin.fileno(), 4096):
             pass
     finally:
         sys.stdout.flush()
