@@ -47,6 +47,8 @@ SETS: dict[str, tuple[Path, str]] = {
     "scifact": (BENCH.parents[1] / "shared" / "data" / "scifact", "train"),
 }
 PERCENTILES = (50, 95)
+REASON_CHARS = 70
+"""Degraded reasons are counted by their first characters (the rest names numbers that differ per answer)."""
 MARKER_TYPES = frozenset({"number", "exact", "contains", "dice"})
 """Citation match types that come from a marker the answer wrote (``inferred`` ones the answer path added)."""
 
@@ -77,6 +79,7 @@ def ask_all(rs: Ragstream, questions: dict[str, str], relevant: dict[str, set[st
     totals: list[float] = []
     modes: Counter[str] = Counter()
     verdicts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
     answered = markers = cites = cites_relevant = markers_relevant = degraded = 0
     load_before = os.getloadavg()
     for qid, question in questions.items():
@@ -96,6 +99,8 @@ def ask_all(rs: Ragstream, questions: dict[str, str], relevant: dict[str, set[st
         meta = final.metadata
         modes[meta["mode"]] += 1
         degraded += bool(meta.get("degraded_reason"))
+        if meta.get("degraded_reason"):
+            reasons[str(meta["degraded_reason"])[:REASON_CHARS]] += 1
         if meta["mode"] == "no_results":
             continue
         answered += 1
@@ -118,6 +123,7 @@ def ask_all(rs: Ragstream, questions: dict[str, str], relevant: dict[str, set[st
         "answered": answered,
         "modes": dict(modes),
         "degraded": degraded,
+        "degraded_reasons": dict(reasons),
         "first_token_ms": {f"p{p}": percentile(first, p) for p in PERCENTILES},
         "total_ms": {f"p{p}": percentile(totals, p) for p in PERCENTILES},
         "markers_share": share(markers, answered),
