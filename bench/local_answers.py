@@ -8,9 +8,9 @@ Usage: python bench/local_answers.py [--questions 20] [--sets httpx-docs,fastapi
 ``--model``: a GGUF file; by default the packaged Qwen2.5-Coder-0.5B-Instruct. Each set is indexed once (the
 documentation corpora whole; SciFact: the documents judged relevant for the chosen claims plus ``--distractors``
 others), then each mode answers the first ``--questions`` questions through ``Ragstream.stream_answer``, one at a
-time. Mode ``local`` runs the model with ``llm.provider = "local"`` (the model server ragstream manages);
-``local_grammar`` adds ``answer.citation_grammar`` (each sentence must end with a marker). Prints one JSON object;
-per set and mode:
+time, each mode on a freshly started model server (llama.cpp caches prompts it has read). Mode ``local`` runs
+the model with ``llm.provider = "local"`` (the model server ragstream manages); ``local_grammar`` adds
+``answer.citation_grammar`` (each sentence must end with a marker). Prints one JSON object; per set and mode:
 
 * ``first_token_ms`` and ``total_ms`` (p50/p95): the first ``token`` event and the ``done`` event of the stream;
 * ``modes``: how the answers were made (``llm``, ``extractive`` standing in for a failed or unusable one,
@@ -39,6 +39,7 @@ from typing import Any
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
+from ragstream.providers.local_llm import stop_all
 
 BENCH = Path(__file__).resolve().parent
 SETS: dict[str, tuple[Path, str]] = {
@@ -184,6 +185,7 @@ def main() -> None:
             for mode in [m for m in args.modes.split(",") if m]:
                 with Ragstream(load_config(data_dir=data_dir, **mode_overrides(mode, args))) as rs:
                     per_mode[mode] = ask_all(rs, questions, relevant)
+                stop_all()  # each mode starts a cold model server: llama.cpp keeps earlier prompts in its cache
                 print(json.dumps({name: {mode: per_mode[mode]}}), file=sys.stderr, flush=True)
             report["sets"][name] = per_mode
     print(json.dumps(report, indent=2))
