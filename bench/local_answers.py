@@ -45,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 SETS: dict[str, tuple[Path, str]] = {
     "httpx-docs": (BENCH / "datasets" / "httpx-docs", "all"),
     "fastapi-docs": (BENCH / "datasets" / "fastapi-docs", "all"),
-    "scifact": (BENCH.parents[1] / "shared" / "data" / "scifact", "train"),
+    "scifact": (BENCH.parents[2] / "shared" / "data" / "scifact", "train"),
 }
 PERCENTILES = (50, 95)
 REASON_CHARS = 70
@@ -177,9 +177,8 @@ def main() -> None:
         for name in [s for s in args.sets.split(",") if s]:
             documents, questions, relevant = load_set(name, args.questions, args.distractors)
             data_dir = root / name
-            fresh = not (data_dir / "catalog.sqlite3").exists()
             with Ragstream(load_config(data_dir=data_dir)) as rs:
-                if fresh:
+                if len(rs.documents()) != len(documents):  # new, or an ingest that was cut short: (re)index
                     rs.ingest_documents(documents)
             per_mode: dict[str, Any] = {"documents": len(documents)}
             for mode in [m for m in args.modes.split(",") if m]:
