@@ -17,6 +17,10 @@ opens after ``breaker_failures`` calls in a row failed as unavailable; while ope
 :class:`LLMCircuitOpenError` at once, with no HTTP request. An attempt (or a stream) that got no answer
 for a whole ``timeout_seconds`` is not retried and opens the breaker at once (``breaker_opens_on_timeout``):
 a hung endpoint costs one timeout, then the question's other calls and the next questions fail fast.
+
+``llm.provider = "local"``: the endpoint is the llama.cpp server ragstream runs in a child process
+(:mod:`ragstream.providers.local_llm`); each attempt asks it for its address (starting it again when it died),
+and its breaker is keyed by the model file. Everything above applies unchanged.
 """
 
 from __future__ import annotations
