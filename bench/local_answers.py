@@ -9,8 +9,9 @@ Usage: python bench/local_answers.py [--questions 20] [--sets httpx-docs,fastapi
 documentation corpora whole; SciFact: the documents judged relevant for the chosen claims plus ``--distractors``
 others), then each mode answers the first ``--questions`` questions through ``Ragstream.stream_answer``, one at a
 time, each mode on a freshly started model server (llama.cpp caches prompts it has read). Mode ``local`` runs
-the model with ``llm.provider = "local"`` (the model server ragstream manages); ``local_grammar`` adds
-``answer.citation_grammar`` (each sentence must end with a marker). Prints one JSON object; per set and mode:
+the model with ``llm.provider = "local"`` (the model server ragstream manages) and the prompt alone asking for
+citations; ``local_grammar`` adds ``answer.citation_grammar`` (each sentence must end with a marker: the default
+of provider local). Prints one JSON object; per set and mode:
 
 * ``first_token_ms`` and ``total_ms`` (p50/p95): the first ``token`` event and the ``done`` event of the stream;
 * ``modes``: how the answers were made (``llm``, ``extractive`` standing in for a failed or unusable one,
@@ -146,11 +147,9 @@ def mode_overrides(mode: str, args: argparse.Namespace) -> dict[str, Any]:
                            "context_window": args.context}
     if args.model:
         llm["model_path"] = str(args.model)
-    answer: dict[str, Any] = {"deadline_seconds": args.deadline}
-    if mode == "local_grammar":
-        answer["citation_grammar"] = True
-    elif mode != "local":
+    if mode not in ("local", "local_grammar"):
         raise SystemExit(f"unknown mode {mode!r}: extractive, local or local_grammar")
+    answer = {"deadline_seconds": args.deadline, "citation_grammar": mode == "local_grammar"}
     return {"llm": llm, "answer": answer, "pipeline": {"llm_stages": []}}
 
 

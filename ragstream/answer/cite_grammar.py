@@ -1,9 +1,10 @@
 """A llama.cpp grammar (GBNF) for the answer's shape: sentences that each end with a citation marker.
 
 Small local models often write fluent answers without a single ``[n]`` marker, though the prompt asks for
-them. With ``answer.citation_grammar`` the answering call carries this grammar, and llama.cpp only lets the
+them. With ``answer.citation_grammar`` (on by default for ``llm.provider = "local"``) the answering call carries
+this grammar, and llama.cpp only lets the
 model write what it allows: one to ``answer.citation_grammar_sentences`` sentences, each ending with a marker
-``[n]`` (n one of the attachments) before or after its full stop, and no full stop inside a sentence. The text
+``[n]`` (n one of the attachments) and then its full stop, and no full stop inside a sentence. The text
 stays plain prose, so streaming, citations and the support check read it as any other answer. Only llama.cpp
 servers know the ``grammar`` field (``llm.provider = "local"``, or a llama.cpp ``llm.base_url``); another
 endpoint refuses the request and the answer is extractive.
@@ -22,9 +23,10 @@ def citation_grammar(attachments: int, max_sentences: int) -> str:
         f"root ::= sentence{more}",
         "sentence ::= first rest end",
         "first ::= [A-Za-z0-9\"'`(]",
-        # no full stop inside a sentence: a small model that wants to end one after its full stop must then cite
-        # (a "." allowed before other characters, for "5.0" or "e.g.", let it write on past the end instead)
+        # no full stop inside a sentence: a small model that wants to end one must cite first (a "." allowed
+        # before other characters, for "5.0" or "e.g.", let it write on past the end instead); the marker stands
+        # before the full stop, as a marker after it ("]" then " SOURCE: ...") can run into a copied header line
         "rest ::= [^\\[\\]\\n.]+",  # llm.max_tokens ends a sentence that never does
-        'end ::= " [" number "]." | ". [" number "]"',
+        'end ::= " [" number "]."',
         f"number ::= {numbers}",
     ))

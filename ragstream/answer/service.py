@@ -126,6 +126,8 @@ class AnswerService:
         self._config = config.answer
         self._cross_encoder = cross_encoder
         self._stop = COPIED_HEADER_MARKERS if config.answer.stop_at_copied_headers else ()
+        grammar = config.answer.citation_grammar
+        self._cite_grammar = config.llm.provider == "local" if grammar is None else grammar
         self._pipeline = pipeline
         self._embedder = embedder
         self.conversations = conversations
@@ -280,7 +282,7 @@ class AnswerService:
 
     def _grammar(self, turn: _Turn) -> str | None:
         """``answer.citation_grammar``: the grammar of sentences citing this turn's attachments."""
-        if not self._config.citation_grammar or not turn.chunks:
+        if not self._cite_grammar or not turn.chunks:
             return None
         return citation_grammar(len(turn.chunks), self._config.citation_grammar_sentences)
 

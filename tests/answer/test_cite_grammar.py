@@ -17,8 +17,8 @@ QUESTION = "How do I set a timeout on a request?"
 
 
 def _shape(attachments: int) -> re.Pattern[str]:
-    """An answer the grammar allows: sentences without full stops inside, ending `` [n].`` or ``. [n]``."""
-    sentence = rf"[^\[\]\n.]+( \[[1-{attachments}]\]\.|\. \[[1-{attachments}]\])"
+    """An answer the grammar allows: sentences without full stops inside, each ending `` [n].``."""
+    sentence = rf"[^\[\]\n.]+ \[[1-{attachments}]\]\."
     return re.compile(rf"{sentence}( {sentence})*")
 
 
