@@ -19,7 +19,7 @@ from support.index_fixtures import SAMPLES
 from support.server_process import HASH_SITE
 
 from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
-from ragstream.providers.gguf_models import qwen_coder_part_paths, smollm2_gguf_path
+from ragstream.providers.gguf_models import qwen_coder_gguf_path, qwen_coder_part_paths
 
 pytestmark = pytest.mark.slow
 COMMAND_SECONDS = 900
@@ -70,8 +70,8 @@ def _needs_xllamacpp() -> None:
 
 
 def test_ask_with_llm_model_writes_a_cited_checked_answer(tmp_path: Path):
-    try:
-        model = smollm2_gguf_path()
+    try:  # the packaged Qwen as any GGUF file a user has (SmolLM2-135M rambles past any token cap)
+        model = qwen_coder_gguf_path(tmp_path / "models")
     except (ModelPackageMissingError, ModelUnavailableError) as error:
         pytest.skip(str(error))
     env = _env(tmp_path, LLM__CONTEXT_WINDOW="2048")
