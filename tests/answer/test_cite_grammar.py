@@ -17,12 +17,14 @@ QUESTION = "How do I set a timeout on a request?"
 
 
 def _allowed(text: str, attachments: int, finished: bool) -> bool:
-    """Whether ``text`` is an answer the grammar allows: sentences without full stops inside, each ending `` [n].``
-    (n in 1..attachments); cut by the token cap (not ``finished``), complete sentences and the start of one."""
-    sentence = rf"[^\[\]\n.]+ \[[1-{attachments}]\]\."
+    """Whether ``text`` is an answer the grammar allows: sentences without full stops or colons inside, each ending
+    `` [n].`` or ``. [n]`` (n in 1..attachments); cut by the token cap (not ``finished``), complete sentences and
+    the start of one."""
+    n = f"[1-{attachments}]"
+    sentence = rf"[^\[\]\n.:]+( \[{n}\]\.|\. \[{n}\])"
     if finished:
         return re.fullmatch(rf"{sentence}( {sentence})*", text) is not None
-    return re.fullmatch(rf"({sentence} ?)*[^\[\]\n.]*( \[[1-{attachments}]?)?", text) is not None
+    return re.fullmatch(rf"({sentence} ?)*[^\[\]\n.:]*(\.? \[{n}?)?", text) is not None
 
 
 def test_the_grammar_names_each_attachment_and_bounds_the_sentences():
