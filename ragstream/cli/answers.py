@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ragstream.cli.index import err_console, fail, open_index, reading_index
-from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, QuestionArgument, ScopeOption
+from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, LLMModelOption, QuestionArgument, ScopeOption
 from ragstream.errors import RagstreamError
 from ragstream.pipeline.stages import RERANKER
 
@@ -29,9 +29,10 @@ def ask(
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the response (or, with --stream, events) as JSON.")] = False,
     collection: ScopeOption = None,
+    llm_model: LLMModelOption = None,
 ) -> None:
-    """Answer a question with citations (LLM when llm.base_url is set, else extractive)."""
-    with reading_index(config, data_dir) as rs:
+    """Answer a question with citations (LLM when llm.base_url is set or a local model is named, else extractive)."""
+    with reading_index(config, data_dir, llm_model=llm_model) as rs:
         try:
             print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output,
                          collections=collection)
@@ -44,9 +45,10 @@ def chat(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     collection: ScopeOption = None,
+    llm_model: LLMModelOption = None,
 ) -> None:
     """Interactive chat: each answer streams; the conversation is remembered. Empty line or Ctrl-D quits."""
-    with reading_index(config, data_dir) as rs:
+    with reading_index(config, data_dir, llm_model=llm_model) as rs:
         while True:
             try:
                 question = input("you> ").strip()

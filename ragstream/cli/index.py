@@ -32,11 +32,15 @@ EXIT_EMPTY_INDEX = 1
 EXIT_ERROR = 2
 
 
-def load_settings(config: Path | None, data_dir: Path | None) -> RagstreamConfig:
-    """The config of ``--config`` and ``--data-dir`` (each optional)."""
+def load_settings(config: Path | None, data_dir: Path | None, llm_model: Path | None = None) -> RagstreamConfig:
+    """The config of ``--config``, ``--data-dir`` and ``--llm-model`` (each optional; the last runs that GGUF file as
+    the answering model: ``llm.provider = "local"``)."""
     from ragstream.config import load_config
 
-    return load_config(config, **({"data_dir": data_dir} if data_dir else {}))
+    overrides: dict[str, object] = {"data_dir": data_dir} if data_dir else {}
+    if llm_model is not None:
+        overrides["llm"] = {"provider": "local", "model_path": str(llm_model)}
+    return load_config(config, **overrides)
 
 
 def open_index(config: Path | None, data_dir: Path | None, *, must_exist: bool = False) -> Ragstream:
@@ -79,10 +83,11 @@ def _require_documents(rs: Ragstream) -> None:
 
 
 @contextmanager
-def reading_index(config: Path | None, data_dir: Path | None, *, need_documents: bool = True) -> Iterator[Ragstream | RemoteIndex]:
+def reading_index(config: Path | None, data_dir: Path | None, *, need_documents: bool = True,
+                  llm_model: Path | None = None) -> Iterator[Ragstream | RemoteIndex]:
     """The index for a command that reads it: through a running ``ragstream serve`` on it when there is
     one, else opened here; exit 1 when it does not exist (or, with ``need_documents``, holds no document)."""
-    settings = load_settings(config, data_dir)
+    settings = load_settings(config, data_dir, llm_model)
     from ragstream.serve_link import announcement
 
     held = announcement(settings.data_dir)
@@ -91,6 +96,9 @@ def reading_index(config: Path | None, data_dir: Path | None, *, need_documents:
 
         remote = find_server(settings)
         if remote is not None:
+            if llm_model is not None:
+                err_console.print(f"--llm-model is not used: the running ragstream {held.kind} answers with its "
+                                  "own model", soft_wrap=True)
             with remote:
                 yield from _remote_index(remote, settings, need_documents=need_documents, kind=held.kind)
             return

@@ -16,3 +16,6 @@ CollectionOption = Annotated[str | None, typer.Option("--collection", help="The 
 ScopeOption = Annotated[list[str] | None, typer.Option("--collection", help="Search only this collection (by name; "
                                                        "repeatable). Default: every collection.")]
 ConversationOption = Annotated[str | None, typer.Option("--conversation", help="Continue this conversation id.")]
+LLMModelOption = Annotated[Path | None, typer.Option(
+    "--llm-model", exists=True, dir_okay=False, resolve_path=True,
+    help="Answer with this GGUF model, run locally (llm.provider=local, llm.model_path; pip install 'ragstream[local]').")]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragstream.cli.index import err_console, fail, load_settings, open_settings_index
-from ragstream.cli.options import ConfigOption, DataDirOption
+from ragstream.cli.options import ConfigOption, DataDirOption, LLMModelOption
 from ragstream.errors import ConfigError, RagstreamError
 
 if TYPE_CHECKING:
@@ -27,26 +27,28 @@ def serve(
         "does (repeatable).")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
+    llm_model: LLMModelOption = None,
 ) -> None:
     """Serve the HTTP API and the web UI; any address but loopback needs server.api_key."""
     from ragstream.server import serve as run_server
 
-    settings = load_settings(config, data_dir)
+    settings = load_settings(config, data_dir, llm_model)
     overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
     server_config = settings.server.model_copy(update=overrides)
     count = workers or server_config.workers
     if count > 1:
-        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [])
+        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [], llm_model)
         return
     with open_settings_index(settings, must_exist=False) as rs:
         try:
+            rs.start_llm()
             run_server(rs, server_config, watch=watch_paths or [])
         except RagstreamError as error:
             fail(error)
 
 
 def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count: int, config: Path | None,
-                   data_dir: Path | None, watch_paths: list[Path]) -> None:
+                   data_dir: Path | None, watch_paths: list[Path], llm_model: Path | None = None) -> None:
     """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
     (its schema made, its settings checked) and then by each worker. With ``--watch`` this supervising process
     runs the one watcher, on an index handle of its own."""
@@ -72,7 +74,8 @@ def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count
     else:
         watcher.start()
     args = WorkerArgs(config_file=str(config) if config else None, data_dir=str(data_dir) if data_dir else None,
-                      host=server_config.host, port=server_config.port)
+                      host=server_config.host, port=server_config.port,
+                      llm_model=str(llm_model) if llm_model else None)
     try:
         serve_workers(args, server_config, count, Path(settings.data_dir))
     finally:

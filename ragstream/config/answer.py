@@ -105,6 +105,13 @@ class AnswerConfig(ConfigSection):
     stop_at_copied_headers: bool = Field(
         True, description="End generation where the model starts copying an attachment's SOURCE/SPAN header "
         "lines: small models then reproduce the attachments until max_tokens cuts them off.")
+    citation_grammar: bool | None = Field(
+        None, description="llama.cpp models only (llm.provider=local, or a llama.cpp base_url): the answering call "
+        "carries a grammar that lets the model write only sentences ending with a marker [n] of an attachment "
+        "(answer/cite_grammar.py; small models often cite nothing otherwise). Other endpoints refuse the request "
+        "and the answer is extractive. Unset: on for llm.provider=local (always llama.cpp), off otherwise.")
+    citation_grammar_sentences: int = Field(
+        4, ge=1, description="citation_grammar: the most sentences the answer may have.")
     min_llm_answer_chars: int = Field(
         20, ge=0, description="An LLM answer shorter than this many characters (stripped) is a fragment, e.g. a "
         "model that began by copying an attachment's header: the extractive answer replaces it, marked degraded "

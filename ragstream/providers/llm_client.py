@@ -17,6 +17,10 @@ opens after ``breaker_failures`` calls in a row failed as unavailable; while ope
 :class:`LLMCircuitOpenError` at once, with no HTTP request. An attempt (or a stream) that got no answer
 for a whole ``timeout_seconds`` is not retried and opens the breaker at once (``breaker_opens_on_timeout``):
 a hung endpoint costs one timeout, then the question's other calls and the next questions fail fast.
+
+``llm.provider = "local"``: the endpoint is the llama.cpp server ragstream runs in a child process
+(:mod:`ragstream.providers.local_llm`); each attempt asks it for its address (starting it again when it died),
+and its breaker is keyed by the model file. Everything above applies unchanged.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -49,9 +53,14 @@ from ragstream.providers.llm_json import JSON_INSTRUCTION, M, Message, parse_jso
 from ragstream.providers.llm_stream import ChatCompletionResult, ChatStream, TrackedStream
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
+if TYPE_CHECKING:
+    from ragstream.providers.local_llm import LocalModelServer
+
 __all__ = ["ChatCompletionResult", "ChatStream", "LLMClient"]
 
 BREAKER_KIND = "llm"
+LOCAL_PLACEHOLDER_URL = "http://127.0.0.1/v1"
+"""provider=local: the SDK's base URL until the model server listens (each request sets the real one)."""
 
 
 class LLMClient:
@@ -71,6 +80,14 @@ class LLMClient:
     ) -> None:
         if not config.enabled:
             raise ConfigError("no LLM configured: set llm.base_url (RAGSTREAM_LLM__BASE_URL)")
+        self.local: LocalModelServer | None = None
+        endpoint = (config.base_url or "").rstrip("/")
+        if config.provider == "local":  # the same HTTP path, to a model server ragstream runs (local_llm.py)
+            from ragstream.providers.local_llm import local_server_for
+
+            self.local = local_server_for(config)
+            config = config.model_copy(update={"model": self.local.spec.alias, "base_url": None})
+            endpoint = f"local:{self.local.spec.model_path}"
         self.config = config
         self.calls = 0
         self.retries = 0
@@ -82,14 +99,14 @@ class LLMClient:
             jitter=config.retry_jitter,
         )
         self._client = client or openai.OpenAI(
-            base_url=config.base_url,
+            base_url=config.base_url or LOCAL_PLACEHOLDER_URL,
             api_key=config.api_key or "not-needed",
             timeout=config.timeout_seconds,
             max_retries=0,
         )
         self.breaker = breaker_for(
             BREAKER_KIND,
-            (config.base_url or "").rstrip("/"),
+            endpoint,
             config.breaker_failures,
             config.breaker_cooldown_seconds,
             error=functools.partial(LLMCircuitOpenError, attempts=0),
@@ -105,10 +122,12 @@ class LLMClient:
         temperature: float | None = None,
         deadline: Deadline | None = None,
         stop: Sequence[str] = (),
+        grammar: str | None = None,
     ) -> ChatCompletionResult:
         """One chat completion, ending by ``deadline`` when one is given, or where the model writes
-        one of the ``stop`` strings (not included)."""
-        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, stop=stop)
+        one of the ``stop`` strings (not included); ``grammar``: a llama.cpp GBNF grammar the text must follow."""
+        return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, stop=stop,
+                          **_grammar(grammar))
 
     def stream_chat(
         self,
@@ -118,15 +137,16 @@ class LLMClient:
         temperature: float | None = None,
         deadline: Deadline | None = None,
         stop: Sequence[str] = (),
+        grammar: str | None = None,
     ) -> ChatStream:
         """A streamed chat completion: iterate for token deltas, then read ``.result``.
 
         Only opening the stream is retried; an error mid-stream (or a stream that ends early)
         raises :class:`LLMUnavailableError`, and ``deadline`` bounds both opening and iterating.
         Usage is requested with ``stream_options``; a server refusing that gets the request again without.
-        Generation ends where the model writes one of the ``stop`` strings (not sent).
+        Generation ends where the model writes one of the ``stop`` strings (not sent); ``grammar``: as in :meth:`chat`.
         """
-        kwargs = self._request(messages, max_tokens, temperature, stop)
+        kwargs = self._request(messages, max_tokens, temperature, stop) | _grammar(grammar)
         if self._stream_usage is not False:
             try:
                 chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
@@ -236,6 +256,9 @@ class LLMClient:
                 self.retries += 1
             attempts += 1
             self.calls += 1
+            if self.local is not None:  # (re)started when needed; its base URL changes with each start
+                self._client.base_url = self.local.base_url(
+                    deadline.timeout(self.local.start_timeout) if deadline else None)
             try:
                 with metrics.timed_llm_call():
                     return self._create(stream=stream, timeout=timeout, **kwargs)
@@ -307,3 +330,8 @@ class LLMClient:
             self.breaker.record_failure()
         else:
             self.breaker.record_success()  # the endpoint answered (a 4xx or an unusable answer)
+
+
+def _grammar(grammar: str | None) -> dict[str, Any]:
+    """The request field of a llama.cpp grammar (not an OpenAI parameter: sent in the body as is)."""
+    return {"extra_body": {"grammar": grammar}} if grammar else {}

@@ -10,6 +10,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -41,6 +42,8 @@ class WorkerArgs:
     data_dir: str | None
     host: str
     port: int
+    llm_model: str | None = None
+    """``--llm-model``: each worker runs this GGUF file (a model server of its own)."""
 
 
 def serve(rs: Ragstream, config: ServerConfig, *, watch: Sequence[str | Path] = (), kind: str = "serve",
@@ -95,7 +98,10 @@ def worker_app() -> FastAPI:
     if raw is None:
         raise ConfigError(f"{WORKER_APP} runs in the worker processes of `ragstream serve --workers N`")
     args = WorkerArgs(**json.loads(raw))
-    settings = load_config(args.config_file, **({"data_dir": args.data_dir} if args.data_dir else {}))
+    overrides: dict[str, Any] = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.llm_model:
+        overrides["llm"] = {"provider": "local", "model_path": args.llm_model}
+    settings = load_config(args.config_file, **overrides)
     reason = single_process_reason(settings)
     if reason is not None:
         raise ConfigError(reason)
@@ -103,6 +109,7 @@ def worker_app() -> FastAPI:
     configure_logging(config.log_level)
     rs = Ragstream(settings)
     try:
+        rs.start_llm()
         app = create_app(rs, config)
     except BaseException:
         rs.close()

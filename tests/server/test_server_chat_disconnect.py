@@ -56,8 +56,8 @@ def _wait_for_log(server: RunningServer, text: str) -> str:
 
 
 def test_client_disconnect_cancels_llm_stream(llm_server: RunningServer):
-    # A UUID: llama-cpp-python's server (starlette-context) answers 400 to any other X-Request-ID,
-    # and ragstream forwards the request id to the provider.
+    # A UUID: some providers (llama-cpp-python's server, through starlette-context) answer 400 to any other
+    # X-Request-ID, and ragstream forwards the request id to the provider.
     request_id = str(uuid.uuid4())
     received: list[str] = []
     with httpx.Client(base_url=llm_server.url, timeout=TIMEOUT) as client:
@@ -82,7 +82,7 @@ def test_client_disconnect_cancels_llm_stream(llm_server: RunningServer):
 
 
 def test_any_request_id_shape_reaches_the_llm(llm_server: RunningServer):
-    """llama-cpp-python's server refuses non-UUID request ids; ragstream sends it a derived UUID."""
+    """Some providers (llama-cpp-python's server) refuse non-UUID request ids; ragstream sends a derived UUID."""
     with httpx.Client(base_url=llm_server.url, timeout=TIMEOUT) as client:
         response = client.post("/api/chat", json={"message": "What is a pool timeout?"}, headers={"X-Request-ID": "trace-42"})
     assert response.status_code == 200 and response.headers["X-Request-ID"] == "trace-42"

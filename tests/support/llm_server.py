@@ -1,27 +1,28 @@
-"""Run a real OpenAI-compatible LLM server (llama-cpp-python) on 127.0.0.1 for tests.
+"""Run a real OpenAI-compatible LLM server (llama.cpp's own, from the prebuilt xllamacpp wheel) on 127.0.0.1 for tests.
 
 Not a test module: ``conftest.py`` builds the ``smollm2_server`` and ``qwen_server`` fixtures
-with :func:`llama_server_fixture`. Each yields a base URL like ``http://127.0.0.1:PORT/v1``.
+with :func:`llama_server_fixture`. Each yields a base URL like ``http://127.0.0.1:PORT/v1``. The server is the
+one ``llm.provider = "local"`` runs (:class:`ragstream.providers.local_llm.LocalModelServer`): a child process
+that loads the GGUF file with llama.cpp and serves it over HTTP, so the tests reach a real model through the same
+OpenAI-compatible path as any remote ``llm.base_url``. Nothing is compiled.
 
-Tests using them skip when ``llama_cpp`` is not importable, the model package is missing or fails its
-sha256 pin (``ragstream/providers/gguf_models.py``), or the server does not come up; set
-``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead.
+Tests using them skip when ``xllamacpp`` is not installed (``pip install 'ragstream[local]'``), the model
+package is missing or fails its sha256 pin (``ragstream/providers/gguf_models.py``), or the server does not
+come up; set ``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead.
 
-A server that dies while the session runs (a llama.cpp built for instructions the CPU lacks dies by
-SIGILL on its first chat request) fails the test it died in at teardown, and every later test that
-uses it at setup, naming its exit signal and the end of its log (:func:`llama_servers_alive`), rather
-than leaving them to fail with "Connection refused".
+A server that dies while the session runs (a crash in llama.cpp, memory running out, an instruction the CPU
+lacks) fails the test it died in at teardown, and every later test that uses it at setup, naming its exit
+signal and the end of its log (:func:`llama_servers_alive`), rather than leaving them to fail with
+"Connection refused".
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
+import math
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,17 +31,17 @@ from typing import Any
 import httpx
 import pytest
 
-from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
+from ragstream.errors import LLMUnavailableError, ModelPackageMissingError, ModelUnavailableError
 from ragstream.providers.gguf_models import qwen_coder_gguf_path, smollm2_gguf_path
+from ragstream.providers.local_llm import LocalModelServer, LocalModelSpec, exit_description, stop_process
 
 STARTUP_TIMEOUT_SECONDS = 180.0
 Command = Callable[[Path, int], list[str]]
-"""The server's command line for a model and port (default: ``python -m llama_cpp.server``)."""
+"""Another server's command line for a model and port (default: the local model server ragstream runs)."""
 REQUIRE_ENV = "RAGSTREAM_REQUIRE_LLAMA"
 LOG_TAIL_LINES = 15
-SYSTEM_INFO_SECONDS = 60.0
-PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-"""How README.md's test command builds llama.cpp: for any x86-64 CPU with AVX2 (2013 on), not this one's."""
+SERVER_THREADS = 1
+"""Threads of each test server: the tests run on 2 shared cores."""
 _running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 """The servers the fixtures started, by fixture name, with their log files."""
 
@@ -66,43 +67,11 @@ def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
 
-def exit_description(returncode: int) -> str:
-    """How a process ended, from its return code: ``killed by signal SIGILL`` or ``exited with status 1``."""
-    if returncode >= 0:
-        return f"exited with status {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = str(-returncode)
-    return f"killed by signal {name}"
-
-
 def died_message(name: str, process: subprocess.Popen[bytes], log_path: Path) -> str:
-    """Why the server behind fixture ``name`` is gone: its exit, a hint for SIGILL, and its log's last lines."""
+    """Why the server behind fixture ``name`` is gone: its exit and its log's last lines."""
     returncode = process.returncode if process.returncode is not None else 0
-    message = f"{name}: the llama.cpp server (pid {process.pid}) {exit_description(returncode)}"
-    if returncode == -signal.SIGILL:
-        message += (f" (an illegal instruction: this llama.cpp build uses instructions the CPU cannot run; build: "
-                    f"{_llama_system_info()}; reinstall it portably: CMAKE_ARGS=\"{PORTABLE_CMAKE_ARGS}\" pip install "
-                    f"--no-cache-dir --force-reinstall --no-deps 'llama-cpp-python[server]=={_llama_version()}')")
-    return f"{message}; its log ends with:\n{_log_tail(log_path)}"
-
-
-def _llama_system_info() -> str:
-    """The CPU features the installed llama.cpp was built for (asked in a child process: it may crash)."""
-    code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode().strip())"
-    try:
-        info = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=SYSTEM_INFO_SECONDS)
-    except subprocess.TimeoutExpired:
-        return "unknown (the query timed out)"
-    return info.stdout.strip() or f"unknown ({exit_description(info.returncode)})"
-
-
-def _llama_version() -> str:
-    try:
-        return importlib.metadata.version("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        return "VERSION"
+    return (f"{name}: the llama.cpp server (pid {process.pid}) {exit_description(returncode)}; "
+            f"its log ends with:\n{_log_tail(log_path)}")
 
 
 @pytest.fixture(autouse=True)
@@ -125,20 +94,28 @@ def start_llama_server(
     model: Path,
     log_path: Path,
     *,
-    chat_format: str | None = None,
     n_ctx: int = 2048,
     timeout: float = STARTUP_TIMEOUT_SECONDS,
     command: Command | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``python -m llama_cpp.server`` and wait until ``GET /v1/models`` answers 200.
+    """Start the local model server on ``model`` (or ``command``) and wait until it serves.
 
     Returns the process and its base URL. Raises ``RuntimeError`` (with the server log tail) when
-    the server exits or does not answer within ``timeout`` seconds. A port taken between
-    :func:`free_port` and the server's bind is retried on a new port (3 tries).
+    the server exits or does not answer within ``timeout`` seconds.
     """
+    if command is None:
+        spec = LocalModelSpec(model, context=n_ctx, threads=SERVER_THREADS)
+        server = LocalModelServer(spec, start_timeout=timeout, restart_backoff=math.inf, log_path=log_path)
+        try:
+            base_url = server.base_url()
+        except LLMUnavailableError as error:
+            server.stop()
+            raise RuntimeError(error.message) from error
+        assert server.process is not None
+        return server.process, base_url
     for _ in range(3):
         try:
-            return _start_once(model, log_path, chat_format, n_ctx, timeout, command)
+            return _start_command(model, log_path, timeout, command)
         except _PortTakenError:
             continue
     raise RuntimeError("llama server found no free port in 3 tries")
@@ -148,22 +125,12 @@ class _PortTakenError(Exception):
     pass
 
 
-def _start_once(
-    model: Path, log_path: Path, chat_format: str | None, n_ctx: int, timeout: float, command: Command | None
-) -> tuple[subprocess.Popen[bytes], str]:
+def _start_command(model: Path, log_path: Path, timeout: float, command: Command) -> tuple[subprocess.Popen[bytes], str]:
+    """Another server command on a free port, ready when ``GET /v1/models`` answers 200 (a port taken between
+    :func:`free_port` and the server's bind raises ``_PortTakenError``)."""
     port = free_port()
-    cmd = command(model, port) if command else [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--n_threads", "1",
-        "--n_ctx", str(n_ctx),
-    ]  # fmt: skip
-    if chat_format and not command:
-        cmd += ["--chat_format", chat_format]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command(model, port), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
     base_url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -178,26 +145,14 @@ def _start_once(
         except httpx.HTTPError:
             pass
         time.sleep(0.25)
-    stop_llama_server(process)
+    stop_process(process)
     raise RuntimeError(f"llama server did not answer within {timeout:.0f}s:\n{_log_tail(log_path)}")
-
-
-def stop_llama_server(process: subprocess.Popen[bytes]) -> None:
-    """Terminate the server, killing it if it does not exit within 10 s."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def llama_server_fixture(
     name: str,
     model: Callable[[pytest.FixtureRequest], Path],
     *,
-    chat_format: str | None = None,
     scope: Any = "session",
     command: Command | None = None,
 ) -> Any:
@@ -206,16 +161,15 @@ def llama_server_fixture(
 
     @pytest.fixture(scope=scope, name=name)
     def _server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-        for module in ("llama_cpp", "uvicorn", "sse_starlette"):  # the last two: the [server] extra
-            if importlib.util.find_spec(module) is None:
-                _unavailable(f"{module} is not installed: pip install 'llama-cpp-python[server]'")
+        if command is None and importlib.util.find_spec("xllamacpp") is None:
+            _unavailable("xllamacpp is not installed: pip install 'ragstream[local]'")
         try:
             model_path = model(request)
         except (ModelPackageMissingError, ModelUnavailableError) as error:  # absent, or failing its sha256 pin
             _unavailable(str(error))
         log_path = tmp_path_factory.mktemp(f"{name}-log") / "server.log"
         try:
-            process, base_url = start_llama_server(model_path, log_path, chat_format=chat_format, command=command)
+            process, base_url = start_llama_server(model_path, log_path, command=command)
         except RuntimeError as error:
             _unavailable(f"{name}: {error}")
         _running[name] = (process, log_path)
@@ -223,7 +177,7 @@ def llama_server_fixture(
             yield base_url
         finally:
             _running.pop(name, None)
-            stop_llama_server(process)
+            stop_process(process)
 
     return _server
 
@@ -234,7 +188,7 @@ def _smollm2(request: pytest.FixtureRequest) -> Path:
 
 def _qwen(request: pytest.FixtureRequest) -> Path:
     # Joined once into pytest's cache dir (.pytest_cache/d/ragstream-gguf) and reused across runs.
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)  # None with -p no:cacheprovider
     cache_dir = cache.mkdir("ragstream-gguf") if cache is not None else request.config.rootpath / ".pytest_cache"
     return qwen_coder_gguf_path(Path(cache_dir))
 

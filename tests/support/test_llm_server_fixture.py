@@ -1,8 +1,8 @@
 """Issue 25.6: the llama.cpp test fixture reports a server that died, with its exit signal and log tail.
 
-A llama.cpp built for instructions the CPU lacks dies by SIGILL on its first chat request; every test
-after it then failed with "Connection refused", which hid the cause. A real llama.cpp cannot be made to
-execute an illegal instruction on this machine, so the fixture here runs a stand-in server process (a
+A llama.cpp server that crashes (built for instructions the CPU lacks, it died by SIGILL on its first chat
+request) left every test after it failing with "Connection refused", which hid the cause. A real llama.cpp
+cannot be made to execute an illegal instruction on this machine, so the fixture here runs a stand-in server process (a
 stdlib HTTP server that answers ``GET /v1/models`` and kills itself with SIGILL on a chat request) through
 the fixture's ``command`` seam, in an inner pytest run whose report is checked.
 """
