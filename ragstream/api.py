@@ -115,10 +115,7 @@ class Ragstream(CollectionsFacade):
     # -- models ----------------------------------------------------------------------------------
 
     def embedder(self) -> CachedEmbedder:
-        """The embedder (passage vectors cached by text), loaded on first use.
-
-        Raises EmbedderUnavailableError if it cannot load.
-        """
+        """The embedder (passage vectors cached by text), loaded on first use; EmbedderUnavailableError if it cannot."""
         return self._models.embedder()
 
     def _vector_size(self) -> int:
@@ -411,12 +408,8 @@ class Ragstream(CollectionsFacade):
                                                  scope.collections)
 
     def start_llm(self) -> None:
-        """Start the local model's server now (``llm.provider = "local"``) instead of at the first question, so a
-        missing model file or wheel fails at start-up (:class:`ConfigError`); nothing for a remote model."""
-        if self.config.llm.provider == "local":
-            from ragstream.providers.local_llm import local_server_for
-
-            local_server_for(self.config.llm)
+        """Start a local model now, not at the first question: a bad file fails at start-up (ConfigError)."""
+        self._models.start_llm()
 
     def stage_context(self) -> StageContext:
         """The pipeline's StageContext (search, embedder, reranker, agents, schema, tokens), built once."""

@@ -12,6 +12,12 @@ endpoint refuses the request and the answer is extractive.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragstream.config import RagstreamConfig
+
 
 def citation_grammar(attachments: int, max_sentences: int) -> str:
     """The GBNF grammar of an answer of 1..``max_sentences`` sentences citing attachments 1..``attachments``."""
@@ -32,3 +38,16 @@ def citation_grammar(attachments: int, max_sentences: int) -> str:
         'end ::= " [" number "]." | ". [" number "]"',
         f"number ::= {numbers}",
     ))
+
+
+def answer_grammar(config: RagstreamConfig) -> Callable[[int], str | None]:
+    """``answer.citation_grammar`` (unset: on for a local model only) as the grammar of an answer citing that many
+    attachments (None: unconstrained, or nothing to cite)."""
+    setting = config.answer.citation_grammar
+    enabled = config.llm.provider == "local" if setting is None else setting
+    sentences = config.answer.citation_grammar_sentences
+
+    def grammar(attachments: int) -> str | None:
+        return citation_grammar(attachments, sentences) if enabled and attachments else None
+
+    return grammar

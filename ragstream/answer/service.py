@@ -30,7 +30,7 @@ from ragstream.answer.citations import (
     build_sources,
     track_text,
 )
-from ragstream.answer.cite_grammar import citation_grammar
+from ragstream.answer.cite_grammar import answer_grammar
 from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
@@ -133,8 +133,7 @@ class AnswerService:
         self._config = config.answer
         self._cross_encoder = cross_encoder
         self._stop = COPIED_HEADER_MARKERS if config.answer.stop_at_copied_headers else ()
-        grammar = config.answer.citation_grammar
-        self._cite_grammar = config.llm.provider == "local" if grammar is None else grammar
+        self._grammar = answer_grammar(config)  # answer.citation_grammar
         self._pipeline = pipeline
         self._embedder = embedder
         self.conversations = conversations
@@ -175,7 +174,7 @@ class AnswerService:
             return self._finish(turn, text, "no_retrieval", model, tokens, self._tracker(turn, text))
         if self.llm is not None:
             try:
-                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(turn))
+                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(len(turn.chunks)))
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
             else:
@@ -299,12 +298,6 @@ class AnswerService:
         share = self._config.echo_min_word_share
         return self._too_short(partial) or (share is not None and may_still_restate(partial, _asked(turn), share))
 
-    def _grammar(self, turn: _Turn) -> str | None:
-        """``answer.citation_grammar``: the grammar of sentences citing this turn's attachments."""
-        if not self._cite_grammar or not turn.chunks:
-            return None
-        return citation_grammar(len(turn.chunks), self._config.citation_grammar_sentences)
-
     def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
         if turn.no_results_reason is not None:
@@ -317,7 +310,7 @@ class AnswerService:
         if self.llm is not None:
             try:
                 return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop,
-                                                   grammar=self._grammar(turn))
+                                                   grammar=self._grammar(len(turn.chunks)))
             except LLMError as error:
                 turn.degraded.append(_llm_reason(error))
         return "extractive", [self._extractive(turn)]

@@ -1,5 +1,5 @@
 """The models of one index, each loaded once, on first use: the embedder (its passage vectors cached in the
-catalog, its query vectors in memory) and the reranker.
+catalog, its query vectors in memory) and the reranker; and the start of a local answering model.
 
 Loading is thread-safe. An embedder that cannot load is remembered: every later call raises the same
 EmbedderUnavailableError without trying again (searches fall back to BM25). A reranker that cannot load
@@ -56,3 +56,11 @@ class IndexModels:
             with self._lock:
                 self._reranker = self._reranker or built
         return self._reranker
+
+    def start_llm(self) -> None:
+        """Start the local model's server now (``llm.provider = "local"``) instead of at the first question, so a
+        missing model file or wheel fails at start-up (:class:`ConfigError`); nothing for a remote model."""
+        if self._config.llm.provider == "local":
+            from ragstream.providers.local_llm import local_server_for
+
+            local_server_for(self._config.llm)
