@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,32 +23,16 @@ import pytest
 from support.folder_corpus import write_text
 from support.hash_embedder import CountingEmbedder, HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
+from support.polling import QUICK_SYNC, WAIT_SECONDS, wait_for
 from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, STOP_SECONDS, running_server, server_env
 
 from ragstream import Ragstream, load_config
 
-WAIT_SECONDS = 90.0
-"""How long a change may take to show (generous: two cores shared with other test runs)."""
-POLL_SECONDS = 0.3
-QUICK_SYNC = {"debounce_ms": 200, "max_debounce_ms": 2000, "stable_seconds": 0.5, "poll_seconds": 0.2,
-              "heartbeat_seconds": 1.0, "lease_seconds": 60.0}
-"""Short waits, so a test's changes show in seconds (the defaults suit people, not tests)."""
 SIGINT_EXIT = 128 + signal.SIGINT
 """How a process stopped by Ctrl-C exits (uvicorn re-raises the signal once it has shut down cleanly)."""
 TEMPORARY_NAMES = (".#notes.md", "notes.md~", ".notes.md.swp", "4913", "~$notes.md", ".~lock.notes.md#")
 
 
-
-def wait_for(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS) -> Any:
-    """Poll ``check`` until it returns something truthy (returned); fail naming ``what`` after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not seen within {seconds:.0f} s")
-        time.sleep(POLL_SECONDS)
 
 
 @pytest.fixture

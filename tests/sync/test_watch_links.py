@@ -5,39 +5,17 @@ indexed, a loop or a FIFO stops nothing. Changes are polled for within a bounded
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
 from support.folder_corpus import write_text
 from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
 from support.link_folders import SECRET_WORD, make_linked_folder
+from support.polling import QUICK_SYNC, WAIT_SECONDS, wait_for
 from support.server_process import running_server
 
 from ragstream import Ragstream, load_config
-
-WAIT_SECONDS = 90.0
-"""How long a change may take to show (generous: two cores shared with other test runs)."""
-POLL_SECONDS = 0.3
-QUICK_SYNC = {"debounce_ms": 200, "max_debounce_ms": 2000, "stable_seconds": 0.5, "poll_seconds": 0.2,
-              "heartbeat_seconds": 1.0, "lease_seconds": 60.0}
-"""Short waits, so a test's changes show in seconds (the defaults suit people, not tests)."""
-
-
-def wait_for(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS) -> Any:
-    """Poll ``check`` until it returns something truthy (returned); fail naming ``what`` after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not seen within {seconds:.0f} s")
-        time.sleep(POLL_SECONDS)
 
 
 def _sources(rs: Ragstream) -> set[str]:
