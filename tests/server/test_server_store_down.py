@@ -140,8 +140,11 @@ def test_a_running_cli_chat_answers_without_retrieval_once_postgres_stops(tmp_pa
     chat = subprocess.Popen([sys.executable, "-c", SERVE_WITH_HASH_EMBEDDER, "chat"], env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out: list[str] = []
+    err: list[str] = []  # both pipes read by threads: communicate() would race the stdout reader for the answer
     reader = threading.Thread(target=lambda: out.extend(iter(lambda: chat.stdout.read(1), "")), daemon=True)
+    err_reader = threading.Thread(target=lambda: err.extend(iter(chat.stderr.readline, "")), daemon=True)
     reader.start()
+    err_reader.start()
     try:
         chat.stdin.write(QUESTION + "\n")
         chat.stdin.flush()
@@ -151,12 +154,15 @@ def test_a_running_cli_chat_answers_without_retrieval_once_postgres_stops(tmp_pa
         assert "".join(out).count("you> ") == 2, "".join(out)
         healthy = "".join(out)
         server.stop(own_postgres)  # the real fault, under the running chat
-        _, errors = chat.communicate(QUESTION + "\n\n", timeout=TIMEOUT)
+        chat.stdin.write(QUESTION + "\n\n")
+        chat.stdin.close()
+        chat.wait(timeout=TIMEOUT)
     finally:
         if chat.poll() is None:
             chat.kill()
     reader.join(TIMEOUT)
-    later = "".join(out)[len(healthy):]
+    err_reader.join(TIMEOUT)
+    later, errors = "".join(out)[len(healthy):], "".join(err)
     assert chat.returncode == 0, errors
     assert "could not be searched" not in healthy
     assert later.lstrip().startswith("The documents could not be searched (") and "vector_db_unavailable" not in errors
