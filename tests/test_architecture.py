@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ragstream"
-BELOW_THE_FACADE = ("pipeline", "answer", "retrieval", "store", "providers", "agents", "documents")
+BELOW_THE_FACADE = ("pipeline", "answer", "sentence_support", "retrieval", "store", "providers", "agents", "documents")
 FACADE = "ragstream.api"
 
 

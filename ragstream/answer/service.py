@@ -48,8 +48,6 @@ from ragstream.answer.models import (
 )
 from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, done_event, stream_events
-from ragstream.answer.support import SupportChecker, SupportModels
-from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
 from ragstream.config import RagstreamConfig
 from ragstream.errors import (
     EmbeddingFailureError,
@@ -67,6 +65,8 @@ from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.retrieval.searcher import validate_query
+from ragstream.sentence_support.checker import SupportChecker, SupportModels
+from ragstream.sentence_support.run import SupportOutcome, SupportRun, finish_support, support_summary
 from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured

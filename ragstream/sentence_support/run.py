@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragstream.answer.judge import judge, judge_candidates
 from ragstream.answer.models import DocumentChunk, SentenceSupport
-from ragstream.answer.sentences import AnswerSentence, complete_sentences, split_answer
-from ragstream.answer.support import SupportChecker
 from ragstream.config import SupportConfig
 from ragstream.providers.deadline import Deadline
+from ragstream.sentence_support.checker import SupportChecker
+from ragstream.sentence_support.judge import judge, judge_candidates
+from ragstream.sentence_support.sentences import AnswerSentence, complete_sentences, split_answer
 
 if TYPE_CHECKING:
     from ragstream.providers.llm_client import LLMClient

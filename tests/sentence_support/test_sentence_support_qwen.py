@@ -15,8 +15,8 @@ import pytest
 from support.answer_fixtures import MARKDOWN_SAMPLES, llm_overrides
 
 from ragstream.answer.citations import CitationResolver
-from ragstream.answer.sentences import split_answer
-from ragstream.answer.support import SupportChecker, SupportModels
+from ragstream.sentence_support.checker import SupportChecker, SupportModels
+from ragstream.sentence_support.sentences import split_answer
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,15 @@ from support.recording_llm import RecordingLLM
 
 from ragstream.answer.citations import CitationResolver
 from ragstream.answer.confidence import with_support
-from ragstream.answer.judge import judge, judge_candidates, parse_judgement
 from ragstream.answer.models import Confidence, DocumentChunk
-from ragstream.answer.sentences import complete_sentences, split_answer
-from ragstream.answer.signals import (
+from ragstream.config import load_config
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.llm_client import LLMClient
+from ragstream.sentence_support.checker import SupportChecker, SupportModels, locate, passage_units
+from ragstream.sentence_support.judge import judge, judge_candidates, parse_judgement
+from ragstream.sentence_support.run import SupportRun
+from ragstream.sentence_support.sentences import complete_sentences, split_answer
+from ragstream.sentence_support.signals import (
     WordIndex,
     abstains,
     content_words,
@@ -24,11 +29,6 @@ from ragstream.answer.signals import (
     squeeze,
     squeezed_tokens,
 )
-from ragstream.answer.support import SupportChecker, SupportModels, locate, passage_units
-from ragstream.answer.support_run import SupportRun
-from ragstream.config import load_config
-from ragstream.providers.deadline import Deadline
-from ragstream.providers.llm_client import LLMClient
 
 CONFIG = load_config()
 TIMEOUTS = """# Timeouts
