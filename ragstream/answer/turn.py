@@ -1,0 +1,77 @@
+"""One question on its way through the answer path, and the small helpers that read it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragstream.answer.models import DocumentChunk
+from ragstream.errors import LLMError, VectorDBUnavailableError
+from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.providers.deadline import Deadline
+from ragstream.sentence_support.run import SupportOutcome
+
+if TYPE_CHECKING:
+    from ragstream.providers.llm_client import ChatCompletionResult
+
+MS = 1000.0
+
+
+@dataclass
+class Turn:
+    """One question on its way to an answer."""
+
+    question: str
+    conversation_id: str
+    message_id: str
+    deadline: Deadline
+    started: float
+    sp: SuperPrompt
+    user: str | None = None
+    latencies: dict[str, float] = field(default_factory=dict)
+    chunks: list[DocumentChunk] = field(default_factory=list)
+    query_vectors: np.ndarray | None = None
+    no_results_reason: str | None = None
+    store_down: VectorDBUnavailableError | None = None
+    """The vector store stayed unavailable: answered without retrieval."""
+    degraded: list[str] = field(default_factory=list)
+    incomplete: bool = False
+    truncated: bool = False
+    support: SupportOutcome | None = None
+
+    def lap(self, stage: str, since: float) -> float:
+        """Record ``stage``'s latency since ``since``; returns now."""
+        now = time.perf_counter()
+        self.latencies[stage] = self.latencies.get(stage, 0.0) + (now - since) * MS
+        return now
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """Prompt_Builder's messages, as sent."""
+        return [message.model_dump() for message in self.sp.messages]
+
+
+def llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
+    """Logical LLM calls of the question (retries not counted): the agent stages', plus the answer's
+    (made whenever an LLM is configured and there is context, whether it succeeded or not)."""
+    return sum(report.llm_calls for report in sp.stage_reports.values()) + int(answer_call)
+
+
+def llm_reason(error: LLMError) -> str:
+    return f"LLM unavailable ({error.code}): {error.message}"
+
+
+def asked(turn: Turn) -> str:
+    """The question as typed and as the model read it (a follow-up rewritten into a standalone task)."""
+    return f"{turn.question}\n{turn.sp.body.get('task', '')}"
+
+
+def fragment_reason(text: str) -> str:
+    return f"the LLM's answer was a fragment of {len(text.strip())} characters"
+
+
+def tokens_of(result: ChatCompletionResult) -> dict[str, Any]:
+    return {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
