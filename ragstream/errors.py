@@ -233,9 +233,25 @@ class LLMCircuitOpenError(LLMUnavailableError):
 
 
 class LLMRateLimitError(LLMError):
-    """HTTP 429 went on after every retry."""
+    """HTTP 429 went on after every retry (or at once, when the waiting line handles it)."""
 
     code = "llm_rate_limited"
+
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, status_code=status_code, attempts=attempts)
+        self.retry_after = retry_after
+        """The provider's Retry-After, in seconds, when it sent one."""
+
+
+class TooManyRequestsError(RagstreamError):
+    """The waiting line in front of the answering model is full (``llm.queue_max_waiting``): ask again later."""
+
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class LLMRequestError(LLMError):

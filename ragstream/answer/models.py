@@ -182,6 +182,23 @@ class SupportEvent(BaseModel):
         return self.sentence.model_dump()
 
 
+class QueuedEvent(BaseModel):
+    """The question waits in line for the answering model (many questions at once, or the provider's rate
+    limit); sent at once, then every ``llm.queue_event_seconds`` while it waits."""
+
+    type: Literal["queued"] = "queued"
+    position: int = Field(description="Place in line: 1 is next.")
+    waited_seconds: float = Field(description="Seconds waited so far.")
+    reason: Literal["busy", "rate_limited"] = Field(
+        description="busy: every slot (llm.max_concurrent) is answering; rate_limited: the provider answered 429.")
+    retry_after_seconds: float | None = Field(None, description="rate_limited: the provider's Retry-After.")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's wire payload."""
+        return self.model_dump(exclude={"type"})
+
+
 class DoneEvent(BaseModel):
     """The last event of an answer: ids, tokens, latency, how it was made, and the whole response."""
 
@@ -219,5 +236,6 @@ class ErrorEvent(BaseModel):
         return {"code": self.code, "type": self.error_type, "message": self.message, "request_id": self.request_id}
 
 
-StreamEvent = Annotated[TokenEvent | CitationEvent | SupportEvent | DoneEvent | ErrorEvent, Field(discriminator="type")]
-"""One event of a streamed answer: token, citation, support, done or error."""
+StreamEvent = Annotated[TokenEvent | CitationEvent | SupportEvent | QueuedEvent | DoneEvent | ErrorEvent,
+                        Field(discriminator="type")]
+"""One event of a streamed answer: queued, token, citation, support, done or error."""

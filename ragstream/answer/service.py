@@ -14,7 +14,7 @@ event); when the embedder is unavailable retrieval runs BM25 only and the answer
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragstream.answer import no_retrieval
@@ -32,11 +32,13 @@ from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
 from ragstream.answer.extractive import extractive_answer
+from ragstream.answer.llm_line import drain, through_line
 from ragstream.answer.models import (
     Answer,
     Citation,
     CitationEvent,
     Confidence,
+    QueuedEvent,
     RAGContext,
     SentenceSupport,
     StreamEvent,
@@ -68,6 +70,7 @@ from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
     from ragstream.providers.llm_client import LLMClient
+    from ragstream.providers.llm_queue import Ticket
     from ragstream.providers.rerankers.base import Reranker
 
 Mode = Literal["llm", "extractive", "no_results", "no_retrieval"]
@@ -135,11 +138,17 @@ class AnswerService:
             turn.lap("generation", started)
             return self._finish(turn, text, "no_retrieval", model, tokens, self._tracker(turn, text))
         if self.llm is not None:
+            llm = self.llm
             try:
-                result = self.llm.chat(turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(len(turn.chunks)))
+                waited = drain(through_line(llm, lambda: llm.chat(
+                    turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(len(turn.chunks)),
+                    retry_rate_limits=False), turn.deadline, turn.degraded))
             except LLMError as error:
                 turn.degraded.append(llm_reason(error))
-            else:
+                waited = None
+            if waited is not None:
+                result = waited[0]
+                waited[1].release()
                 not_an_answer = self._not_an_answer(turn, result.text)
                 if not_an_answer is None:
                     turn.lap("generation", started)
@@ -169,7 +178,7 @@ class AnswerService:
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         run = self._support_run(turn, tracker) if turn.store_down is None else None
         started = time.perf_counter()
-        mode, deltas = self._open_stream(turn)
+        mode, deltas, ticket = yield from self._open_stream(turn)
         parts: list[str] = []
         received = [0]
 
@@ -219,6 +228,8 @@ class AnswerService:
             close = getattr(deltas, "close", None)
             if callable(close):
                 close()  # the consumer stopped early: release the LLM connection
+            if ticket is not None:
+                ticket.release()  # the next question in line may have the model
             if not completed:  # the client left or generation failed: keep what was said, marked incomplete
                 self.conversations.append(turn.conversation_id, turn.message_id, turn.question, "".join(parts),
                                           incomplete=True, owner=turn.user)
@@ -260,22 +271,27 @@ class AnswerService:
         share = self._config.echo_min_word_share
         return self._too_short(partial) or (share is not None and may_still_restate(partial, asked(turn), share))
 
-    def _open_stream(self, turn: Turn) -> tuple[Mode, Any]:
-        """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
+    def _open_stream(self, turn: Turn) -> Generator[QueuedEvent, None, tuple[Mode, Any, Ticket | None]]:
+        """The answer's text source: the no-results message, the LLM stream (once the waiting line lets it
+        through, with its ticket), or the extractive answer."""
         if turn.no_results_reason is not None:
-            return "no_results", [self._config.no_results_message]
+            return "no_results", [self._config.no_results_message], None
         if turn.store_down is not None:
             outage = self._config.store_outage
             return "no_retrieval", no_retrieval.NoRetrievalStream(
                 self.llm, turn.question, no_retrieval.notice(turn.store_down, outage), outage, turn.deadline,
-                lambda error: turn.degraded.append(llm_reason(error)))
+                lambda error: turn.degraded.append(llm_reason(error))), None
         if self.llm is not None:
+            llm = self.llm
             try:
-                return "llm", self.llm.stream_chat(turn.messages, deadline=turn.deadline, stop=self._stop,
-                                                   grammar=self._grammar(len(turn.chunks)))
+                waited = yield from through_line(llm, lambda: llm.stream_chat(
+                    turn.messages, deadline=turn.deadline, stop=self._stop, grammar=self._grammar(len(turn.chunks)),
+                    retry_rate_limits=False), turn.deadline, turn.degraded)
+                if waited is not None:
+                    return "llm", waited[0], waited[1]
             except LLMError as error:
                 turn.degraded.append(llm_reason(error))
-        return "extractive", [self._extractive(turn)]
+        return "extractive", [self._extractive(turn)], None
 
     # -- steps -------------------------------------------------------------------------------------
 

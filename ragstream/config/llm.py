@@ -72,6 +72,20 @@ class LLMConfig(ConfigSection):
         True, description="A request (or a stream) that got no answer within timeout_seconds is not retried and opens "
         "the breaker at once: the question's other LLM calls and the next questions answer extractively without "
         "waiting; false: a timeout is retried and counts like any other failure.")
+    max_concurrent: int = Field(
+        4, ge=1, description="Answers this process has the model write at once (slots of the waiting line, "
+        "docs/answers.md); further questions wait in line, in arrival order.")
+    queue_max_waiting: int = Field(
+        32, ge=0, description="Questions that may wait in line for a slot; one more is refused at once with 429 "
+        "too_many_requests and Retry-After.")
+    queue_wait_seconds: float = Field(
+        20.0, gt=0, description="Longest wait in line of one question, in seconds (a provider's 429 Retry-After "
+        "included); past it the question gets the extractive answer with the reason.")
+    queue_event_seconds: float = Field(
+        1.0, gt=0, description="While a question waits in line, seconds between its 'queued' stream events "
+        "(position and seconds waited).")
+    queue_full_retry_after_seconds: float = Field(
+        5.0, gt=0, description="The Retry-After, in seconds, of the 429 too_many_requests a full line answers.")
 
     @property
     def enabled(self) -> bool:

@@ -29,6 +29,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Sequence
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -50,6 +51,7 @@ from ragstream.providers.circuit import breaker_for
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.llm_failures import check_completion, is_retryable, retry_after_seconds, translate_error
 from ragstream.providers.llm_json import JSON_INSTRUCTION, M, Message, parse_json_output, with_system_instruction
+from ragstream.providers.llm_queue import queue_for
 from ragstream.providers.llm_stream import ChatCompletionResult, ChatStream, TrackedStream
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
@@ -111,6 +113,9 @@ class LLMClient:
             config.breaker_cooldown_seconds,
             error=functools.partial(LLMCircuitOpenError, attempts=0),
         )
+        self.queue = queue_for(endpoint, config.max_concurrent, config.queue_max_waiting,
+                               config.queue_full_retry_after_seconds)
+        """The process's waiting line of this endpoint (the answer path waits in it, answer/llm_line.py)."""
         self._json_mode: bool | None = None  # None until the server accepted or refused it
         self._stream_usage: bool | None = None
 
@@ -123,11 +128,13 @@ class LLMClient:
         deadline: Deadline | None = None,
         stop: Sequence[str] = (),
         grammar: str | None = None,
+        retry_rate_limits: bool = True,
     ) -> ChatCompletionResult:
         """One chat completion, ending by ``deadline`` when one is given, or where the model writes
-        one of the ``stop`` strings (not included); ``grammar``: a llama.cpp GBNF grammar the text must follow."""
+        one of the ``stop`` strings (not included); ``grammar``: a llama.cpp GBNF grammar the text must follow.
+        ``retry_rate_limits=False``: a 429 raises :class:`LLMRateLimitError` at once (the waiting line waits it out)."""
         return self._chat(messages, max_tokens=max_tokens, temperature=temperature, deadline=deadline, stop=stop,
-                          **_grammar(grammar))
+                          retry_429=retry_rate_limits, **_grammar(grammar))
 
     def stream_chat(
         self,
@@ -138,15 +145,17 @@ class LLMClient:
         deadline: Deadline | None = None,
         stop: Sequence[str] = (),
         grammar: str | None = None,
+        retry_rate_limits: bool = True,
     ) -> ChatStream:
         """A streamed chat completion: iterate for token deltas, then read ``.result``.
 
         Only opening the stream is retried; an error mid-stream (or a stream that ends early)
         raises :class:`LLMUnavailableError`, and ``deadline`` bounds both opening and iterating.
         Usage is requested with ``stream_options``; a server refusing that gets the request again without.
-        Generation ends where the model writes one of the ``stop`` strings (not sent); ``grammar``: as in :meth:`chat`.
+        Generation ends where the model writes one of the ``stop`` strings (not sent); ``grammar`` and
+        ``retry_rate_limits``: as in :meth:`chat`.
         """
-        kwargs = self._request(messages, max_tokens, temperature, stop) | _grammar(grammar)
+        kwargs = self._request(messages, max_tokens, temperature, stop) | _grammar(grammar) | {"retry_429": retry_rate_limits}
         if self._stream_usage is not False:
             try:
                 chunks, attempts = self._send(deadline, stream=True, stream_options={"include_usage": True}, **kwargs)
@@ -217,9 +226,11 @@ class LLMClient:
         temperature: float | None = None,
         deadline: Deadline | None = None,
         stop: Sequence[str] = (),
+        retry_429: bool = True,
         **extra: Any,
     ) -> ChatCompletionResult:
-        completion, attempts = self._send(deadline, **self._request(messages, max_tokens, temperature, stop), **extra)
+        completion, attempts = self._send(deadline, retry_429=retry_429,
+                                          **self._request(messages, max_tokens, temperature, stop), **extra)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMOutputError("LLM answer holds no choices", attempts=attempts)
@@ -232,10 +243,12 @@ class LLMClient:
             finish_reason=getattr(choices[0], "finish_reason", None),
         )
 
-    def _send(self, deadline: Deadline | None, *, stream: bool = False, **kwargs: Any) -> tuple[Any, int]:
+    def _send(self, deadline: Deadline | None, *, stream: bool = False, retry_429: bool = True,
+              **kwargs: Any) -> tuple[Any, int]:
         """``chat.completions.create`` under the deadline, breaker and retry policy.
 
         Returns (response, attempts): a checked completion, or an open chunk stream when ``stream``.
+        ``retry_429=False``: a 429 is neither retried nor counted against the breaker (the endpoint is up, only busy).
         """
         attempts = 0
         last_timeout = self.config.timeout_seconds
@@ -267,6 +280,8 @@ class LLMClient:
                 raise
 
         def retryable(error: BaseException) -> bool:
+            if not retry_429 and isinstance(error, openai.APIStatusError) and error.status_code == HTTPStatus.TOO_MANY_REQUESTS:
+                return False
             return is_retryable(error) and not hung
 
         try:
@@ -296,7 +311,8 @@ class LLMClient:
                                    f"calls at once for {self.breaker.cooldown_seconds:g}s")
                 failure.args = (failure.message,)
             else:
-                self._record(None if cut_by_deadline else failure)
+                self._record(None if cut_by_deadline or (isinstance(failure, LLMRateLimitError) and not retry_429)
+                             else failure)
             raise failure from error
         except LLMError as error:
             self._record(error)

@@ -68,7 +68,8 @@ def translate_error(error: openai.APIError, attempts: int) -> LLMError:
         status = error.status_code
         detail = f"HTTP {status} after {attempts} attempt(s): {error.message}"
         if status == 429:
-            return LLMRateLimitError(f"LLM rate limit: {detail}", status_code=status, attempts=attempts)
+            return LLMRateLimitError(f"LLM rate limit: {detail}", status_code=status, attempts=attempts,
+                                     retry_after=retry_after_seconds(error))
         if status >= 500:
             return LLMUnavailableError(f"LLM server error: {detail}", status_code=status, attempts=attempts)
         return LLMRequestError(f"LLM refused the request: {detail}", status_code=status, attempts=attempts)

@@ -5,6 +5,7 @@ Client mistakes get a 4xx with a stable code; only our own bugs are 500 ``intern
 
 from __future__ import annotations
 
+import math
 from http import HTTPStatus
 from typing import Any
 
@@ -107,6 +108,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.EmbeddingFailureError, HTTPStatus.SERVICE_UNAVAILABLE),
     (rse.VectorDBUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE),
     (rse.LLMRateLimitError, HTTPStatus.TOO_MANY_REQUESTS),
+    (rse.TooManyRequestsError, HTTPStatus.TOO_MANY_REQUESTS),
     (rse.LLMRequestError, HTTPStatus.BAD_GATEWAY),
     (rse.LLMError, HTTPStatus.BAD_GATEWAY),
     (rse.ConfigError, HTTPStatus.SERVICE_UNAVAILABLE),
@@ -139,8 +141,11 @@ def error_body(code: str, error_type: str, message: str, **extra: Any) -> dict[s
 
 
 def error_response(error: rse.RagstreamError, **extra: Any) -> JSONResponse:
-    """A ragstream error as its JSON response."""
-    return JSONResponse(error_body(**_renamed(error.to_dict()), **extra), status_code=status_for(error))
+    """A ragstream error as its JSON response (with ``Retry-After`` when the error says when to come back)."""
+    wait = getattr(error, "retry_after_seconds", None)
+    headers = {"Retry-After": str(max(1, math.ceil(wait)))} if isinstance(wait, (int, float)) else None
+    return JSONResponse(error_body(**_renamed(error.to_dict()), **extra), status_code=status_for(error),
+                        headers=headers)
 
 
 def internal_error_response() -> JSONResponse:

@@ -99,7 +99,8 @@ def test_retry_policy_through_ask(make_fast_index, scripted):
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION, selected_text="timeout=httpx.Timeout(10.0)")
     assert answer.metadata["mode"] == "llm" and answer.metadata["model"] == "scripted"
-    assert len(server.requests) == 3 and rs.answers().llm.calls == 3 and rs.answers().llm.retries == 2
+    # the 429 waited in the waiting line (answer/llm_line.py) and the question asked again; the 500 was retried
+    assert len(server.requests) == 3 and rs.answers().llm.calls == 3 and rs.answers().llm.retries == 1
     assert [c.number for c in answer.citations] == [1, 2] and all(c.matched for c in answer.citations)
     request = server.requests[-1]
     system, user = (message["content"] for message in request["messages"])

@@ -199,6 +199,10 @@ async function ask(event) {
         addSource(answerId, data);
       } else if (type === "support") {
         verdicts.set(data.index, data);
+      } else if (type === "queued") {  // waiting in line for the answering model
+        const why = data.reason === "rate_limited" ? "the model is rate-limited" : "many questions at once";
+        setStatus(`${why[0].toUpperCase()}${why.slice(1)}: waiting ${Math.round(data.waited_seconds)} s ` +
+          `(place ${data.position} in line)…`);
       } else if (type === "done") {
         verdicts.clear();
         for (const sentence of data.response.sentences || []) verdicts.set(sentence.index, sentence);
