@@ -29,7 +29,7 @@ import numpy as np
 
 from ragstream import metrics
 from ragstream.config import RagstreamConfig
-from ragstream.documents.chunk_builder import build_chunks, relinked_chunk
+from ragstream.documents.chunk_builder import build_chunks, missing_metadata_warnings, relinked_chunk
 from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.documents.selection import select_files
@@ -129,7 +129,10 @@ class Ingestor:
         report.skipped_files = selection.skipped
         within = [(path, root or selection.within.get(path)) for path in selection.files]
         docs = self._load_all(within, metadata, owner, report, progress, root, collection)
-        return self._run(docs, report, force=False, progress=progress)
+        report = self._run(docs, report, force=False, progress=progress)
+        if self._config.ingest.reindex_stale:
+            _merge(report, self.reindex_stale(progress=progress))
+        return report
 
     def ingest_documents(
         self, docs: Iterable[LoadedDocument], *, force: bool = False, progress: ProgressCallback | None = None
@@ -229,6 +232,20 @@ class Ingestor:
         docs = (self._documents.stored_document(record.document_id) for record in self._documents.list())
         return self.ingest_documents((refresh_title(doc) for doc in docs if doc is not None), force=True, progress=progress)
 
+    def reindex_stale(self, *, progress: ProgressCallback | None = None) -> IngestReport:
+        """Re-chunk and re-embed, from their stored text, only the documents indexed under other chunking or
+        embedding settings (``ingest.reindex_stale``); ``reindexed`` names them."""
+        from ragstream.documents.markdown_text import refresh_title  # the parsers load only when needed
+
+        stale = self.stale_documents()
+        if not stale:
+            return _new_report()
+        docs = (self._documents.stored_document(document_id) for document_id in stale)
+        report = self.ingest_documents((refresh_title(doc) for doc in docs if doc is not None), force=True,
+                                       progress=progress)
+        report.reindexed = [document_id for document_id in stale if document_id not in report.errors]
+        return report
+
     def stale_documents(self) -> list[str]:
         """Documents indexed under other chunking or embedding settings (they need a reindex)."""
         fingerprint = self._config.index_fingerprint()
@@ -320,6 +337,7 @@ class Ingestor:
         except (DocumentError, EmbeddingFailureError) as error:
             _fail(report, doc.source, error, progress)
             return None
+        report.warnings.extend(missing_metadata_warnings(doc, pieces, self._config.answer.citations))
         return _Pending(doc=doc, pieces=pieces, old_generation=existing.generation if existing else None, from_store=force)
 
     def _write_batch(self, batch: list[_Pending], fingerprint: str, report: IngestReport, progress: ProgressCallback | None) -> None:
@@ -418,6 +436,20 @@ def _write_bytes(texts: Sequence[str]) -> int:
     """What writing these chunks adds on disk besides their vectors, roughly (UTF-8 is up to 4 bytes a
     character; the text is kept in the store payload, the catalog and its write-ahead log)."""
     return sum(len(text) for text in texts) * TEXT_COPIES * MAX_UTF8_BYTES + len(texts) * CHUNK_OVERHEAD_BYTES
+
+
+def _merge(report: IngestReport, stale: IngestReport) -> None:
+    """Fold the re-embedding of stale documents into the ingest's report."""
+    report.reindexed = stale.reindexed
+    report.documents_processed += stale.documents_processed
+    report.document_ids.extend(stale.document_ids)
+    report.documents_failed += stale.documents_failed
+    report.failures.extend(stale.failures)
+    report.warnings.extend(stale.warnings)
+    report.chunks_written += stale.chunks_written
+    report.embedding_count += stale.embedding_count
+    report.embedding_cache_hits += stale.embedding_cache_hits
+    report.embedding_seconds += stale.embedding_seconds
 
 
 def _new_report() -> IngestReport:

@@ -209,6 +209,9 @@ class IngestReport(BaseModel):
     )
     warnings: list[str] = Field(default_factory=list)
     document_ids: list[str] = Field(default_factory=list)
+    reindexed: list[str] = Field(
+        default_factory=list, description="Documents indexed under other chunking or embedding settings that this "
+        "job re-chunked and re-embedded from their stored text (ingest.reindex_stale).")
     duration_seconds: float = 0.0
     embedding_seconds: float = Field(0.0, description="Time spent inside the embedding model.")
 
@@ -221,9 +224,10 @@ class IngestReport(BaseModel):
             counts[entry.reason] = counts.get(entry.reason, 0) + 1
         return counts
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def errors(self) -> list[str]:
-        """The sources that failed."""
+        """The sources that failed (every JSON report carries them, beside the detailed ``failures``)."""
         return [failure.source for failure in self.failures]
 
 

@@ -58,7 +58,7 @@ class CitationResolver:
 
     def __init__(self, chunks: Sequence[DocumentChunk], config: CitationConfig) -> None:
         self.chunks = list(chunks)
-        self._config = config
+        self._config = self.config = config
         self._labels = [_labels(chunk) for chunk in self.chunks]
 
     def resolve(self, content: str) -> list[Citation]:
@@ -74,11 +74,11 @@ class CitationResolver:
             if not named or any(f"[{content}]" in chunk.text for chunk in self.chunks):
                 return []
             return [Citation(marker=content, matched=False, match_type=UNMATCHED)]
-        return [_citation(content, tier, index, self.chunks[index])]
+        return [_citation(content, tier, index, self.chunks[index], self._config)]
 
     def _numbered(self, number: int) -> Citation:
         if 1 <= number <= len(self.chunks):
-            return _citation(str(number), "number", number - 1, self.chunks[number - 1])
+            return _citation(str(number), "number", number - 1, self.chunks[number - 1], self._config)
         return Citation(marker=str(number), matched=False, match_type=UNMATCHED, number=number)
 
     def _by_title(self, marker: str, *, loosely: bool) -> tuple[int | None, str]:
@@ -99,12 +99,15 @@ class CitationResolver:
         return best, "dice"
 
 
-def _citation(marker: str, tier: str, index: int, chunk: DocumentChunk) -> Citation:
+def _citation(marker: str, tier: str, index: int, chunk: DocumentChunk, config: CitationConfig) -> Citation:
+    """A matched citation; a missing chapter (title) or section shows as the configured label ("Unknown", "N/A")."""
     meta = chunk.metadata
     return Citation(
         marker=marker, matched=True, match_type=tier, number=index + 1, chunk_id=chunk.chunk_id,
-        document_id=chunk.document_id, title=meta.get("title"), section=meta.get("section"),
+        document_id=chunk.document_id, title=meta.get("title") or config.missing_chapter_label,
+        section=meta.get("section") or config.missing_section_label,
         source=str(meta.get("source")), url=str(meta.get("url")), page=meta.get("page"), score=chunk.relevance_score,
+        checksum=meta.get("checksum"),
     )
 
 
@@ -136,7 +139,7 @@ class CitationTracker:
         if key in self._seen:
             return None
         self._seen.add(key)
-        citation = _citation(str(index + 1), "inferred", index, chunk)
+        citation = _citation(str(index + 1), "inferred", index, chunk, self.resolver.config)
         self.citations.append(citation)
         return citation
 
@@ -178,7 +181,8 @@ def build_sources(citations: Sequence[Citation]) -> list[Source]:
     for citation in citations:
         if citation.matched and citation.url and citation.url not in sources:
             sources[citation.url] = Source(title=citation.title or "", section=citation.section or "",
-                                           url=citation.url, page=citation.page, document_id=citation.document_id or "")
+                                           url=citation.url, page=citation.page, document_id=citation.document_id or "",
+                                           checksum=citation.checksum or "")
     return list(sources.values())
 
 

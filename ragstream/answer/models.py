@@ -51,6 +51,7 @@ class Citation(BaseModel):
     url: str | None = None
     page: int | None = None
     score: float | None = Field(None, description="The chunk's relevance.")
+    checksum: str | None = Field(None, description="sha256 of the cited document's source file, as ingested.")
     collections: list[str] = Field(default_factory=list, description="The collections (names) the cited document "
                                    "came from: those of the question's scope it belongs to (docs/collections.md).")
 
@@ -63,6 +64,7 @@ class Source(BaseModel):
     url: str
     page: int | None = None
     document_id: str
+    checksum: str = Field("", description="sha256 of the document's source file, as ingested: which version was cited.")
     collections: list[str] = Field(default_factory=list, description="The collections (names) the cited document "
                                    "came from: those of the question's scope it belongs to (docs/collections.md).")
 

@@ -58,6 +58,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "chunk_index": meta.chunk_index,
         "mime": meta.mime,
         "created_at": meta.created_at,
+        "checksum": meta.checksum,
     }
 
 

@@ -34,6 +34,12 @@ class CitationConfig(ConfigSection):
         0.5, description="A sentence of an LLM answer that cites no attachment gets the attachment holding the sentence "
         "closest to it when their cosine reaches this (small models often forget markers); None: never infer "
         "(why 0.5: docs/configuration.md).")
+    missing_chapter_label: str = Field(
+        "Unknown", min_length=1, description="A citation's and a source's chapter (the document title) when the "
+        "document has none; the ingest report warns about such documents.")
+    missing_section_label: str = Field(
+        "N/A", min_length=1, description="A citation's and a source's section when its chunk stands under no heading; "
+        "the ingest report warns about such documents.")
 
 
 class ConfidenceConfig(ConfigSection):

@@ -23,6 +23,10 @@ DEFAULT_IGNORE_FILES = (".gitignore", ".ragstreamignore")
 class IngestConfig(ConfigSection):
     """How ingest jobs run, and the checks a document must pass before it is chunked."""
 
+    reindex_stale: bool = Field(
+        True, description="After an ingest or a sync, re-chunk and re-embed (from their stored text) the documents "
+        "indexed under other chunking or embedding settings; false: they are only flagged (ragstream status) until "
+        "ragstream reindex. Why on: docs/configuration.md.")
     write_batch_chunks: int = Field(
         256,
         description="Chunks of several documents embedded and written together. Bigger batches embed "

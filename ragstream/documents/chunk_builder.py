@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from uuid import NAMESPACE_URL, uuid5
 
+from ragstream.config.answer import CitationConfig
 from ragstream.documents.features import has_code, has_equations
 from ragstream.models import Chunk, ChunkMetadata, LoadedDocument, TextPiece, public_metadata
 
@@ -45,6 +46,20 @@ def build_chunks(doc: LoadedDocument, pieces: list[TextPiece], *, generation: in
         )
         for index, piece in enumerate(pieces)
     ]
+
+
+def missing_metadata_warnings(doc: LoadedDocument, pieces: list[TextPiece], labels: CitationConfig) -> list[str]:
+    """The ingest report's warnings about a document without a chapter (title) or with chunks under no section
+    heading: its citations and sources show ``missing_chapter_label`` / ``missing_section_label`` instead."""
+    warnings = []
+    if not doc.title.strip():
+        warnings.append(f"{doc.source}: no chapter (title) metadata: its citations show "
+                        f"{labels.missing_chapter_label!r}")
+    bare = sum(1 for piece in pieces if not piece.header_path)
+    if bare:
+        warnings.append(f"{doc.source}: {bare} of {len(pieces)} chunks stand under no section heading: their "
+                        f"citations show {labels.missing_section_label!r}")
+    return warnings
 
 
 def relinked_chunk(chunk: Chunk, doc: LoadedDocument, *, generation: int, created_at: str) -> Chunk:

@@ -152,7 +152,8 @@ def _select(chunks: list[Chunk], budget: int, deps: Inputs,
             continue  # that document has its attachments: the next one's chunk takes the place
         number = len(selected) + 1
         lines = _fact_lines(chunk, number, settings, scorer, stated)
-        cost = count_tokens(attachment_md(number, chunk)) + count_tokens("\n".join(line for _, _, line in lines))
+        # any score costs what 0.0 costs (the header writes it to a fixed number of decimals)
+        cost = count_tokens(attachment_md(number, chunk, 0.0)) + count_tokens("\n".join(line for _, _, line in lines))
         if used + cost > budget:
             skipped.append(chunk.chunk_id)
             continue

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from ragstream.config import AnswerConfig, PipelineLimits
 from ragstream.pipeline.context import StageContext, TokenCounter
-from ragstream.pipeline.render import attachments_md, collection_md, conversation_md, prompt_md, system_md
+from ragstream.pipeline.render import (
+    attachments_md,
+    collection_md,
+    conversation_md,
+    prompt_md,
+    ranking_scores,
+    system_md,
+)
 from ragstream.pipeline.stages import PROMPT_BUILDER as SPEC
 from ragstream.pipeline.super_prompt import PromptMessage, SuperPrompt
 
@@ -48,7 +55,8 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     if sp.collection_instructions:
         sp.System_MD = BLOCK_SEPARATOR.join([sp.System_MD, collection_md(sp.collection_instructions)])
     sp.Prompt_MD = prompt_md(sp.body, selected_text=sp.selected_text)
-    sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids), best_last=answer.attachment_order == "best_last")
+    sp.Attachments_MD = attachments_md(sp.chunks(sp.final_selection_ids), best_last=answer.attachment_order == "best_last",
+                                       scores=ranking_scores(sp))
     user_blocks = [sp.Prompt_MD, sp.S_CTX_MD, sp.Attachments_MD]
     if pairs:
         user_blocks.append(conversation_md(pairs))

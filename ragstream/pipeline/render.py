@@ -22,6 +22,9 @@ SYSTEM_FIELDS = ("audience", "tone", "depth")
 
 COPIED_HEADER_MARKERS = ("] SOURCE: ", "\nSPAN: ")
 """Text an answer only holds when the model copies an attachment's header lines (see ``attachment_md``)."""
+SCORE_LABEL = "\nSCORE: "
+SCORE_DECIMALS = 3
+"""An attachment's header shows its ranking score (the ReRanker's, else Retrieval's) to this many decimals."""
 _BACKTICKS = re.compile(r"`+")
 _MIN_FENCE = 3
 
@@ -80,16 +83,29 @@ def fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def attachment_md(number: int, chunk: Chunk) -> str:
-    """Attachment ``[number]``: a fence holding ``SOURCE:`` and ``SPAN:`` lines, then the raw text."""
+def attachment_md(number: int, chunk: Chunk, score: float | None = None) -> str:
+    """Attachment ``[number]``: a fence holding ``SOURCE:``, ``SPAN:`` and (when ranked) ``SCORE:`` lines, then the
+    raw text. The score is written with a fixed number of decimals, so its length never depends on its value."""
     header = f"[{number}{COPIED_HEADER_MARKERS[0]}{provenance(chunk)}{COPIED_HEADER_MARKERS[1]}{span(chunk)}"
+    if score is not None:
+        header += f"{SCORE_LABEL}{score:.{SCORE_DECIMALS}f}"
     return fenced(f"{header}\n---\n{chunk.text}")
 
 
-def attachments_md(chunks: Sequence[Chunk], *, best_last: bool = False) -> str:
-    """Raw excerpts, numbered from 1 in ranking order, each in its own provenance fence; ``best_last``
-    writes them from the last number down to [1]."""
-    numbered = [attachment_md(n, chunk) for n, chunk in enumerate(chunks, start=1)]
+def ranking_scores(sp: SuperPrompt) -> dict[str, float]:
+    """The score of each ranked chunk id in the last ranked view (the ReRanker's, else Retrieval's)."""
+    for entry in reversed(list(sp.scores_by_stage)):
+        scores = sp.scores_by_stage[entry]
+        if scores:
+            return dict(zip(sp.views_by_stage.get(entry, []), scores, strict=False))
+    return {}
+
+
+def attachments_md(chunks: Sequence[Chunk], *, best_last: bool = False,
+                   scores: dict[str, float] | None = None) -> str:
+    """Raw excerpts, numbered from 1 in ranking order, each in its own provenance fence with its ranking score
+    (``scores`` by chunk id); ``best_last`` writes them from the last number down to [1]."""
+    numbered = [attachment_md(n, chunk, (scores or {}).get(chunk.chunk_id)) for n, chunk in enumerate(chunks, start=1)]
     return "\n\n".join(["## Attachments", *(reversed(numbered) if best_last else numbered)])
 
 

@@ -132,6 +132,7 @@ A5_FORMAT_ENFORCER = StageSpec(
 PROMPT_BUILDER = StageSpec(
     name="Prompt_Builder", module="prompt_builder", entry="prompt_builder", sets_stage=None,
     reads=_fields("body", "hard_rules", "selected_text", "final_selection_ids", "base_context_chunks", "S_CTX_MD",
+                  "views_by_stage", "scores_by_stage",
                   "recentConversation", "collection_instructions"),
     writes=_fields("System_MD", "Prompt_MD", "Attachments_MD", "prompt_ready", "messages", "prompt_tokens"),
     logs=_fields("prompt_builder"),

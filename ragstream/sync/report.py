@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from ragstream.models import FileFailure, SkippedFile
+from ragstream.models import FileFailure, IngestReport, SkippedFile
 
 
 class RenamedFile(BaseModel):
@@ -37,6 +37,9 @@ class SyncReport(BaseModel):
     skipped_files: list[SkippedFile] = Field(
         default_factory=list, description="Files and folders a full sync did not take, and why.")
     warnings: list[str] = Field(default_factory=list)
+    reindexed: list[str] = Field(
+        default_factory=list, description="Documents indexed under other chunking or embedding settings, re-chunked "
+        "and re-embedded from their stored text (ingest.reindex_stale).")
     chunks_written: int = Field(0, description="Chunks written by ingests (renames move theirs without embedding).")
     embedding_count: int = Field(0, description="Texts sent to the embedder (cache misses).")
     embedding_cache_hits: int = 0
@@ -63,11 +66,19 @@ class SyncReport(BaseModel):
                 "failed": len(self.failures),
                 "failures": [{"source": f.source, "code": f.code, "message": f.message} for f in self.failures[:failures_kept]]}
 
+    @classmethod
+    def of_reindex(cls, report: IngestReport) -> SyncReport:
+        """The re-embedding of stale documents as a part of a sync's report."""
+        return cls(reindexed=report.reindexed, failures=report.failures, warnings=report.warnings,
+                   chunks_written=report.chunks_written, embedding_count=report.embedding_count,
+                   embedding_cache_hits=report.embedding_cache_hits)
+
     def merge(self, others: Iterable[SyncReport]) -> SyncReport:
         """This report with ``others`` added to it (one report for several roots)."""
         merged = self.model_copy(deep=True)
         for other in others:
-            for name in ("roots", "added", "changed", "renamed", "removed", "adopted", "failures", "skipped_files", "warnings"):
+            for name in ("roots", "added", "changed", "renamed", "removed", "adopted", "failures", "skipped_files", "warnings",
+                         "reindexed"):
                 getattr(merged, name).extend(getattr(other, name))
             merged.unchanged += other.unchanged
             merged.chunks_written += other.chunks_written

@@ -97,6 +97,8 @@ class Syncer:
                 self._roots.record_sync(str(root), datetime.now(UTC).isoformat(timespec="milliseconds"),
                                         json.dumps(part.counts(self._config.sync.failures_kept)))
                 parts.append(part)
+            if self._config.ingest.reindex_stale:  # when no file changed, no ingest ran to do it
+                parts.append(SyncReport.of_reindex(self._ingestor.reindex_stale(progress=progress)))
         report = SyncReport().merge(parts)
         report.duration_seconds = time.perf_counter() - started
         return report
@@ -266,6 +268,7 @@ class Syncer:
                 report.unchanged += 1
         report.failures.extend(ingest.failures)
         report.warnings.extend(ingest.warnings)
+        report.reindexed.extend(ingest.reindexed)
         report.chunks_written += ingest.chunks_written
         report.embedding_count += ingest.embedding_count
         report.embedding_cache_hits += ingest.embedding_cache_hits
