@@ -437,6 +437,7 @@ class AnswerService:
                 "chunksRetrieved": len(turn.chunks),
                 "context_chunk_ids": [chunk.chunk_id for chunk in turn.chunks],
                 "unmatched_citations": tracker.unmatched,
+                "malformed_chunks": [{"chunk_id": chunk_id, "reason": why} for chunk_id, why in sp.malformed_chunks.items()],
                 "avg_relevance": (sum(c.relevance_score for c in turn.chunks) / len(turn.chunks)) if turn.chunks else 0.0,
                 "retrieval_mode": sp.retrieval_mode or None,
                 "pipeline": {"stages": list(sp.history_of_stages), "selected": len(sp.final_selection_ids),

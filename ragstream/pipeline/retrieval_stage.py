@@ -16,6 +16,7 @@ embedder is unavailable the searches run BM25 only and the stage report says so.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,9 @@ from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.stages import RETRIEVAL as SPEC
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.embedders.base import scoring_vectors
+from ragstream.store.payload import malformed
+
+logger = logging.getLogger("ragstream.pipeline")
 
 HYBRID: SearchMode = "hybrid"
 BM25: SearchMode = "bm25"
@@ -77,9 +81,16 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
         top = max((hit.score for hit in result.hits), default=0.0)
         relative.append({hit.chunk.chunk_id: hit.score / top if top > 0 else 0.0 for hit in result.hits})
         for hit in result.hits:
+            reason = malformed(hit.chunk)
+            if reason is not None:  # a damaged stored point: never an attachment, reported instead
+                sp.malformed_chunks[hit.chunk.chunk_id] = reason
+                continue
             chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             best_rank[hit.chunk.chunk_id] = min(best_rank.get(hit.chunk.chunk_id, NOT_RANKED), hit.rank)
 
+    if sp.malformed_chunks:
+        logger.warning("retrieval left out %d malformed stored chunk(s): %s", len(sp.malformed_chunks),
+                       "; ".join(f"{chunk_id}: {why}" for chunk_id, why in sp.malformed_chunks.items()))
     conversation = [c for c in conversation_chunks(sp.recentConversation) if c.chunk_id not in chunks]
     if not chunks and not conversation:
         raise NoRetrievalResultsError(f"no chunk matched any of the {len(pieces)} query piece(s)")

@@ -102,7 +102,8 @@ A2_PROMPT_SHAPER = StageSpec(
 RETRIEVAL = StageSpec(
     name="Retrieval", module="retrieval_stage", entry="retrieval", sets_stage="retrieval",
     reads=_fields("recentConversation") | SEARCH_READS,
-    writes=_fields("base_context_chunks", "views_by_stage", "scores_by_stage", "query_pieces", "retrieval_mode"),
+    writes=_fields("base_context_chunks", "views_by_stage", "scores_by_stage", "query_pieces", "retrieval_mode",
+                   "malformed_chunks"),
     logs=_fields("retrieval"), cap="N1_RETR_MAX_CANDIDATES",
     summary="the hybrid search's candidates for the query's pieces and the conversation")
 RERANKER = StageSpec(

@@ -128,6 +128,9 @@ class SuperPrompt(BaseModel):
         "", description="A0: a follow-up question rewritten to stand alone with the conversation (empty when the "
         "task stands alone); retrieval, reranking and the gate search with it instead of the task.")
     query_pieces: list[str] = Field(default_factory=list, description="The pieces Retrieval searched with.")
+    malformed_chunks: dict[str, str] = Field(
+        default_factory=dict, description="Retrieval: stored chunks the search found but left out because their "
+        "stored point is malformed (no text, a missing or mistyped field), by id, with the reason.")
     retrieval_mode: str = Field("", description="hybrid, or bm25 when the embedder was unavailable.")
     rerank: RerankDetails = Field(default_factory=RerankDetails, description="The ReRanker's scores and moves.")
     chunk_decisions: dict[str, str] = Field(

@@ -21,6 +21,15 @@ METADATA_FIELDS = frozenset(ChunkMetadata.model_fields)
 search when read per payload key)."""
 REQUIRED_FIELDS = frozenset(name for name, field in ChunkMetadata.model_fields.items() if field.is_required())
 CORE_FIELDS = METADATA_FIELDS | {"chapter", "generation"}
+FIELD_TYPES: dict[str, tuple[tuple[type, ...], Any]] = {
+    "document_id": ((str,), ""), "source": ((str,), ""), "title": ((str,), ""), "section": ((str,), ""),
+    "header_path": ((str,), ""), "page": ((int, type(None)), None), "chunk_index": ((int,), 0),
+    "word_count": ((int,), 0), "checksum": ((str,), ""), "content_hash": ((str,), ""), "mime": ((str,), ""),
+    "created_at": ((str,), ""), "extra": ((dict,), {}),
+}
+"""The metadata fields the answer path reads, their stored types and the safe value a malformed point gets."""
+MALFORMED_KEY = "_malformed"
+"""Under ``extra``: why a stored point is malformed (private: never a filter, never shown as metadata)."""
 
 
 def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
@@ -37,16 +46,48 @@ def to_payload(chunk: Chunk, generation: int) -> dict[str, Any]:
 
 
 def from_payload(point_id: str, payload: Mapping[str, Any]) -> Chunk:
-    """The chunk a stored payload describes."""
+    """The chunk a stored payload describes; a malformed payload (no text, a missing or mistyped field) still
+    gives a chunk, with safe values and the reason under ``extra["_malformed"]`` (:func:`malformed`): the answer
+    path leaves such chunks out and reports them, and no read fails on one damaged point."""
     fields = {key: value for key, value in payload.items() if key in METADATA_FIELDS}
     for field in FLAG_FIELDS:
         fields[field] = bool(fields.get(field, 0))
     fields[OWNER_FIELD] = fields.get(OWNER_FIELD) or None
     fields[COLLECTIONS_FIELD] = tuple(fields.get(COLLECTIONS_FIELD) or ())
-    if REQUIRED_FIELDS <= fields.keys():  # written by to_payload: trusted, not validated again (~12% of a search)
-        return Chunk.model_construct(chunk_id=point_id, text=payload.get("text", ""),
-                                     metadata=ChunkMetadata.model_construct(**fields))
-    return Chunk(chunk_id=point_id, text=payload.get("text", ""), metadata=ChunkMetadata(**fields))
+    text = payload.get("text")
+    problem = _problem(text, fields)
+    if problem is None and isinstance(text, str):  # as to_payload writes it: not validated again (~12% of a search)
+        return Chunk.model_construct(chunk_id=point_id, text=text, metadata=ChunkMetadata.model_construct(**fields))
+    safe = {name: fields[name] if _typed(name, fields.get(name)) else default
+            for name, (_, default) in FIELD_TYPES.items()}
+    given = fields.get("extra")
+    extra: dict[str, Any] = given if isinstance(given, dict) else {}
+    metadata = ChunkMetadata.model_construct(**{**fields, **safe, "extra": {**extra, MALFORMED_KEY: problem}})
+    return Chunk.model_construct(chunk_id=point_id, text=text if isinstance(text, str) else "", metadata=metadata)
+
+
+def malformed(chunk: Chunk) -> str | None:
+    """Why the stored point behind ``chunk`` is malformed, or None when it is whole."""
+    reason = chunk.metadata.extra.get(MALFORMED_KEY)
+    return str(reason) if reason is not None else None
+
+
+def _typed(name: str, value: Any) -> bool:
+    types, _ = FIELD_TYPES[name]
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _problem(text: Any, fields: Mapping[str, Any]) -> str | None:
+    """What makes a payload no chunk: no text, a required field missing, a field of the wrong type."""
+    if not isinstance(text, str) or not text.strip():
+        return "the stored point has no text"
+    missing = sorted(REQUIRED_FIELDS - fields.keys())
+    if missing:
+        return f"the stored point lacks {', '.join(missing)}"
+    broken = sorted(name for name in FIELD_TYPES if name in fields and not _typed(name, fields[name]))
+    if broken:
+        return "the stored point's " + ", ".join(f"{name} is {type(fields[name]).__name__}" for name in broken)
+    return None
 
 
 def payload_key(key: str) -> str:
