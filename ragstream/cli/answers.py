@@ -81,6 +81,10 @@ def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str |
             print(event.model_dump_json(), flush=True)
         elif event.type == "token":
             print(event.token, end="", flush=True)
+        elif event.type == "queued":  # waiting in line for the answering model: said on stderr
+            why = "the model is rate-limited" if event.reason == "rate_limited" else "many questions at once"
+            err_console.print(f"{why}: waiting {event.waited_seconds:.0f} s (place {event.position} in line)",
+                              style="dim", highlight=False, markup=False)
         if event.type == "done":
             final = event.response
     if final is None:
