@@ -69,6 +69,7 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
 
     chunks: dict[str, Chunk] = {}
     best_rank: dict[str, float] = {}
+    malformed_chunks: dict[str, str] = {}
     relative: list[dict[str, float]] = []
     modes: list[str] = []
     per_piece = min(limits.N1_RETR_MAX_CANDIDATES, deps.retrieval.candidates)  # the search's own fusion depth
@@ -83,14 +84,15 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
         for hit in result.hits:
             reason = malformed(hit.chunk)
             if reason is not None:  # a damaged stored point: never an attachment, reported instead
-                sp.malformed_chunks[hit.chunk.chunk_id] = reason
+                malformed_chunks[hit.chunk.chunk_id] = reason
                 continue
             chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             best_rank[hit.chunk.chunk_id] = min(best_rank.get(hit.chunk.chunk_id, NOT_RANKED), hit.rank)
 
-    if sp.malformed_chunks:
-        logger.warning("retrieval left out %d malformed stored chunk(s): %s", len(sp.malformed_chunks),
-                       "; ".join(f"{chunk_id}: {why}" for chunk_id, why in sp.malformed_chunks.items()))
+    sp.malformed_chunks = malformed_chunks
+    if malformed_chunks:
+        logger.warning("retrieval left out %d malformed stored chunk(s): %s", len(malformed_chunks),
+                       "; ".join(f"{chunk_id}: {why}" for chunk_id, why in malformed_chunks.items()))
     conversation = [c for c in conversation_chunks(sp.recentConversation) if c.chunk_id not in chunks]
     if not chunks and not conversation:
         raise NoRetrievalResultsError(f"no chunk matched any of the {len(pieces)} query piece(s)")
