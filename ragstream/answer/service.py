@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import numpy as np
-
+from ragstream import metrics
 from ragstream.answer import no_retrieval
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citation_inference import infer_citations
@@ -40,7 +38,6 @@ from ragstream.answer.models import (
     Citation,
     CitationEvent,
     Confidence,
-    DocumentChunk,
     RAGContext,
     SentenceSupport,
     StreamEvent,
@@ -49,7 +46,8 @@ from ragstream.answer.models import (
 from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
 from ragstream.answer.streaming import citation_payload, done_event, stream_events
 from ragstream.answer.support import SupportChecker, SupportModels
-from ragstream.answer.support_run import SupportOutcome, SupportRun, finish_support, support_summary
+from ragstream.answer.support_run import SupportRun, finish_support, support_summary
+from ragstream.answer.turn import MS, Turn
 from ragstream.config import RagstreamConfig
 from ragstream.errors import (
     EmbeddingFailureError,
@@ -76,7 +74,6 @@ if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
 Mode = Literal["llm", "extractive", "no_results", "no_retrieval"]
 ScopeSource = QuestionScope | Callable[[], QuestionScope] | None
 """A question's scope, or how to find it (called inside each attempt: finding it may find the store down)."""
-MS = 1000.0
 LENGTH = "length"
 BM25 = "bm25"
 
@@ -84,44 +81,12 @@ BM25 = "bm25"
 class PipelineRunner(Protocol):
     """Runs the eight stages on a fresh SuperPrompt within one question's deadline, every search
     reading ``snapshot`` (or one snapshot taken when the pipeline starts) and only the documents
-    ``user`` may see (every document when None), in the collections (ids) ``collections`` names when given."""
+    ``user`` may see (every document when None), in the collections (ids) ``collections`` names when given,
+    each stage's milliseconds into ``timings`` when given."""
 
     def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
-                 user: str | None = None, collections: Sequence[str] | None = None) -> SuperPrompt: ...
-
-
-@dataclass
-class _Turn:
-    """One question on its way to an answer."""
-
-    question: str
-    conversation_id: str
-    message_id: str
-    deadline: Deadline
-    started: float
-    sp: SuperPrompt
-    user: str | None = None
-    latencies: dict[str, float] = field(default_factory=dict)
-    chunks: list[DocumentChunk] = field(default_factory=list)
-    query_vectors: np.ndarray | None = None
-    no_results_reason: str | None = None
-    store_down: VectorDBUnavailableError | None = None
-    """The vector store stayed unavailable: answered without retrieval."""
-    degraded: list[str] = field(default_factory=list)
-    incomplete: bool = False
-    truncated: bool = False
-    support: SupportOutcome | None = None
-
-    def lap(self, stage: str, since: float) -> float:
-        """Record ``stage``'s latency since ``since``; returns now."""
-        now = time.perf_counter()
-        self.latencies[stage] = self.latencies.get(stage, 0.0) + (now - since) * MS
-        return now
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        """Prompt_Builder's messages, as sent."""
-        return [message.model_dump() for message in self.sp.messages]
+                 user: str | None = None, collections: Sequence[str] | None = None,
+                 timings: dict[str, float] | None = None) -> SuperPrompt: ...
 
 
 class AnswerService:
@@ -191,7 +156,7 @@ class AnswerService:
         turn.lap("generation", started)
         return self._answer(turn, text, "extractive", None, {}, self._tracker(turn, text))
 
-    def _answer(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
+    def _answer(self, turn: Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
                 tracker: CitationTracker) -> Answer:
         """The whole answer's support verdicts, then the response."""
         run = self._support_run(turn, tracker)
@@ -243,7 +208,7 @@ class AnswerService:
             for event in stream_events(counted(), tracker, self._config.citations.max_marker_chars):
                 if event.type == "token":
                     if not parts:
-                        turn.lap("first_token", started)
+                        turn.first_token(started)
                     parts.append(event.token)
                 yield event
                 if run is not None and event.type == "token":  # a support event per sentence as it completes
@@ -278,27 +243,29 @@ class AnswerService:
             for verdict in self._check_support(turn, run, "".join(parts), mode):
                 yield SupportEvent(sentence=verdict)
         answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker, run)
+        if turn.first_token_ms is not None:
+            metrics.record_first_token(mode, turn.first_token_ms / MS)
         yield done_event(answer)
 
     def _too_short(self, text: str) -> bool:
         """Whether an LLM answer is a fragment (e.g. it began by copying an attachment's header) rather than one."""
         return len(text.strip()) < self._config.min_llm_answer_chars
 
-    def _not_an_answer(self, turn: _Turn, text: str) -> str | None:
+    def _not_an_answer(self, turn: Turn, text: str) -> str | None:
         """Why a whole LLM answer is no answer (a fragment, or only the question restated), else None."""
         if self._too_short(text):
             return _fragment_reason(text)
         share = self._config.echo_min_word_share
-        if share is not None and restates_question(text, _asked(turn), share):
+        if share is not None and restates_question(text, turn.asked, share):
             return "the LLM's answer only restated the question"
         return None
 
-    def _undecided(self, turn: _Turn, partial: str) -> bool:
+    def _undecided(self, turn: Turn, partial: str) -> bool:
         """While an LLM answer streams in: whether it may still turn out to be no answer (shown only once not)."""
         share = self._config.echo_min_word_share
-        return self._too_short(partial) or (share is not None and may_still_restate(partial, _asked(turn), share))
+        return self._too_short(partial) or (share is not None and may_still_restate(partial, turn.asked, share))
 
-    def _open_stream(self, turn: _Turn) -> tuple[Mode, Any]:
+    def _open_stream(self, turn: Turn) -> tuple[Mode, Any]:
         """The answer's text source: the no-results message, the LLM stream, or the extractive answer."""
         if turn.no_results_reason is not None:
             return "no_results", [self._config.no_results_message]
@@ -318,7 +285,7 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None) -> _Turn:
+                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None) -> Turn:
         """Validate, load the conversation, run the pipeline, gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
@@ -329,7 +296,7 @@ class AnswerService:
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
         sp = SuperPrompt(user_text=question, selected_text=selected_text or "")
-        turn = _Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
+        turn = Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
         try:
@@ -337,7 +304,8 @@ class AnswerService:
                 resolved = scope() if callable(scope) else scope
                 sp.collection_instructions = list(resolved.instructions) if resolved else []
                 sp.recentConversation = self.conversations.recent(conversation_id, user)
-                return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None)
+                return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None,
+                                      turn.stages_ms)
 
             turn.sp = no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
@@ -354,7 +322,7 @@ class AnswerService:
         self._score(turn)
         return turn
 
-    def _score(self, turn: _Turn) -> None:
+    def _score(self, turn: Turn) -> None:
         """Attachments with their relevance (best cosine to the query pieces, 0..1) and the gate."""
         sp = turn.sp
         chunks = sp.chunks(sp.final_selection_ids)
@@ -372,7 +340,7 @@ class AnswerService:
                                       f"(best {max(scores, default=0.0):.0%})")
             turn.chunks = []
 
-    def _extractive(self, turn: _Turn) -> str:
+    def _extractive(self, turn: Turn) -> str:
         config = self._config
         label = config.extractive_label if not turn.degraded else config.degraded_label.format(
             reason="; ".join(turn.degraded))
@@ -386,17 +354,17 @@ class AnswerService:
                                  min_chars=config.extractive_min_sentence_chars,
                                  max_example_chars=config.extractive_max_example_chars, prose=config.prose)
 
-    def _tracker(self, turn: _Turn, text: str) -> CitationTracker:
+    def _tracker(self, turn: Turn, text: str) -> CitationTracker:
         """The citations of a whole answer text."""
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         track_text(text, tracker, self._config.citations)
         return tracker
 
-    def _infer_citations(self, turn: _Turn, text: str, tracker: CitationTracker) -> list[Citation]:
+    def _infer_citations(self, turn: Turn, text: str, tracker: CitationTracker) -> list[Citation]:
         """The citations an LLM answer left out, inferred by sentence similarity (answer/citation_inference.py)."""
         return infer_citations(text, turn.chunks, tracker, self._embedder, self._config)
 
-    def _support_run(self, turn: _Turn, tracker: CitationTracker) -> SupportRun | None:
+    def _support_run(self, turn: Turn, tracker: CitationTracker) -> SupportRun | None:
         """The support check of this turn's answer (None when ``answer.support.enabled`` is off)."""
         config = self._config.support
         if not config.enabled:
@@ -408,12 +376,12 @@ class AnswerService:
             except EmbeddingFailureError:
                 embedder = None
             cross_encoder = self._cross_encoder() if config.cross_encoder and self._cross_encoder else None
-            return SupportChecker(turn.chunks, _asked(turn), tracker.resolver, config,
+            return SupportChecker(turn.chunks, turn.asked, tracker.resolver, config,
                                   SupportModels(embedder, cross_encoder), turn.deadline)
 
         return SupportRun(checker)
 
-    def _check_support(self, turn: _Turn, run: SupportRun, text: str, mode: Mode) -> list[SentenceSupport]:
+    def _check_support(self, turn: Turn, run: SupportRun, text: str, mode: Mode) -> list[SentenceSupport]:
         """Verdicts for the sentences that had none, then the LLM judge's revisions (when configured): those to send."""
         started = time.perf_counter()
         turn.support = finish_support(run, text, mode, self._config.support, llm=self.llm, chunks=turn.chunks,
@@ -421,7 +389,7 @@ class AnswerService:
         turn.lap("support", started)
         return turn.support.sent
 
-    def _finish(self, turn: _Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
+    def _finish(self, turn: Turn, text: str, mode: Mode, model: str | None, tokens: dict[str, Any],
                 tracker: CitationTracker, run: SupportRun | None = None) -> Answer:
         """Citations, confidence, the conversation record and the response."""
         sentences = run.verdicts if run is not None else []
@@ -465,7 +433,8 @@ class AnswerService:
                              "fallbacks": sp.fallbacks(),
                              "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
-                             "prompt_tokens_estimated": sp.prompt_tokens},
+                             "prompt_tokens_estimated": sp.prompt_tokens,
+                             "stages_ms": dict(turn.stages_ms)},
                 "llm_calls": _llm_calls(sp, answer_call=self.llm is not None and mode != "no_results")
                 + (turn.support.judge_calls if turn.support else 0),
                 "support": support_summary(sentences, turn.support),
@@ -484,11 +453,6 @@ def _llm_calls(sp: SuperPrompt, *, answer_call: bool) -> int:
 
 def _llm_reason(error: LLMError) -> str:
     return f"LLM unavailable ({error.code}): {error.message}"
-
-
-def _asked(turn: _Turn) -> str:
-    """The question as typed and as the model read it (a follow-up rewritten into a standalone task)."""
-    return f"{turn.question}\n{turn.sp.body.get('task', '')}"
 
 
 def _fragment_reason(text: str) -> str:
