@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.index_fixtures import SAMPLES
 
 from ragstream.pipeline.coverage import cover_files
 
@@ -62,3 +63,27 @@ def test_one_file_or_no_candidates():
 def test_scores_must_match_the_candidates():
     with pytest.raises(ValueError, match="2 candidates but 1 scores"):
         cover_files([("a1", "A"), ("b1", "B")], [0.9], lambda c: c[1], 0.1)
+
+
+QUESTION = "How do I set a timeout on a request?"
+
+
+def test_a4_selects_across_documents_within_the_margin(make_fast_index):
+    """The bundled samples: the timeouts page has the three best chunks; a wide margin lets two other pages in."""
+    rs = make_fast_index()
+    rs.ingest([SAMPLES])
+    gated = rs.run_pipeline(QUESTION, until="A3_NLI_Gate")
+
+    def selection(margin: float) -> list[str]:
+        rs.config.pipeline.coverage_margin = margin
+        final = rs.run_stage(gated, "A4_Condenser")
+        return [chunk.metadata.document_id for chunk in final.chunks(final.final_selection_ids)]
+
+    off, wide = selection(0.0), selection(1.0)
+    assert len(set(off)) == 1 and len(off) == 3  # the default: three chunks of the timeouts page
+    assert len(set(wide)) == 3 and wide[0] == off[0]
+    scores = dict(zip(gated.views_by_stage["reranked"], gated.scores_by_stage["reranked"], strict=True))
+    candidates = gated.chunks(gated.final_selection_ids)
+    expected = cover_files(candidates, [scores[c.chunk_id] for c in candidates], lambda c: c.metadata.document_id, 1.0)
+    assert wide == [chunk.metadata.document_id for chunk in expected[:3]]
+    assert rs.ask(QUESTION).metadata["context_chunk_ids"] == [c.chunk_id for c in expected[:3]]  # what the answer reads
