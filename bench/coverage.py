@@ -2,7 +2,7 @@
 report it on the other half.
 
 Usage: python bench/coverage.py [--sets httpx-docs,fastapi-docs,scifact] [--margins 0,0.02,0.05,0.1,0.2,0.5]
-                                [--scifact-claims 80] [--distractors 300] [--index-root DIR]
+                                [--max-questions N] [--scifact-claims 80] [--distractors 300] [--index-root DIR]
 
 The halves: the documentation sets' own ``dev`` (tune) and ``test`` (report) judgements; SciFact (train claims
 only): the first ``--scifact-claims`` claims by id, alternately tune and report. Each question runs the pipeline
@@ -61,7 +61,9 @@ def halves(name: str, claims: int) -> tuple[dict[str, str], dict[str, set[str]],
     if name in DOCS_SETS:
         folder = DOCS_SETS[name]
         dataset = load_beir(folder, "all")
-        half = {"tune": sorted(load_beir(folder, "dev").queries), "report": sorted(load_beir(folder, "test").queries)}
+        cap = ARGS.max_questions or None
+        half = {"tune": sorted(load_beir(folder, "dev").queries)[:cap],
+                "report": sorted(load_beir(folder, "test").queries)[:cap]}
         documents = list(dataset.documents())
     else:
         dataset = load_beir(SCIFACT, "train")
@@ -147,6 +149,8 @@ def main() -> None:
     parser.add_argument("--sets", default="httpx-docs,fastapi-docs,scifact")
     parser.add_argument("--margins", default="0,0.02,0.05,0.1,0.2,0.5")
     parser.add_argument("--scifact-claims", type=int, default=80, help="SciFact train claims (by id), halves alternate.")
+    parser.add_argument("--max-questions", type=int, default=0,
+                        help="Documentation sets: the first N questions (by id) of each half (0: all).")
     parser.add_argument("--distractors", type=int, default=300, help="SciFact: other corpus documents indexed.")
     parser.add_argument("--index-root", type=Path, default=None, help="Keep (and reuse) the indexes here.")
     global ARGS
