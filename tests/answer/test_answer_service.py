@@ -12,7 +12,6 @@ from support.recording_llm import RecordingLLM
 from support.scripted_llm import ScriptedServer
 
 from ragstream import metrics
-
 from ragstream.errors import InvalidQueryError
 
 QUESTION = "How do I set a timeout on a request?"
