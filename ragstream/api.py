@@ -473,11 +473,11 @@ class Ragstream(CollectionsFacade):
         context = self.stage_context()
 
         def run(sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None, user: str | None = None,
-                collections: Sequence[str] | None = None) -> SuperPrompt:
+                collections: Sequence[str] | None = None, timings: dict[str, float] | None = None) -> SuperPrompt:
             if snapshot is not None:
-                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot, user, collections))
+                return controller.run_pipeline(sp, context.for_turn(deadline, snapshot, user, collections), timings=timings)
             with self.snapshot() as fresh:  # every search of the question reads one snapshot
-                return controller.run_pipeline(sp, context.for_turn(deadline, fresh, user, collections))
+                return controller.run_pipeline(sp, context.for_turn(deadline, fresh, user, collections), timings=timings)
 
         service = AnswerService(
             self.config, pipeline=run, embedder=self.embedder,

@@ -24,6 +24,7 @@ __all__ = [
     "record_cache_lookup",
     "record_citation_open",
     "record_failed_file",
+    "record_first_token",
     "record_ingest",
     "record_rating",
     "record_search",
@@ -61,6 +62,12 @@ ANSWER_RATINGS = Counter("ragstream_answer_ratings", "Ratings of answers, by rat
                          ["rating"], registry=REGISTRY)
 CITATION_OPENS = Counter("ragstream_citation_opens", "Citations of answers opened by their askers.",
                          registry=REGISTRY)
+FIRST_TOKEN_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+"""Bucket bounds in seconds: around the specification's budgets (first token < 1 s, whole answer < 3 s) and
+up to the minutes a local model on a busy CPU takes (docs/performance.md)."""
+FIRST_TOKEN_SECONDS = Histogram("ragstream_answer_first_token_seconds",
+                                "Time from a streamed question's arrival to its first answer token, by answer mode.",
+                                ["mode"], buckets=FIRST_TOKEN_BUCKETS, registry=REGISTRY)
 DOCUMENTS = Gauge("ragstream_documents", "Live documents in the index.", registry=REGISTRY)
 CHUNKS = Gauge("ragstream_chunks", "Chunks in the vector store.", registry=REGISTRY)
 
@@ -128,6 +135,11 @@ def record_answer_given() -> None:
 def record_rating(rating: str) -> None:
     """Count one rating of an answer (``helpful`` or ``not_helpful``)."""
     ANSWER_RATINGS.labels(rating).inc()
+
+
+def record_first_token(mode: str, seconds: float) -> None:
+    """Observe one streamed answer's time to its first token (``mode``: llm, extractive, no_results, no_retrieval)."""
+    FIRST_TOKEN_SECONDS.labels(mode).observe(seconds)
 
 
 def record_citation_open() -> None:

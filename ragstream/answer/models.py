@@ -211,6 +211,8 @@ class DoneEvent(BaseModel):
     completion_tokens: int | None = None
     total_tokens: int | None = None
     latency_ms: float
+    first_token_ms: float | None = Field(
+        None, description="Milliseconds from the question's arrival to the first token event (None: no token).")
     unmatched_citations: list[str] = Field(default_factory=list)
     mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = Field(None, description="Why the answer is not what the configuration asked for.")

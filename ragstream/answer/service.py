@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ragstream import metrics
 from ragstream.answer import no_retrieval
 from ragstream.answer.cache import RetrievalCache
 from ragstream.answer.citation_inference import infer_citations
@@ -83,10 +84,12 @@ BM25 = "bm25"
 class PipelineRunner(Protocol):
     """Runs the eight stages on a fresh SuperPrompt within one question's deadline, every search
     reading ``snapshot`` (or one snapshot taken when the pipeline starts) and only the documents
-    ``user`` may see (every document when None), in the collections (ids) ``collections`` names when given."""
+    ``user`` may see (every document when None), in the collections (ids) ``collections`` names when given,
+    each stage's milliseconds into ``timings`` when given."""
 
     def __call__(self, sp: SuperPrompt, deadline: Deadline, snapshot: Snapshot | None = None,
-                 user: str | None = None, collections: Sequence[str] | None = None) -> SuperPrompt: ...
+                 user: str | None = None, collections: Sequence[str] | None = None,
+                 timings: dict[str, float] | None = None) -> SuperPrompt: ...
 
 
 class AnswerService:
@@ -214,7 +217,7 @@ class AnswerService:
             for event in stream_events(counted(), tracker, self._config.citations.max_marker_chars):
                 if event.type == "token":
                     if not parts:
-                        turn.lap("first_token", started)
+                        turn.first_token(started)
                     parts.append(event.token)
                 yield event
                 if run is not None and event.type == "token":  # a support event per sentence as it completes
@@ -251,6 +254,8 @@ class AnswerService:
             for verdict in self._check_support(turn, run, "".join(parts), mode):
                 yield SupportEvent(sentence=verdict)
         answer = self._finish(turn, "".join(parts), mode, model, tokens, tracker, run)
+        if turn.first_token_ms is not None:
+            metrics.record_first_token(mode, turn.first_token_ms / MS)
         yield done_event(answer)
 
     def _too_short(self, text: str) -> bool:
@@ -315,7 +320,8 @@ class AnswerService:
                 resolved = scope() if callable(scope) else scope
                 sp.collection_instructions = list(resolved.instructions) if resolved else []
                 sp.recentConversation = self.conversations.recent(conversation_id, user)
-                return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None)
+                return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None,
+                                      turn.stages_ms)
 
             turn.sp = no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
@@ -444,7 +450,8 @@ class AnswerService:
                              "fallbacks": sp.fallbacks(),
                              "rewritten_query": sp.rewritten_query or None,
                              "llm_stages": [e for e, r in sp.stage_reports.items() if r.mode == "llm"],
-                             "prompt_tokens_estimated": sp.prompt_tokens},
+                             "prompt_tokens_estimated": sp.prompt_tokens,
+                             "stages_ms": dict(turn.stages_ms)},
                 "llm_calls": llm_calls(sp, answer_call=self.llm is not None and mode != "no_results")
                 + (turn.support.judge_calls if turn.support else 0),
                 "support": support_summary(sentences, turn.support),

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from ragstream.answer.citations import CitationTracker
 from ragstream.answer.markers import MarkerScanner, Piece
 from ragstream.answer.models import Answer, Citation, CitationEvent, CitationPayload, DoneEvent, StreamEvent, TokenEvent
+from ragstream.answer.turn import TIME_TO_FIRST_TOKEN
 
 
 def citation_payload(citation: Citation) -> CitationPayload:
@@ -54,6 +55,7 @@ def done_event(answer: Answer) -> DoneEvent:
     return DoneEvent(conversation_id=meta["conversation_id"], message_id=meta["message_id"],
                      prompt_tokens=tokens.get("prompt_tokens"), completion_tokens=tokens.get("completion_tokens"),
                      total_tokens=sum(count for count in counts if count) or None,
-                     latency_ms=meta["latencies_ms"]["total"], unmatched_citations=meta["unmatched_citations"],
+                     latency_ms=meta["latencies_ms"]["total"],
+                     first_token_ms=meta["latencies_ms"].get(TIME_TO_FIRST_TOKEN), unmatched_citations=meta["unmatched_citations"],
                      mode=meta["mode"], degraded_reason=meta["degraded_reason"], incomplete=meta["incomplete"],
                      response=answer)

@@ -1,4 +1,4 @@
-"""One question on its way through the answer path, and the small helpers that read it."""
+"""One question on its way to an answer: what the answer path knows of it, and its timings (docs/answers.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from ragstream.providers.llm_client import ChatCompletionResult
 
 MS = 1000.0
+TIME_TO_FIRST_TOKEN = "time_to_first_token"
+"""The ``latencies_ms`` key of the time from the question's arrival to its first streamed token."""
 
 
 @dataclass
@@ -32,6 +34,8 @@ class Turn:
     sp: SuperPrompt
     user: str | None = None
     latencies: dict[str, float] = field(default_factory=dict)
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    """Milliseconds per pipeline stage (by history entry)."""
     chunks: list[DocumentChunk] = field(default_factory=list)
     query_vectors: np.ndarray | None = None
     no_results_reason: str | None = None
@@ -47,6 +51,16 @@ class Turn:
         now = time.perf_counter()
         self.latencies[stage] = self.latencies.get(stage, 0.0) + (now - since) * MS
         return now
+
+    def first_token(self, since: float) -> None:
+        """The first token is out: the model's part (``first_token``, since ``since``) and the whole wait."""
+        now = self.lap("first_token", since)
+        self.latencies[TIME_TO_FIRST_TOKEN] = (now - self.started) * MS
+
+    @property
+    def first_token_ms(self) -> float | None:
+        """Milliseconds from the question's arrival to its first streamed token (None: not streamed)."""
+        return self.latencies.get(TIME_TO_FIRST_TOKEN)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

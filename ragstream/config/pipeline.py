@@ -26,6 +26,10 @@ class PipelineLimits(ConfigSection):
         0, ge=0, description="Attachments from one document at most (0: no limit); the next-ranked chunk of "
         "another document takes the place. Off by default: an answer from a long Markdown page often needs several "
         "of its chunks (docs/configuration.md).")
+    coverage_margin: float = Field(
+        0.0, ge=0, description="A4: when the next candidate comes from a document already selected, a candidate "
+        "of a document not yet selected whose ReRanker score (the 0..1 blend) is at most this much lower takes its "
+        "place (0: off). Why the default: docs/ranking.md.")
     N4_RECENT_CONV_MAX_PAIRS: int = Field(
         10, description="Question and answer pairs of the conversation kept and shown to the answering model at most.")
     logavgexp_tau: float = Field(9.0, description="Temperature of LogAvgExp score aggregation.")

@@ -10,6 +10,7 @@ from ragstream.mcp_server.schemas import (
     DocumentInfo,
     DocumentList,
     IngestResult,
+    RateAnswerResult,
     ReadResult,
     SearchResult,
 )
@@ -49,7 +50,14 @@ def ask_text(result: AskResult) -> str:
     if result.degraded_reason:
         lines.append(f"Note: {result.degraded_reason}")
     lines.append(f"conversation_id: {result.conversation_id}")
+    lines.append(f"message_id: {result.message_id} (rate this answer with rate_answer)")
     return "\n".join(lines)
+
+
+def rate_text(result: RateAnswerResult) -> str:
+    """The rating as kept."""
+    comment = f" with the comment {result.comment!r}" if result.comment else ""
+    return f"Rated answer {result.message_id} {result.rating.replace('_', ' ')}{comment}."
 
 
 def document_line(doc: DocumentInfo) -> str:

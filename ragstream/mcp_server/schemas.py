@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from ragstream.answer.models import Answer
+from ragstream.feedback import Rated, Rating
 from ragstream.models import DocumentRecord, SearchMode
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -102,6 +103,13 @@ class DeleteArguments(StrictArguments):
     document_id: str = Field(description="The document to delete, with every chunk of it.")
 
 
+class RateAnswerArguments(StrictArguments):
+    message_id: str = Field(description="The message_id of an answer ask gave you.")
+    rating: Rating = Field(description="helpful or not_helpful; a later rating of the same answer replaces it.")
+    comment: str = Field("", description="Optional: what was good or wrong (at most "
+                         "answer.feedback.max_comment_chars characters).")
+
+
 # -- results -------------------------------------------------------------------------------------
 
 
@@ -136,11 +144,15 @@ class AskResult(Answer):
     """The answer (text with [n] citations, sources, citations, confidence, metadata) and how it was made."""
 
     conversation_id: str = Field(description="Pass it back as conversation_id to ask a follow-up.")
-    message_id: str = Field(description="This answer's id: its asker rates it with POST /api/feedback "
-                            "(helpful / not_helpful).")
+    message_id: str = Field(description="This answer's id: its asker rates it with the rate_answer tool (or "
+                            "POST /api/feedback): helpful / not_helpful.")
     mode: Literal["llm", "extractive", "no_results", "no_retrieval"]
     degraded_reason: str | None = None
     incomplete: bool = Field(False, description="Generation stopped early (token limit, or the LLM failed midway).")
+
+
+class RateAnswerResult(Rated):
+    """The rating as kept for the caller's answer."""
 
 
 class DocumentInfo(BaseModel):

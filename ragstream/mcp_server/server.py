@@ -35,6 +35,8 @@ from ragstream.mcp_server.schemas import (
     IngestArguments,
     IngestResult,
     ListDocumentsArguments,
+    RateAnswerArguments,
+    RateAnswerResult,
     ReadArguments,
     ReadResult,
     SearchArguments,
@@ -120,6 +122,13 @@ TOOLS = (
              AskArguments, AskResult, render.ask_text,
              types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                    open_world_hint=False)),
+    ToolSpec("rate_answer", "Rate an answer",
+             "Say whether an answer of ask helped: its message_id, the rating helpful or not_helpful, and an optional "
+             "comment (what was good or wrong). Rate when the user says so or clearly shows it; a later rating of "
+             "the same answer replaces the earlier one. Only answers given to the same user can be rated.",
+             RateAnswerArguments, RateAnswerResult, render.rate_text,
+             types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                   open_world_hint=False)),
     ToolSpec("list_documents", "List my documents",
              "List the indexed documents the user can see (theirs and the shared ones), a page at a time: title, "
              "source, chunks, ids and resource URI. Filter by a part of the title or source with query.",
@@ -164,7 +173,7 @@ class _Handlers:
         self.specs = {spec.name: spec for spec in TOOLS}
         self.runs: dict[str, Callable[[Any, Principal], Any]] = {
             "search": tools.search, "list_documents": tools.list_documents, "read": tools.read,
-            "ingest": tools.ingest, "delete": tools.delete}
+            "ingest": tools.ingest, "delete": tools.delete, "rate_answer": tools.rate_answer}
 
     # -- tools -----------------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from ragstream.mcp_server.schemas import (
     IngestResult,
     ListDocumentsArguments,
     Passage,
+    RateAnswerArguments,
+    RateAnswerResult,
     ReadArguments,
     ReadResult,
     SearchArguments,
@@ -150,6 +152,13 @@ class Tools:
         if limit > self.config.max_page_size:
             raise InvalidQueryError(f"limit must be at most {self.config.max_page_size} (mcp.max_page_size)")
         return limit
+
+    # -- feedback --------------------------------------------------------------------------------
+
+    def rate_answer(self, args: RateAnswerArguments, who: Principal) -> RateAnswerResult:
+        """``who``'s rating of an answer ``ask`` gave them (message_not_found for anyone else's)."""
+        rated = self.rs.feedback.rate(args.message_id, args.rating, args.comment, user=who.user)
+        return RateAnswerResult.model_validate(rated.model_dump())
 
     # -- writes (admins) -------------------------------------------------------------------------
 

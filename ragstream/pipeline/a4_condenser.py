@@ -30,9 +30,11 @@ from ragstream.models import Chunk
 from ragstream.pipeline.agent_call import StageAgent, stage_agent
 from ragstream.pipeline.context import EmbedderSource, StageContext, TokenCounter
 from ragstream.pipeline.conversation import CONVERSATION_SOURCE
+from ragstream.pipeline.coverage import cover_files
 from ragstream.pipeline.grounding import ungrounded, vocabulary
 from ragstream.pipeline.render import attachment_md, conversation_md, fenced, preview, prompt_md, provenance, query_text
 from ragstream.pipeline.stages import A4_CONDENSER as SPEC
+from ragstream.pipeline.stages import RERANKER
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.embedders.base import scoring_vectors
 
@@ -72,7 +74,8 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     """Write ``S_CTX_MD``, the budgeted ``final_selection_ids`` and ``views_by_stage["a4"]``."""
     settings, count_tokens = deps.settings, deps.count_tokens
     budget = context_budget(sp, deps)
-    candidates = [c for c in sp.chunks(sp.final_selection_ids) if c.metadata.source != CONVERSATION_SOURCE]
+    candidates = _covering([c for c in sp.chunks(sp.final_selection_ids) if c.metadata.source != CONVERSATION_SOURCE],
+                           sp, deps.limits.coverage_margin)
     selected, facts, used, over_budget = _select(candidates, budget, deps, _sentence_scorer(sp, deps))
     if not selected:
         raise NoRelevantContextError(
@@ -101,6 +104,15 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     sp.advance(SPEC.entry)
     sp.prompt_ready = preview(sp)
     return sp
+
+
+def _covering(candidates: list[Chunk], sp: SuperPrompt, margin: float) -> list[Chunk]:
+    """The candidates with a chunk of a document not yet selected first among comparable ReRanker scores
+    (``pipeline.coverage_margin``, :mod:`coverage`); as they are when a candidate has no ReRanker score."""
+    scored = dict(zip(sp.views_by_stage.get(RERANKER.entry, []), sp.scores_by_stage.get(RERANKER.entry, []), strict=False))
+    if margin <= 0 or any(c.chunk_id not in scored for c in candidates):
+        return candidates
+    return cover_files(candidates, [scored[c.chunk_id] for c in candidates], lambda c: c.metadata.document_id, margin)
 
 
 def context_budget(sp: SuperPrompt, deps: Inputs) -> int:

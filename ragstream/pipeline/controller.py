@@ -12,6 +12,7 @@ says it writes.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,12 @@ from ragstream.pipeline.invariants import check_state, check_transition
 from ragstream.pipeline.stages import STAGE_NAMES, STAGES, HistoryEntry, StageSpec, find_stage
 from ragstream.pipeline.super_prompt import SuperPrompt
 
-__all__ = ["STAGE_NAMES", "STEPS", "Step", "next_step", "resolve_step", "run_pipeline", "run_stage"]
+MS = 1000.0
+StageTimings = dict[str, float]
+"""Milliseconds per stage (by history entry), filled as the stages run: kept out of the SuperPrompt, which two
+runs of the same question must build byte for byte alike."""
+
+__all__ = ["STAGE_NAMES", "STEPS", "StageTimings", "Step", "next_step", "resolve_step", "run_pipeline", "run_stage"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,10 @@ def next_step(sp: SuperPrompt) -> Step | None:
     return STEPS[done] if done < len(STEPS) else None
 
 
-def run_stage(sp: SuperPrompt, ctx: StageContext, stage: str | None = None) -> SuperPrompt:
-    """Manual mode: run the next stage, or ``stage`` when its predecessor is the last that ran.
+def run_stage(sp: SuperPrompt, ctx: StageContext, stage: str | None = None,
+              timings: StageTimings | None = None) -> SuperPrompt:
+    """Manual mode: run the next stage, or ``stage`` when its predecessor is the last that ran
+    (its wall time in milliseconds into ``timings`` when given).
 
     Returns a new SuperPrompt; ``sp`` itself is never changed.
     """
@@ -88,7 +96,10 @@ def run_stage(sp: SuperPrompt, ctx: StageContext, stage: str | None = None) -> S
         needs = STEPS[index - 1].name if index else "a fresh SuperPrompt"
         raise StageOrderError(f"cannot run {step.name}: it needs {needs} to be the last stage run; "
                               f"the next stage is {expected.name}")
+    started = time.perf_counter()
     after = step.run(working_copy(sp), ctx)
+    if timings is not None:
+        timings[step.entry] = round((time.perf_counter() - started) * MS, 1)
     check_transition(sp, after, step.spec)
     check_state(after, ctx.config.pipeline)
     return after
@@ -104,11 +115,12 @@ def working_copy(sp: SuperPrompt) -> SuperPrompt:
     return copy
 
 
-def run_pipeline(sp: SuperPrompt, ctx: StageContext, until: str | None = None) -> SuperPrompt:
-    """Auto mode: run the remaining stages in order, through ``until`` when given."""
+def run_pipeline(sp: SuperPrompt, ctx: StageContext, until: str | None = None,
+                 timings: StageTimings | None = None) -> SuperPrompt:
+    """Auto mode: run the remaining stages in order, through ``until`` when given (their times into ``timings``)."""
     last = resolve_step(until) if until is not None else STEPS[-1]
     if STEPS.index(last) < len(sp.history_of_stages):
         raise StageOrderError(f"{last.name} already ran")
     while len(sp.history_of_stages) <= STEPS.index(last):
-        sp = run_stage(sp, ctx)
+        sp = run_stage(sp, ctx, timings=timings)
     return sp

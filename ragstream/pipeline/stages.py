@@ -120,7 +120,8 @@ A3_NLI_GATE = StageSpec(
     summary="the candidates kept: empty, duplicate and off-topic chunks dropped")
 A4_CONDENSER = StageSpec(
     name="A4_Condenser", module="a4_condenser", entry="a4", sets_stage="a4",
-    reads=_fields("base_context_chunks", "recentConversation", "query_pieces", "retrieval_mode") | PREVIEW_READS,
+    reads=_fields("base_context_chunks", "recentConversation", "query_pieces", "retrieval_mode", "scores_by_stage")
+    | PREVIEW_READS,
     writes=_fields("S_CTX_MD", "final_selection_ids", "views_by_stage", "prompt_ready"),
     logs=_fields("a4"), cap="N3_FINAL_SELECTION_MAX", llm_key="a4",
     summary="the final selection, within the context budget")

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 from support.answer_fixtures import MARKDOWN_SAMPLES, llm_overrides
+from support.recording_llm import RecordingLLM
 from support.scripted_llm import ScriptedServer
 
+from ragstream import metrics
 from ragstream.errors import InvalidQueryError
 
 QUESTION = "How do I set a timeout on a request?"
@@ -61,12 +63,40 @@ def test_extractive_stream_and_conversation_memory(make_fast_index):
     cited = [e.data["chunk_id"] for e in events if e.type == "citation"]
     assert cited and set(cited) <= set(context) and len(cited) == len(set(cited))
     assert "".join(e.data["token"] for e in events if e.type == "token") == done["response"]["answer"]
+    meta = done["response"]["metadata"]
+    assert 0 < done["first_token_ms"] <= done["latency_ms"]
+    assert done["first_token_ms"] == meta["latencies_ms"]["time_to_first_token"]
+    assert list(meta["pipeline"]["stages_ms"]) == meta["pipeline"]["stages"]  # where the time went, per stage
     conversation = done["conversation_id"]
     follow_up = rs.ask("And how do I disable timeouts?", conversation_id=conversation)
     assert follow_up.metadata["conversation_id"] == conversation
     turns = rs.catalog.conversations.recent_turns(conversation, 10)
     assert [user for user, _ in turns] == [QUESTION, "And how do I disable timeouts?"]
     assert turns[0][1] == done["response"]["answer"]
+
+
+def test_first_token_time_of_a_paced_llm_stream(make_fast_index):
+    """The time to the first token is taken when the first token event leaves, not when the answer ends:
+    a reply paced word by word (a real HTTP server) ends well after its first word."""
+    before = _first_token_sample("count"), _first_token_sample("sum")
+    with RecordingLLM("Timeouts are set on the client with a number of seconds [1].", word_seconds=0.05) as llm:
+        rs = make_fast_index(llm={"base_url": llm.base_url, "model": "recorder", "max_retries": 0})
+        rs.ingest(MARKDOWN_SAMPLES)
+        events = list(rs.stream_answer(QUESTION))
+    done = events[-1].data
+    assert done["mode"] == "llm"
+    latencies = done["response"]["metadata"]["latencies_ms"]
+    assert latencies["pipeline"] < done["first_token_ms"] < done["latency_ms"]
+    assert _first_token_sample("count") == before[0] + 1
+    assert _first_token_sample("sum") - before[1] == pytest.approx(done["first_token_ms"] / 1000, rel=0.01)
+    assert rs.ask(QUESTION).metadata["latencies_ms"].get("time_to_first_token") is None  # not streamed: none
+    assert _first_token_sample("count") == before[0] + 1
+
+
+def _first_token_sample(kind: str) -> float:
+    """``ragstream_answer_first_token_seconds_<kind>{mode="llm"}`` as ``GET /metrics`` renders it."""
+    return metrics.REGISTRY.get_sample_value(f"ragstream_answer_first_token_seconds_{kind}", {"mode": "llm"}) or 0.0
+
 
 
 def test_conversation_keeps_last_n_pairs(make_fast_index):

@@ -94,8 +94,16 @@ def test_without_a_key_mcp_is_401_like_every_route(server: RunningServer):
 
 
 def test_tools_are_listed_per_role(alice: Mcp, admin: Mcp):
-    assert set(alice.tools()) == {"search", "ask", "list_documents", "read"}
-    assert set(admin.tools()) == {"search", "ask", "list_documents", "read", "ingest", "delete"}
+    assert set(alice.tools()) == {"search", "ask", "rate_answer", "list_documents", "read"}
+    assert set(admin.tools()) == {"search", "ask", "rate_answer", "list_documents", "read", "ingest", "delete"}
+
+
+def test_only_the_asker_rates_an_answer(alice: Mcp, bob: Mcp, admin: Mcp):
+    message_id = alice.ok("ask", {"question": "How do I set a timeout on a request?"})["message_id"]
+    assert bob.error("rate_answer", {"message_id": message_id, "rating": "not_helpful"})["code"] == "message_not_found"
+    assert admin.error("rate_answer", {"message_id": message_id, "rating": "not_helpful"})["code"] == "message_not_found"
+    assert alice.ok("rate_answer", {"message_id": message_id, "rating": "helpful", "comment": "clear"}) == {
+        "message_id": message_id, "rating": "helpful", "comment": "clear"}
 
 
 def test_search_ask_list_and_read_the_shared_samples(alice: Mcp):

@@ -23,7 +23,7 @@ from ragstream import Ragstream, load_config
 TIMEOUTS = "httpx-timeouts.md"
 QUESTION = "How do I set a timeout on a request?"
 PAGE_SIZE = 2
-READ_TOOLS = {"search", "ask", "list_documents", "read"}
+READ_TOOLS = {"search", "ask", "rate_answer", "list_documents", "read"}
 
 
 def open_index(data_dir: Path) -> Ragstream:
@@ -103,6 +103,28 @@ def test_ask_answers_with_citations_and_reports_progress(mcp: Mcp):
     follow_up = mcp.ok("ask", {"question": "How do I disable timeouts on a client?",
                               "conversation_id": answer["conversation_id"]})
     assert follow_up["conversation_id"] == answer["conversation_id"] and follow_up["message_id"] != answer["message_id"]
+
+
+def test_the_asker_rates_an_answer_by_its_message_id(tmp_path: Path):
+    data_dir = timeouts_index(tmp_path)
+    with (tmp_path / "stderr.log").open("w") as errlog, connected(stdio_session(data_dir, errlog=errlog)) as client:
+        result = client.call("ask", {"question": QUESTION})
+        message_id = result.structured_content["message_id"]
+        assert f"message_id: {message_id}" in text_of(result)  # the text a model reads names it too
+        rated = client.call("rate_answer", {"message_id": message_id, "rating": "not_helpful", "comment": "too vague"})
+        assert not rated.is_error and rated.structured_content == {
+            "message_id": message_id, "rating": "not_helpful", "comment": "too vague"}
+        assert "not helpful" in text_of(rated)
+        assert client.ok("rate_answer", {"message_id": message_id, "rating": "helpful"})["rating"] == "helpful"
+        assert client.error("rate_answer", {"message_id": "no-such-answer", "rating": "helpful"})["code"] == \
+            "message_not_found"
+        assert client.error("rate_answer", {"message_id": message_id, "rating": "meh"})["code"] == "invalid_arguments"
+        assert client.error("rate_answer", {"message_id": message_id, "rating": "helpful",
+                                            "comment": "x" * 100_000})["code"] == "invalid_feedback"
+    with open_index(data_dir) as rs:  # kept in the catalog: the later rating replaced the first
+        summary = rs.feedback.summary()
+        assert (summary.answers, summary.helpful_rate) == (1, 1.0)
+        assert [(day.helpful, day.not_helpful) for day in summary.days] == [(1, 0)]
 
 
 def test_list_documents_pages_and_filters(mcp: Mcp):

@@ -318,6 +318,8 @@ def test_chat_streams_tokens_citations_done(api: httpx.Client, ingested: dict[st
     assert citation["chunk_id"] and citation["title"]
     done = events[-1][1]
     assert done["conversation_id"] and done["message_id"]
+    assert 0 < done["first_token_ms"] <= done["latency_ms"]
+    assert metric_samples(api)['ragstream_answer_first_token_seconds_count{mode="extractive"}'] >= 1
     assert_error(api.post("/api/chat", json={"message": ""}), 422, "invalid_query")
 
 
