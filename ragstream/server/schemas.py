@@ -141,6 +141,8 @@ class NewPromptRequest(BaseModel):
 
     text: str = Field(description="The prompt; headers like 'TASK:' or '## Context' are optional.")
     conversation: list[ConversationPair] = Field(default_factory=list, description="Earlier turns, oldest first.")
+    selected_text: str | None = Field(None, description="Text the user selected, quoted in the prompt (Prompt_MD's "
+                                      "'Selected text'); at most answer.max_selected_text_chars characters.")
     collections: Scope = Field(None, description="Scope the prompt's searches to these collections (names; the "
                                "scope is checked again at every run).")
 
