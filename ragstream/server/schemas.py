@@ -120,6 +120,8 @@ class UISettings(BaseModel):
     documents_page_size: int = Field(description="Documents page: rows per page.")
     documents: int = Field(description="Documents in the index.")
     example_questions: list[str] = Field(description="Questions about the index's own documents.")
+    max_selected_text_chars: int = Field(description="Longest text 'Ask about this' may attach to a question "
+                                         "(answer.max_selected_text_chars), in characters.")
 
 
 class DeleteResponse(BaseModel):
