@@ -5,7 +5,8 @@ Chat: text selected in an answer with the mouse shows "Ask about this"; the page
 (removable), the next question carries it as ``selected_text`` and the prompt the Prompt Builder renders for
 that turn quotes it. Pipeline: Auto runs the eight stages, then Answer, which shows a cited answer with its
 sentences' support; Answer runs again; the Selected text field takes text selected in the Super-Prompt.
-Document: "Ask about this" on a document's text opens the Chat page with it attached.
+Document: "Ask about this" on a document's text opens the Chat page with it attached. With a real local model
+(the ``smollm2_server`` fixture), Auto ends with the model's streamed, cited reply to the built prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.browser_fixtures import checked_page
 from support.server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # headless Chromium
@@ -168,3 +170,27 @@ def test_document_text_asked_about_in_chat(page: Any, server: RunningServer) -> 
     expect(page).to_have_url(re.compile(r"/ui/index\.html\?selected="))
     expect(page.locator("#attached")).to_be_visible()
     assert normalized(page.locator("#attached-text").inner_text()) in normalized(PAGE.decode())
+
+
+def test_pipeline_answer_step_streams_a_local_model_reply(browser: Any, smollm2_server: str, tmp_path: Any) -> None:
+    """The answering model is SmolLM2 behind llama.cpp's server, under the citation grammar (sentences end with [n])."""
+    from playwright.sync_api import expect
+
+    settings = {"LLM__BASE_URL": smollm2_server, "LLM__MODEL": "smollm2", "LLM__MAX_TOKENS": "120",
+                "LLM__CONTEXT_WINDOW": "2048", "ANSWER__CONTEXT_TOKENS": "700", "ANSWER__CITATION_GRAMMAR": "true"}
+    with running_server(tmp_path, hash_embedder=True, **settings) as llm_server, \
+            checked_page(browser, llm_server.url) as page:
+        response = httpx.post(f"{llm_server.url}/api/documents", files={"files": ("timeouts.md", PAGE)}, timeout=180.0)
+        assert response.status_code in (200, 201), response.text
+        page.goto("/ui/pipeline.html")
+        page.locator("#prompt").fill(QUESTION)
+        with page.expect_response(re.compile(r"/api/pipeline/[^/]+/answer$")) as answered:
+            page.locator("#auto").click()
+        assert answered.value.headers["content-type"].startswith("text/event-stream")
+        expect(page.locator("#status")).to_have_text(AUTO_DONE)
+        answer = page.locator("#answer")
+        expect(answer).to_have_attribute("data-mode", "llm")
+        expect(answer.locator(".answer-mode")).to_have_text(re.compile(r"^Answered by SmolLM2-135M-Instruct\S*\.gguf$"))  # a local model's file name
+        expect(answer.locator("a.cite").first).to_be_visible()
+        expect(page.locator("#answer-sources li").first).to_contain_text("Timeouts")
+        assert "Extractive answer" not in answer.locator("#answer-text").inner_text()

@@ -242,8 +242,8 @@ function clearAnswer() {
 
 /** How the answer was written: by which model, or extractively and why. */
 function answerMode(done) {
-  const model = (done.response.metadata || {}).model;
-  const lines = [done.mode === "llm" ? `Answered by ${model || "the LLM"}` : done.mode === "extractive"
+  const model = ((done.response.metadata || {}).model || "the LLM").split("/").pop();  // a local model: its file name
+  const lines = [done.mode === "llm" ? `Answered by ${model}` : done.mode === "extractive"
     ? "Extractive answer (sentences quoted from the attachments)" : `Answer mode: ${done.mode}`];
   if (done.degraded_reason) lines.push(`Degraded: ${done.degraded_reason}`);
   if (done.incomplete) lines.push("Incomplete: the answer stopped early.");
