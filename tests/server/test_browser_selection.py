@@ -190,7 +190,8 @@ def test_pipeline_answer_step_streams_a_local_model_reply(browser: Any, smollm2_
         expect(page.locator("#status")).to_have_text(AUTO_DONE)
         answer = page.locator("#answer")
         expect(answer).to_have_attribute("data-mode", "llm")
-        expect(answer.locator(".answer-mode")).to_have_text(re.compile(r"^Answered by SmolLM2-135M-Instruct\S*\.gguf$"))  # a local model's file name
+        # The model is named by its file name (llama.cpp's server reports the model's path).
+        expect(answer.locator(".answer-mode")).to_have_text(re.compile(r"^Answered by SmolLM2-135M-Instruct\S*\.gguf$"))
         expect(answer.locator("a.cite").first).to_be_visible()
         expect(page.locator("#answer-sources li").first).to_contain_text("Timeouts")
         assert "Extractive answer" not in answer.locator("#answer-text").inner_text()
