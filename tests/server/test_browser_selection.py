@@ -119,8 +119,10 @@ def test_pipeline_auto_runs_through_answer(page: Any) -> None:
     expect(page.locator("#answer-step")).to_be_disabled()
     page.locator("#prompt").fill(QUESTION)
     page.locator("#selected-text").fill("before it raises a timeout error")
-    page.locator("#auto").click()
+    page.locator("#auto").focus()
+    page.keyboard.press("Enter")
     expect(page.locator("#status")).to_have_text(AUTO_DONE)
+    expect(page.locator("#prompt-ready")).to_be_focused()  # the keyboard lands on the Super-Prompt, as before Answer
     expect(page.locator("#prompt-ready")).to_contain_text("### Selected text")
     expect(page.locator("#prompt-ready")).to_contain_text("before it raises a timeout error")
 
