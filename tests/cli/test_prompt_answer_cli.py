@@ -42,4 +42,4 @@ def test_prompt_with_selected_text_then_answer(tmp_path: Path, hash_embedder_by_
 def test_answer_needs_the_whole_pipeline(tmp_path: Path, hash_embedder_by_default) -> None:
     data_dir = _index(tmp_path)
     result = runner.invoke(app, ["prompt", QUESTION, "--data-dir", str(data_dir), "--until", "Retrieval", "--answer"])
-    assert result.exit_code != 0 and "prompt_not_built" in result.output
+    assert result.exit_code == 2 and "prompt_not_built" in result.output
