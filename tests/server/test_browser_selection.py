@@ -5,7 +5,9 @@ Chat: text selected in an answer with the mouse shows "Ask about this"; the page
 (removable), the next question carries it as ``selected_text`` and the prompt the Prompt Builder renders for
 that turn quotes it. Pipeline: Auto runs the eight stages, then Answer, which shows a cited answer with its
 sentences' support; Answer runs again; the Selected text field takes text selected in the Super-Prompt.
-Document: "Ask about this" on a document's text opens the Chat page with it attached. With a real local model
+Document: "Ask about this" on a document's text opens the Chat page with it attached. With a RecordingLLM (a real
+OpenAI-compatible HTTP server that records what it is sent) as the answering model, the chat turn's own prompt,
+as the model reads it, quotes the selected text. With a real local model
 (the ``smollm2_server`` fixture), Auto ends with the model's streamed, cited reply to the built prompt.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from support.browser_fixtures import checked_page
+from support.recording_llm import RecordingLLM
 from support.server_process import RunningServer, running_server
 
 pytestmark = pytest.mark.slow  # headless Chromium
@@ -110,6 +113,31 @@ def test_chat_asks_about_text_selected_in_an_answer(page: Any) -> None:
     expect(page.locator("#status")).to_have_text(AUTO_DONE)
     ready = page.locator("#prompt-ready").inner_text()
     assert "### Selected text" in ready and selected in ready
+
+
+def test_chat_selected_text_reaches_the_answering_model(browser: Any, tmp_path: Any) -> None:
+    from playwright.sync_api import expect
+
+    with RecordingLLM(reply="The client waits five seconds for a response [1].") as llm, \
+            running_server(tmp_path, hash_embedder=True, LLM__BASE_URL=llm.base_url, LLM__MODEL="recorder") as srv, \
+            checked_page(browser, srv.url) as page:
+        response = httpx.post(f"{srv.url}/api/documents", files={"files": ("timeouts.md", PAGE)}, timeout=180.0)
+        assert response.status_code in (200, 201), response.text
+        page.goto("/ui/")
+        page.locator("#question").fill(QUESTION)
+        page.locator("#question").press("Enter")
+        first = page.locator("article.message.assistant").first
+        expect(first.locator("a.cite").first).to_be_visible()
+        assert "### Selected text" not in llm.requests[-1]["messages"][1]["content"]  # nothing selected yet
+        drag_select(page, first.locator(".text"))
+        page.get_by_role("button", name="Ask about this").click()
+        selected = page.locator("#attached-text").inner_text()
+        page.locator("#question").fill(FOLLOW_UP)
+        page.locator("#question").press("Enter")
+        expect(page.locator("article.message.assistant").nth(1).locator(".meta .badge")).to_be_visible()
+        system, user = (message["content"] for message in llm.requests[-1]["messages"])
+        assert f"### Selected text\n```text\n{selected}\n```" in user  # quoted in Prompt_MD, fenced
+        assert selected not in system
 
 
 def test_pipeline_auto_runs_through_answer(page: Any) -> None:
