@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
-from ragstream.api_collections import CollectionsFacade, Scope
+from ragstream.api_collections import Scope
+from ragstream.api_pipeline import PipelineFacade
 from ragstream.collection_service import CollectionService
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
     DocumentNotFoundError,
     InvalidNumberError,
     PermissionDeniedError,
-    check_unicode,
 )
 from ragstream.feedback import AnswerFeedback
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
-from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
+from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ragstream.sync.watcher import ReportCallback, Watcher
 
 
-class Ragstream(CollectionsFacade):
+class Ragstream(PipelineFacade):
     """One ragstream index: its config, catalog, vector store and models; its collections (docs/collections.md)."""
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
@@ -371,41 +371,8 @@ class Ragstream(CollectionsFacade):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- SuperPrompt pipeline (docs/pipeline.md) --------------------------------------------------
-
-    def new_prompt(self, text: str, conversation: Iterable[ConversationPair | tuple[str, str]] | None = None,
-                   selected_text: str | None = None) -> SuperPrompt:
-        """A fresh SuperPrompt (stage ``raw``) for ``text`` and earlier (user, assistant) turn pairs.
-        Raises InvalidUnicodeError for text that is not valid Unicode."""
-        pairs = [p if isinstance(p, ConversationPair) else ConversationPair(user=p[0], assistant=p[1])
-                 for p in conversation or []]
-        for value in (text, selected_text or "", *(part for pair in pairs for part in (pair.user, pair.assistant))):
-            check_unicode(value, "the prompt")
-        return SuperPrompt(user_text=text, recentConversation=pairs, selected_text=selected_text or "")
-
-    def run_stage(self, sp: SuperPrompt, stage: str | None = None, *, user: str | None = None, collections: Scope = None) -> SuperPrompt:
-        """Manual mode: run the next pipeline stage (or ``stage``, when its predecessor ran last);
-        its searches see the documents ``user`` may see in ``collections``, whose instructions the prompt takes."""
-        from ragstream.pipeline import controller
-
-        with self.snapshot() as snapshot:
-            return controller.run_stage(*self._turn(sp, snapshot, user, collections), stage)
-
-    def run_pipeline(self, text_or_sp: str | SuperPrompt, until: str | None = None, *,
-                     user: str | None = None, collections: Scope = None) -> SuperPrompt:
-        """Auto mode: run every remaining stage (through ``until``) on a prompt text or a SuperPrompt;
-        its searches see the documents ``user`` may see in ``collections``, as :meth:`run_stage`."""
-        from ragstream.pipeline import controller
-
-        sp = self.new_prompt(text_or_sp) if isinstance(text_or_sp, str) else text_or_sp
-        with self.snapshot() as snapshot:
-            return controller.run_pipeline(*self._turn(sp, snapshot, user, collections), until)
-
-    def _turn(self, sp: SuperPrompt, snapshot: Snapshot, user: str | None, collections: Scope) -> tuple[SuperPrompt, StageContext]:
-        """``sp`` with its scope's instructions; the stage context of one question (deadline, snapshot, user, scope)."""
-        scope = self._scoped_prompt(sp, collections, user)
-        return sp, self.stage_context().for_turn(Deadline(self.config.answer.deadline_seconds), snapshot, user,
-                                                 scope.collections)
+    # -- SuperPrompt pipeline (docs/pipeline.md): new_prompt, run_stage, run_pipeline and the Answer step
+    #    (stream_prompt_answer) come from PipelineFacade (api_pipeline.py)
 
     def start_llm(self) -> None:
         """Start a local model now, not at the first question: a bad file fails at start-up (ConfigError)."""

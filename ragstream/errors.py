@@ -306,6 +306,12 @@ class StageOrderError(PipelineError):
     code = "stage_order"
 
 
+class PromptNotBuiltError(StageOrderError):
+    """The Answer step was asked for before Prompt_Builder rendered the prompt it sends."""
+
+    code = "prompt_not_built"
+
+
 class InvariantViolationError(PipelineError):
     """A stage left the SuperPrompt breaking one of the pipeline's invariants, named in ``invariant``
     (docs/pipeline.md, Invariants)."""

@@ -173,11 +173,11 @@ class AnswerService:
             self._check_support(turn, run, text, mode)
         return self._finish(turn, text, mode, model, tokens, tracker, run)
 
-    def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None, user: str | None = None,
-                      scope: ScopeSource = None) -> Iterator[StreamEvent]:
-        """Answer ``question`` as ``token`` / ``citation`` events, then one ``done`` event (as :meth:`ask`)."""
-        turn = self._prepare(question, conversation_id, selected_text, None, user, scope)
+    def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
+                      user: str | None = None, scope: ScopeSource = None,
+                      built: SuperPrompt | None = None) -> Iterator[StreamEvent]:
+        """Answer ``question`` as ``token`` / ``citation`` events, then ``done`` (as :meth:`ask`); ``built``: as built."""
+        turn = self._prepare(question, conversation_id, selected_text, None, user, scope, built)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         run = self._support_run(turn, tracker) if turn.store_down is None else None
         started = time.perf_counter()
@@ -301,8 +301,9 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None) -> Turn:
-        """Validate, load the conversation, run the pipeline, gate on its selection."""
+                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None,
+                 built: SuperPrompt | None = None) -> Turn:
+        """Validate, load the conversation, run the pipeline (unless ``built``), gate on its selection."""
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
             raise InvalidQueryError("selected_text must be a string")
@@ -311,7 +312,7 @@ class AnswerService:
                                     f"the limit is {self._config.max_selected_text_chars}")
         check_unicode(selected_text or "", "selected_text")
         conversation_id = conversation_id or ConversationStore.new_id()
-        sp = SuperPrompt(user_text=question, selected_text=selected_text or "")
+        sp = built or SuperPrompt(user_text=question, selected_text=selected_text or "")
         turn = Turn(question=question, conversation_id=conversation_id, message_id=ConversationStore.new_id(),
                      deadline=Deadline(self._config.deadline_seconds), started=time.perf_counter(), sp=sp, user=user)
         started = time.perf_counter()
@@ -323,7 +324,7 @@ class AnswerService:
                 return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None,
                                       turn.stages_ms)
 
-            turn.sp = no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
+            turn.sp = built or no_retrieval.run_with_retry(attempt, self._config.store_outage, turn.deadline)
         except (NoRetrievalResultsError, NoRelevantContextError) as error:
             turn.no_results_reason = f"The pipeline found no usable context: {error.message}"
             return turn

@@ -15,6 +15,9 @@ from ragstream.errors import RagstreamError
 from ragstream.pipeline.stages import RERANKER
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ragstream.answer.models import Answer, StreamEvent
     from ragstream.api import Ragstream
     from ragstream.pipeline.super_prompt import SuperPrompt
     from ragstream.remote import RemoteIndex
@@ -66,7 +69,6 @@ def chat(
 def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
             stream: bool, json_output: bool, collections: list[str] | None = None) -> str:
     """Print one answer; returns its conversation id."""
-    from ragstream.answer.models import Answer
     from ragstream.answer.render import marked_answer, sources_text
 
     if not stream:
@@ -75,8 +77,19 @@ def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str |
         if not json_output:
             _say_rewrite(answer)
         return answer.metadata["conversation_id"]
+    final = _print_stream(rs.stream_answer(question, conversation, selected_text, collections=collections), json_output)
+    if not json_output:
+        _say_rewrite(final)
+    conversation_id: str = final.metadata["conversation_id"]
+    return conversation_id
+
+
+def _print_stream(events: Iterable[StreamEvent], json_output: bool) -> Answer:
+    """Print a streamed answer (tokens, then its sources; or each event as JSON); returns the whole answer."""
+    from ragstream.answer.render import sources_text
+
     final: Answer | None = None
-    for event in rs.stream_answer(question, conversation, selected_text, collections=collections):
+    for event in events:
         if json_output:
             print(event.model_dump_json(), flush=True)
         elif event.type == "token":
@@ -91,9 +104,7 @@ def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str |
         raise RuntimeError("the answer stream ended without a done event")
     if not json_output:
         print(f"\n\n{sources_text(final)}")
-        _say_rewrite(final)
-    conversation_id: str = final.metadata["conversation_id"]
-    return conversation_id
+    return final
 
 
 def _say_rewrite(answer: Any) -> None:
@@ -110,20 +121,31 @@ def prompt(
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the whole SuperPrompt as JSON.")] = False,
     collection: ScopeOption = None,
+    selected_text: Annotated[str | None, typer.Option("--selected-text", help="Text the prompt is about.")] = None,
+    answer: Annotated[bool, typer.Option("--answer", help="Then the Answer step: stream the answering model's reply "
+                                         "to exactly this prompt (with --json, its events as JSON lines).")] = False,
 ) -> None:
-    """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON)."""
+    """Run the SuperPrompt pipeline and print prompt_ready (or the SuperPrompt as JSON), then, with --answer, the
+    cited answer to it."""
     with open_index(config, data_dir, must_exist=True) as rs:
         try:
-            sp = rs.run_pipeline(text, until=until, collections=collection)
+            sp = rs.run_pipeline(rs.new_prompt(text, selected_text=selected_text), until=until, collections=collection)
         except RagstreamError as error:
             fail(error)
-    if json_output:
-        print(sp.model_dump_json(indent=2))
-    else:
-        print(sp.prompt_ready)
-        _print_rerank(sp)
-        for stage, reason in sp.fallbacks().items():
-            err_console.print(f"[yellow]stage {stage} fell back:[/] {escape(reason)}")
+        if json_output:
+            print(sp.model_dump_json(indent=2))
+        else:
+            print(sp.prompt_ready)
+            _print_rerank(sp)
+            for stage, reason in sp.fallbacks().items():
+                err_console.print(f"[yellow]stage {stage} fell back:[/] {escape(reason)}")
+        if answer:
+            if not json_output:
+                print("\n--- Answer ---")
+            try:
+                _print_stream(rs.stream_prompt_answer(sp, collections=collection), json_output)
+            except RagstreamError as error:
+                fail(error)
 
 
 def _print_rerank(sp: SuperPrompt) -> None:

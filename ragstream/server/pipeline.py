@@ -6,7 +6,9 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
 
+from ragstream.answer.models import StreamEvent
 from ragstream.pipeline.controller import next_step
 from ragstream.pipeline.stages import STAGE_NAMES, STAGES, describe
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -19,11 +21,14 @@ from ragstream.server.schemas import (
     RunStageRequest,
     StageInfo,
 )
+from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller
 
 router = APIRouter(prefix="/api/pipeline", tags=["pipeline"])
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (404, 409, 422)}
+ANSWER_DOC: dict[int | str, dict[str, Any]] = {200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+                    "description": "The events of /api/chat: `event: token|citation|support|done|error` + `data: <json>`."}}
 
 
 @router.get("/stages", response_model=list[str] | list[StageInfo], summary="The eight stages")
@@ -40,7 +45,7 @@ def stages(detail: bool = Query(False, description="Describe each stage (what it
 def create(body: NewPromptRequest, state: ServerState = Depends(get_state),
            caller: Caller = Depends(get_caller)) -> PipelineState:
     """A fresh SuperPrompt (stage ``raw``), held by the server under a new id for the caller only."""
-    sp = state.rs.new_prompt(body.text, body.conversation)
+    sp = state.rs.new_prompt(body.text, body.conversation, body.selected_text)
     if body.collections:
         scope_of(state, caller, body.collections)  # 404 now for a collection the caller may not read
         sp.collections = list(body.collections)
@@ -73,6 +78,23 @@ def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_s
                                collections=scope_of(state, caller, sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
     return _state(prompt_id, sp)
+
+
+@router.post("/{prompt_id}/answer", response_class=StreamingResponse, responses={**ERRORS, 503: {"model": ErrorResponse}, **ANSWER_DOC},
+             summary="The Answer step (streamed)")
+async def answer(prompt_id: str, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> StreamingResponse:
+    """After Prompt_Builder: the answering model's reply to the rendered ``messages``, exactly as built (the
+    extractive answer without an LLM), as ``/api/chat``'s events (tokens, citations, sentence support, ``done``),
+    in a new conversation. 409 ``prompt_not_built`` before Prompt_Builder ran; the SuperPrompt is not changed, so
+    the step can run again."""
+    sp = state.prompts.get(prompt_id, caller.user)
+    events = state.rs.stream_prompt_answer(sp, user=caller.user, collections=scope_of(state, caller, sp.collections or None))
+    return await stream_response(events, _event)
+
+
+def _event(event: StreamEvent) -> str:
+    return frame(event.type, event.data)
 
 
 def _state(prompt_id: str, sp: SuperPrompt) -> PipelineState:

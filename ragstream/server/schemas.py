@@ -120,6 +120,8 @@ class UISettings(BaseModel):
     documents_page_size: int = Field(description="Documents page: rows per page.")
     documents: int = Field(description="Documents in the index.")
     example_questions: list[str] = Field(description="Questions about the index's own documents.")
+    max_selected_text_chars: int = Field(description="Longest text 'Ask about this' may attach to a question "
+                                         "(answer.max_selected_text_chars), in characters.")
 
 
 class DeleteResponse(BaseModel):
@@ -141,6 +143,8 @@ class NewPromptRequest(BaseModel):
 
     text: str = Field(description="The prompt; headers like 'TASK:' or '## Context' are optional.")
     conversation: list[ConversationPair] = Field(default_factory=list, description="Earlier turns, oldest first.")
+    selected_text: str | None = Field(None, description="Text the user selected, quoted in the prompt (Prompt_MD's "
+                                      "'Selected text'); at most answer.max_selected_text_chars characters.")
     collections: Scope = Field(None, description="Scope the prompt's searches to these collections (names; the "
                                "scope is checked again at every run).")
 

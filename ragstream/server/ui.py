@@ -25,4 +25,5 @@ def ui_settings(state: ServerState = Depends(get_state), caller: Caller = Depend
     cfg = state.config
     return UISettings(stage_top_entries=cfg.ui_stage_top_entries, documents_page_size=cfg.documents_page_size,
                       documents=state.rs.document_page(0, 0, user=caller.user).total,
-                      example_questions=example_questions(state.rs.example_titles(user=caller.user)))
+                      example_questions=example_questions(state.rs.example_titles(user=caller.user)),
+                      max_selected_text_chars=state.rs.config.answer.max_selected_text_chars)

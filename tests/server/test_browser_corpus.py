@@ -94,7 +94,7 @@ def test_pipeline_shows_top_entries_with_show_all(page: Any):
     page.goto("/ui/pipeline.html")
     page.locator("#prompt").fill("How do I set a timeout on a client?")
     page.locator("#auto").click()
-    expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran.")
+    expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran, then Answer: done.")
     retrieval = _section(page, "retrieval")
     rows = retrieval.locator("tbody tr")
     expect(rows).to_have_count(TOP_ENTRIES)
@@ -223,7 +223,7 @@ def test_citation_opens_its_source_at_the_chunk_and_follow_up_is_rewritten(page:
     expect(page.locator("#conversation-note")).to_contain_text("With 1 earlier turn(s)")
     expect(page.locator("#prompt")).to_have_value(FOLLOW_UP)
     page.locator("#auto").click()
-    expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran.")
+    expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran, then Answer: done.")
     expect(page.locator("#rewritten")).to_have_text(
         "Follow-up rewritten for the search: enable CORS FastAPI app: credentials?")
     top = _section(page, "retrieval").locator("tbody tr").first
@@ -257,5 +257,5 @@ def test_screenshots_of_a_real_corpus(browser: Any, corpus: Path, tmp_path: Path
         _ask(page, CORS_QUESTION, 0)
         _ask(page, FOLLOW_UP, 1).get_by_role("link", name="How it was retrieved").click()
         page.locator("#auto").click()
-        expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran.")
+        expect(page.locator("#status")).to_have_text("Auto: all 8 stages ran, then Answer: done.")
         screenshot(page, "pipeline")

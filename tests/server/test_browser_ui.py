@@ -239,7 +239,7 @@ def test_pipeline_stages_one_by_one_then_auto(page: Any, indexed: None):
     expect(page.locator("#auto")).to_be_enabled()
     page.locator("#auto").focus()
     page.keyboard.press("Enter")
-    expect(page.locator("#status")).to_have_text(f"Auto: all {STAGE_COUNT} stages ran.")
+    expect(page.locator("#status")).to_have_text(f"Auto: all {STAGE_COUNT} stages ran, then Answer: done.")
     expect(page.locator("#progress")).to_have_text(f"({STAGE_COUNT} of {STAGE_COUNT} ran)")
     for i in range(STAGE_COUNT):
         expect(buttons.nth(i)).to_have_attribute("data-state", "done")

@@ -1,6 +1,8 @@
 // Document view: a document's chunks in order (PDFs grouped by page), the cited chunk highlighted and
 // scrolled to. Address: document.html?id=DOC[&chunk=CHUNK_ID][&page=N] or #chunk-N (chunk index) / #page-N.
+// Text selected in the document ("Ask about this") opens the Chat page with it attached to the next question.
 import { api, describe, el, shortTime } from "./api.js";
+import { askAboutSelection } from "./selection.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(window.location.search);
@@ -94,5 +96,8 @@ async function load() {
 window.addEventListener("hashchange", () => {
   const node = document.getElementById(window.location.hash.slice(1));
   if (node) node.focus();
+});
+askAboutSelection("#chunks", (text) => {
+  window.location.href = `index.html?${new URLSearchParams({ selected: text })}`;
 });
 load();

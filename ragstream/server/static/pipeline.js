@@ -2,8 +2,14 @@
 // the follow-up rewrite, and each stage's ranked chunks (top entries, "show all") with readable scores.
 // What the page knows of the stages (names, order, which write a view, which view each narrows, which
 // carry scores or the reranker's details) comes from the stage registry: GET /api/pipeline/stages?detail=true.
-// ?conversation=ID&turns=N&q=TEXT starts from the first N turns of a chat conversation.
-import { api, describe, documentHref, el } from "./api.js";
+// ?conversation=ID&turns=N&q=TEXT[&selected=TEXT] starts from the first N turns of a chat conversation.
+// After Prompt_Builder, Answer (also the end of Auto) streams the answering model's reply to exactly the
+// rendered prompt (POST /api/pipeline/{id}/answer), with citations and each sentence's support; it can run
+// again. Text selected in the Super-Prompt or the answer ("Ask about this") fills the Selected text field.
+import { api, describe, documentHref, el, streamEvents } from "./api.js";
+import { confidenceBadge, renderAnswer, sourceItem } from "./answer_view.js";
+import { feedbackBar } from "./feedback.js";
+import { askAboutSelection } from "./selection.js";
 
 const $ = (id) => document.getElementById(id);
 const SCORE_DIGITS = 2;
@@ -15,6 +21,8 @@ let current = null;
 let busy = false;
 let topEntries = DEFAULT_TOP;
 let conversation = [];
+let answerRuns = 0;
+let answered = null;  // the SuperPrompt id the answer panel shows an answer of
 const expanded = new Set();  // views shown in full
 
 function setStatus(text, isError = false) {
@@ -33,6 +41,7 @@ function renderButtons() {
     "aria-label": `${index + 1}. ${name}${index < run ? " (done)" : ""}`, onclick: () => runStage(name),
   }, `${index + 1}. ${name}`)));
   $("auto").disabled = busy || !$("prompt").value.trim();
+  $("answer-step").disabled = busy || !current || current.next_stage !== null;
   $("create").disabled = busy;
   $("progress").textContent = current ? `(${current.stages_run} of ${stages.length} ran)` : "";
 }
@@ -168,6 +177,7 @@ function renderReports(sp) {
 function render(state) {
   current = state;
   const sp = state.superprompt;
+  if (answered !== state.id) clearAnswer();
   renderButtons();
   $("prompt-ready").textContent = sp.prompt_ready || "(empty: no stage has written it yet)";
   $("rewritten").hidden = !sp.rewritten_query;
@@ -185,8 +195,10 @@ async function call(label, request) {
   try {
     render(await request());
     setStatus(current.next_stage ? `${label}: done. Next: ${current.next_stage}` : `${label}: all ${stages.length} stages ran.`);
+    return true;
   } catch (error) {
     setStatus(describe(error), true);
+    return false;
   } finally {
     busy = false;
     renderButtons();
@@ -194,22 +206,96 @@ async function call(label, request) {
   }
 }
 
+/** The Selected text field's value, or "" when it holds only blanks. */
+const selectedText = () => ($("selected-text").value.trim() ? $("selected-text").value : "");
+
 const create = () => {
   expanded.clear();
-  return api("/api/pipeline", { method: "POST", body: { text: $("prompt").value, conversation } });
+  const selected = selectedText() ? { selected_text: selectedText() } : {};
+  return api("/api/pipeline", { method: "POST", body: { text: $("prompt").value, conversation, ...selected } });
 };
 
 function runStage(name) {
   return call(name, () => api(`/api/pipeline/${current.id}/run`, { method: "POST", body: { stage: name } }));
 }
 
-/** Auto: the remaining stages of the current SuperPrompt, or all of a new one when none is pending. */
-function auto() {
-  const reuse = current && current.next_stage !== null && current.superprompt.user_text === $("prompt").value;
-  return call("Auto", async () => {
+/** Auto: the remaining stages of the current SuperPrompt, or all of a new one when none is pending; then Answer. */
+async function auto() {
+  const reuse = current && current.next_stage !== null && current.superprompt.user_text === $("prompt").value &&
+    current.superprompt.selected_text === selectedText();
+  const ran = await call("Auto", async () => {
     const target = reuse ? current : await create();
     return api(`/api/pipeline/${target.id}/auto`, { method: "POST", body: {} });
   });
+  if (ran && current.next_stage === null) await answer(`Auto: all ${stages.length} stages ran, then Answer`);
+}
+
+function clearAnswer() {
+  answered = null;
+  $("answer").hidden = true;
+  $("no-answer").hidden = false;
+  $("answer-text").replaceChildren();
+  $("answer-meta").replaceChildren();
+  $("answer-sources").replaceChildren();
+  $("answer-sources-title").hidden = true;
+}
+
+/** How the answer was written: by which model, or extractively and why. */
+function answerMode(done) {
+  const model = ((done.response.metadata || {}).model || "the LLM").split("/").pop();  // a local model: its file name
+  const lines = [done.mode === "llm" ? `Answered by ${model}` : done.mode === "extractive"
+    ? "Extractive answer (sentences quoted from the attachments)" : `Answer mode: ${done.mode}`];
+  if (done.degraded_reason) lines.push(`Degraded: ${done.degraded_reason}`);
+  if (done.incomplete) lines.push("Incomplete: the answer stopped early.");
+  return lines.map((line, index) => el("span", { class: index ? "notice" : "muted answer-mode", role: index ? "note" : null }, line));
+}
+
+/** The Answer step: the answering model's reply to the built prompt, streamed with citations and support. */
+async function answer(label = "Answer") {
+  if (!current || current.next_stage !== null) return;
+  const answerId = `p${++answerRuns}`;
+  const cited = new Map();  // number -> citation
+  const verdicts = new Map();  // sentence index -> its support verdict
+  let written = "";
+  clearAnswer();
+  answered = current.id;
+  $("answer").hidden = false;
+  $("no-answer").hidden = true;
+  $("answer").setAttribute("aria-busy", "true");
+  busy = true;
+  renderButtons();
+  setStatus(`${label}: the answering model reads the Super-Prompt…`);
+  try {
+    await streamEvents(`/api/pipeline/${current.id}/answer`, {}, (type, data) => {
+      if (type === "token") {
+        written += data.token;
+      } else if (type === "citation" && !cited.has(data.number)) {
+        cited.set(data.number, data);
+        const sorted = [...cited.values()].sort((a, b) => a.number - b.number);
+        $("answer-sources").replaceChildren(...sorted.map((citation) => sourceItem(answerId, citation)));
+        $("answer-sources-title").hidden = false;
+      } else if (type === "support") {
+        verdicts.set(data.index, data);
+      } else if (type === "done") {
+        verdicts.clear();
+        for (const sentence of data.response.sentences || []) verdicts.set(sentence.index, sentence);
+        $("answer").dataset.messageId = data.message_id;
+        $("answer").dataset.mode = data.mode;
+        $("answer-meta").replaceChildren(...confidenceBadge(data.response.confidence), ...answerMode(data),
+          feedbackBar(data.message_id));
+      } else if (type === "error") {
+        throw new Error(`${data.message} (${data.code}, request ${data.request_id})`);
+      }
+      renderAnswer($("answer-text"), written, answerId, cited, verdicts);
+    });
+    setStatus(`${label}: done.`);
+  } catch (error) {
+    setStatus(describe(error), true);
+  } finally {
+    $("answer").removeAttribute("aria-busy");
+    busy = false;
+    renderButtons();
+  }
 }
 
 $("prompt-form").addEventListener("submit", (event) => {
@@ -224,11 +310,18 @@ $("prompt").addEventListener("keydown", (event) => {
 });
 $("prompt").addEventListener("input", renderButtons);
 $("auto").addEventListener("click", auto);
+$("answer-step").addEventListener("click", () => answer());
+askAboutSelection("#prompt-ready, #answer-text, #answer-sources", (text) => {
+  $("selected-text").value = text;
+  setStatus("The selected text goes with the next SuperPrompt (New SuperPrompt or Auto).");
+  $("prompt").focus();
+});
 
 /** ?conversation=ID&turns=N&q=TEXT: the prompt of a chat turn with the N turns before it. */
 async function fromConversation() {
   const params = new URLSearchParams(window.location.search);
   if (params.get("q")) $("prompt").value = params.get("q");
+  if (params.get("selected")) $("selected-text").value = params.get("selected");
   const id = params.get("conversation");
   if (!id) return;
   const turns = await api(`/api/conversations/${encodeURIComponent(id)}`);
