@@ -9,6 +9,7 @@ the mechanics (child, batches, pooling, prefixes, truncation, restart), not retr
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import numpy as np
 import pytest
 from support.embedder_contract import CONTRACT_PASSAGES, assert_embedder_contract
 from support.gguf_files import U32, Floats, Strings, gguf_bytes, write_gguf
+from support.index_fixtures import FAST_DEFAULTS
 
+from ragstream import Ragstream
 from ragstream.config import EmbeddingConfig, load_config
 from ragstream.errors import EmbedderUnavailableError, ModelUnavailableError
 from ragstream.providers.embedders import make_embedder
@@ -158,3 +161,25 @@ def test_a_killed_model_process_is_started_again_on_the_next_call():
     after = embedder.embed_queries(["cats purr"])
     assert embedder.server.starts == starts + 1
     assert np.allclose(before, after, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_an_index_on_a_gguf_embedder_finds_by_meaning_and_goes_stale_when_the_file_changes(tmp_path: Path):
+    model = tmp_path / "models" / "embedder.gguf"
+    model.parent.mkdir()
+    shutil.copyfile(smollm2_gguf_path(), model)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("# Cats\n\nCats purr when they are content and sleep most of the day.\n")
+    (docs / "tax.md").write_text("# Taxes\n\nThe income tax return is due at the end of April.\n")
+    config = load_config(data_dir=tmp_path / "index", **FAST_DEFAULTS,
+                         embedding={"provider": "gguf", "model": str(model), "timeout_seconds": 300})
+    with Ragstream(config) as rs:
+        assert rs.ingest([docs]).documents_processed == 2
+        result = rs.search("When is the income tax return due?", mode="dense", top_k=2)
+        assert result.mode == "dense" and len(result.hits) == 2
+        assert result.hits[0].chunk.metadata.source.endswith("tax.md")
+        assert rs.stale_documents() == []
+        with model.open("ab") as handle:  # other bytes in the same file: another model as far as the index knows
+            handle.write(b"\0" * 32)
+        assert len(rs.stale_documents()) == 2
