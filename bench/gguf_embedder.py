@@ -90,10 +90,11 @@ def main() -> None:
                                          gguf_context=args.context, batch_size=args.batch, timeout_seconds=600))
     local = in_process(model, args.context, args.threads)
     base = child.server.base_url().removesuffix("/v1")
+    loopback = httpx.Client()  # kept open, as the embedder's own client is
     ways: dict[str, dict[str, Callable[[], Any]]] = {
         "in_process": {"query": lambda: local([claim]), "batch": lambda: local(passages)},
         "child": {"query": lambda: child.embed_queries([claim]), "batch": lambda: child.embed_documents(passages),
-                  "loopback_round_trip": lambda: httpx.get(f"{base}/health")},
+                  "loopback_round_trip": lambda: loopback.get(f"{base}/health")},
     }
     for calls in ways.values():  # warm up: first calls allocate
         for call in calls.values():
