@@ -1,13 +1,13 @@
 """A local GGUF model (``llm.provider = "local"``) against extractive answers, on the documentation question sets
 and SciFact claims: latency, citations and sentence support.
 
-Usage: python bench/local_answers.py [--questions 20] [--sets httpx-docs,fastapi-docs,scifact]
-                                     [--modes extractive,local] [--model PATH] [--threads 2] [--max-tokens 256]
+Usage: python bench/local_answers.py [--limit 20] [--sets httpx-docs,fastapi-docs,scifact]
+                                     [--modes extractive,local,local_grammar] [--model PATH] [--threads 2] [--max-tokens 256]
                                      [--distractors 200] [--index-root DIR]
 
 ``--model``: a GGUF file; by default the packaged Qwen2.5-Coder-0.5B-Instruct. Each set is indexed once (the
 documentation corpora whole; SciFact: the documents judged relevant for the chosen claims plus ``--distractors``
-others), then each mode answers the first ``--questions`` questions through ``Ragstream.stream_answer``, one at a
+others), then each mode answers the first ``--limit`` questions through ``Ragstream.stream_answer``, one at a
 time, each mode on a freshly started model server (llama.cpp caches prompts it has read). Mode ``local`` runs
 the model with ``llm.provider = "local"`` (the model server ragstream manages) and the prompt alone asking for
 citations; ``local_grammar`` adds ``answer.citation_grammar`` (each sentence must end with a marker: the default
@@ -197,7 +197,8 @@ def mode_overrides(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--questions", type=int, default=20, help="Questions per set (the first by id).")
+    parser.add_argument("--limit", "--questions", dest="questions", type=int, default=20,
+                        help="Questions (documentation sets) and claims (SciFact) per set: the first by id.")
     parser.add_argument("--sets", default="httpx-docs,fastapi-docs,scifact")
     parser.add_argument("--modes", default="extractive,local")
     parser.add_argument("--model", type=Path, default=None, help="A GGUF file (default: the packaged Qwen).")
@@ -208,7 +209,11 @@ def main() -> None:
                         help="answer.deadline_seconds: long, so a slow answer is the model's and not the stand-in.")
     parser.add_argument("--distractors", type=int, default=200, help="SciFact: other corpus documents indexed.")
     parser.add_argument("--index-root", type=Path, default=None, help="Keep (and reuse) the indexes here.")
+    parser.add_argument("--scifact", type=Path, default=SETS["scifact"][0],
+                        help="The SciFact folder (default: ../shared/data/scifact beside the repository; a git "
+                        "worktree elsewhere names it).")
     args = parser.parse_args()
+    SETS["scifact"] = (args.scifact, SETS["scifact"][1])
     report: dict[str, Any] = {"benchmark": "local_answers", "questions_per_set": args.questions, "budgets_ms_p95": BUDGETS_MS,
                               "model": str(args.model) if args.model else "packaged qwen2.5-coder-0.5b-instruct q4_k_m",
                               "threads": args.threads, "max_tokens": args.max_tokens, "context_window": args.context,

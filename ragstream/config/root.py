@@ -134,6 +134,8 @@ class RagstreamConfig(BaseSettings):
                 shaping[knob] = getattr(self.embedding, knob)
         if self.embedding.backend() == "onnx":  # other weights of the same model: other vectors, so a reindex
             shaping["embedding_weights"] = f"onnx:{self.embedding.onnx_export()}"
+        if self.embedding.backend() == "gguf":  # the file's size and sha256: another file is another model
+            shaping["embedding_weights"] = f"gguf:{self.embedding.gguf_identity()}"
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -9,7 +9,9 @@ takes down only the child; llama.cpp's server takes over SIGINT/SIGTERM in the p
 and KV cache live outside the ragstream process. A dead child is started again on the next call, at most once per
 ``llm.restart_backoff_seconds``; it exits by itself when its stdin closes, so it never outlives ragstream.
 
-One :class:`LocalModelServer` serves each (file, context, threads, slots) in a process (:func:`local_server_for`),
+The GGUF embedder (``embedding.provider = "gguf"``, :mod:`ragstream.providers.embedders.gguf`) runs the same child in
+embedding mode (``--embedding POOLING``). One :class:`LocalModelServer` serves each (file, context, threads, slots,
+mode) in a process (:func:`local_server_for`),
 whatever the number of clients; the child starts when the first client is made and the first call waits for it.
 """
 
@@ -36,6 +38,7 @@ CHILD_MODULE = "ragstream.providers.local_llm_child"
 STOP_GRACE_SECONDS = 10.0
 """How long a stopped child may take to exit after SIGTERM before it is killed."""
 LOG_TAIL_LINES = 15
+LLM_KNOBS = ("llm.start_timeout_seconds", "llm.restart_backoff_seconds")
 DEFAULT_MODEL_NAME = "local-model"
 """``llm.model``'s default: for a local model the GGUF file's name is reported instead."""
 
@@ -49,11 +52,14 @@ class LocalModelSpec:
     threads: int = 0
     parallel: int = 1
     alias: str = ""
+    pooling: str = ""
+    """Non-empty: the child serves embeddings (``/v1/embeddings``) pooled this way (mean, cls, last), not chat."""
 
     def command(self) -> list[str]:
         """The child's command line."""
-        return [sys.executable, "-m", CHILD_MODULE, "--model", str(self.model_path), "--context", str(self.context),
-                "--threads", str(self.threads), "--parallel", str(self.parallel), "--alias", self.alias]
+        command = [sys.executable, "-m", CHILD_MODULE, "--model", str(self.model_path), "--context", str(self.context),
+                   "--threads", str(self.threads), "--parallel", str(self.parallel), "--alias", self.alias]
+        return command + (["--embedding", self.pooling] if self.pooling else [])
 
 
 def cache_dir() -> Path:
@@ -127,8 +133,10 @@ class LocalModelServer:
     """
 
     def __init__(self, spec: LocalModelSpec, *, start_timeout: float, restart_backoff: float,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, knobs: tuple[str, str] = LLM_KNOBS) -> None:
         self.spec = spec
+        self.knobs = knobs
+        """The config names of ``start_timeout`` and ``restart_backoff``, for the messages."""
         self.start_timeout = start_timeout
         self.restart_backoff = restart_backoff
         self.starts = 0
@@ -168,7 +176,7 @@ class LocalModelServer:
             if time.monotonic() >= ends:
                 raise LLMUnavailableError(
                     f"the local model server (pid {process.pid}) did not load {self.spec.model_path.name} within "
-                    f"{wait:g}s (llm.start_timeout_seconds or the question's deadline); its log ends with:\n"
+                    f"{wait:g}s ({self.knobs[0]} or the call's deadline); its log ends with:\n"
                     f"{self.log_tail()}", attempts=0)
         if process.poll() is not None:
             raise LLMUnavailableError(self._died_message(process, "after it started"), attempts=0)
@@ -183,7 +191,7 @@ class LocalModelServer:
             if since < self.restart_backoff:
                 raise LLMUnavailableError(
                     self._died_message(process, f"{since:.1f}s after its start") + "\n(it is started again "
-                    f"{self.restart_backoff:g}s after its last start: llm.restart_backoff_seconds)", attempts=0)
+                    f"{self.restart_backoff:g}s after its last start: {self.knobs[1]})", attempts=0)
         with self.log_path.open("wb") as log:
             process = subprocess.Popen(self.spec.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=log, start_new_session=True)
@@ -251,12 +259,18 @@ _servers_lock = threading.Lock()
 
 def local_server_for(config: LLMConfig) -> LocalModelServer:
     """The process's model server for ``config`` (made, and its child started, on first use)."""
-    spec = spec_for(config)
+    return server_for(spec_for(config), start_timeout=config.start_timeout_seconds,
+                      restart_backoff=config.restart_backoff_seconds)
+
+
+def server_for(spec: LocalModelSpec, *, start_timeout: float, restart_backoff: float,
+               knobs: tuple[str, str] = LLM_KNOBS) -> LocalModelServer:
+    """The process's one model server for ``spec`` (made, and its child started, on first use)."""
     with _servers_lock:
         server = _servers.get(spec)
         if server is None:
-            server = _servers[spec] = LocalModelServer(
-                spec, start_timeout=config.start_timeout_seconds, restart_backoff=config.restart_backoff_seconds)
+            server = _servers[spec] = LocalModelServer(spec, start_timeout=start_timeout,
+                                                       restart_backoff=restart_backoff, knobs=knobs)
             server.start()
     return server
 

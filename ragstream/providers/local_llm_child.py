@@ -2,7 +2,7 @@
 prebuilt ``xllamacpp`` wheel, ``pip install 'ragstream[local]'``) on one GGUF file, bound to 127.0.0.1.
 
 Started by :mod:`ragstream.providers.local_llm` as ``python -m ragstream.providers.local_llm_child --model PATH
---context N --threads T --parallel P --alias NAME``; ragstream itself never imports this module or xllamacpp. It
+--context N --threads T --parallel P --alias NAME [--embedding POOLING]``; ragstream itself never imports this module or xllamacpp. It
 binds a port the OS picks, loads the model, prints one line ``READY http://127.0.0.1:PORT`` on stdout, and serves
 until its stdin closes (the process that started it is gone, however it ended) or it gets SIGTERM or SIGINT.
 A model that cannot load exits with status 1 and says why on stderr.
@@ -19,6 +19,8 @@ from types import FrameType
 READY_PREFIX = "READY "
 """The line the child prints on stdout once it listens with the model loaded, followed by its base address."""
 LOOPBACK = "127.0.0.1"
+POOLING = {"mean": "LLAMA_POOLING_TYPE_MEAN", "cls": "LLAMA_POOLING_TYPE_CLS", "last": "LLAMA_POOLING_TYPE_LAST"}
+"""``--embedding`` pooling names and llama.cpp's ``llama_pooling_type`` members."""
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -29,6 +31,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parallel", type=int, default=1, help="Requests decoded at once (slots).")
     parser.add_argument("--alias", default="", help="The model name the server reports.")
     parser.add_argument("--port", type=int, default=0, help="Port on 127.0.0.1; 0: one the OS picks.")
+    parser.add_argument("--embedding", choices=sorted(POOLING), default=None,
+                        help="Serve embeddings pooled this way (one text per batch of --context tokens), not chat.")
     return parser.parse_args(argv)
 
 
@@ -53,6 +57,10 @@ def main(argv: list[str] | None = None) -> None:
     params.ui = False
     if args.alias:
         params.model_alias = {args.alias}
+    if args.embedding:
+        params.embedding = True
+        params.pooling_type = getattr(xllamacpp.llama_pooling_type, POOLING[args.embedding])
+        params.n_batch = params.n_ubatch = args.context  # llama.cpp embeds a text in one physical batch
     try:
         server = xllamacpp.Server(params)  # returns once the model is loaded and the port listens
     except RuntimeError as error:

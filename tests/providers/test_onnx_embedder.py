@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.embedder_contract import CONTRACT_PASSAGES, CONTRACT_QUERIES, assert_embedder_contract
 
 from ragstream.config import EmbeddingConfig, RagstreamConfig, load_config
 from ragstream.errors import EmbedderUnavailableError
@@ -24,17 +25,8 @@ from ragstream.providers.embedders.sentence_transformers import SentenceTransfor
 from ragstream.providers.model_locator import resolve_model_path
 
 AGREEMENT = 0.999
-QUERIES = [
-    "0-dimensional biomaterials show inductive properties.",
-    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
-    "Vitamin D deficiency is unrelated to bone density in adults.",
-    "How do I set a timeout on an httpx client?",
-    "Which chunker never splits a fenced code block?",
-    "β-blockers reduce mortality after myocardial infarction in elderly patients (n=1,204).",
-    "short",
-    "Ribosomal profiling reveals translation of upstream open reading frames under stress " * 6,
-]
-PASSAGES = [f"{query} Further context follows in this sentence number {i}." for i, query in enumerate(QUERIES)]
+QUERIES = CONTRACT_QUERIES
+PASSAGES = CONTRACT_PASSAGES
 
 
 @pytest.fixture(scope="module")
@@ -88,16 +80,7 @@ def test_only_the_passage_encoder_shapes_the_index_fingerprint():
 def test_every_local_backend_keeps_the_embedder_contract(backend, onnx, torch_bf16):
     embedder = {"onnx": onnx, "torch": torch_bf16,
                 "split": QueryEncoderEmbedder(onnx, lambda: torch_bf16, torch_bf16.model_id)}[backend]
-    vectors = embedder.embed_documents(PASSAGES)
-    assert embedder.dimensions == 384
-    assert vectors.dtype == np.float32 and vectors.shape == (len(PASSAGES), 384)
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert embedder.embed_documents([]).shape == (0, 384)
-    assert embedder.embed_queries([]).shape == (0, 384)
-    alone = embedder.embed_documents(PASSAGES[-1:])  # padded in a batch vs alone: the same vector
-    assert float(alone[0] @ vectors[-1]) > 0.9999
-    reordered = embedder.embed_documents(PASSAGES[::-1])[::-1]
-    assert np.allclose(reordered, vectors, atol=1e-4)
+    assert_embedder_contract(embedder, 384, PASSAGES)
     for text in (*QUERIES, ""):
         assert embedder.count_tokens(text) == torch_bf16.count_tokens(text)
 

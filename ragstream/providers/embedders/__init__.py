@@ -10,12 +10,17 @@ logger = logging.getLogger("ragstream.embedders")
 
 
 def make_embedder(config: EmbeddingConfig) -> Embedder:
-    """Build the embedder named by ``config.provider`` (with ``query_provider=onnx``, queries through ONNX Runtime)."""
+    """Build the embedder named by ``config.provider`` (gguf: a GGUF file through llama.cpp; with
+    ``query_provider=onnx``, queries through ONNX Runtime)."""
     backend = config.backend()
     if backend == "openai":
         from ragstream.providers.embedders.openai_compatible import OpenAICompatibleEmbedder
 
         return OpenAICompatibleEmbedder(config)
+    if backend == "gguf":
+        from ragstream.providers.embedders.gguf import GgufEmbedder
+
+        return GgufEmbedder(config)
     from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder
 
     if backend == "onnx":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragstream.config import EmbeddingConfig
+from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.packaged_models import Pooling, packaged_model
 
 ST_CONFIG = "config_sentence_transformers.json"
@@ -41,7 +42,11 @@ def model_settings(config: EmbeddingConfig, folder: Path | None) -> ModelSetting
     if passage is None:
         passage = next((prompts[name] for name in PASSAGE_PROMPT_NAMES if name in prompts),
                        packaged.passage_prefix if packaged else "")
-    pooling = config.pooling or (_folder_pooling(folder) if folder is not None else None) or (
+    configured = config.pooling
+    if configured == "last":
+        raise EmbedderUnavailableError("embedding.pooling=last is for provider=gguf (llama.cpp); a sentence-transformers "
+                                       "or ONNX model pools by mean, cls or max")
+    pooling = configured or (_folder_pooling(folder) if folder is not None else None) or (
         packaged.pooling if packaged else "mean")
     return ModelSettings(query_prefix=query, passage_prefix=passage, pooling=pooling)
 
