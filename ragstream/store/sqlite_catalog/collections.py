@@ -6,7 +6,7 @@ import builtins
 import sqlite3
 from collections.abc import Sequence
 
-from ragstream.errors import CollectionExistsError, InvalidCollectionError
+from ragstream.errors import CollectionExistsError, CollectionNotEmptyError, InvalidCollectionError
 from ragstream.models import CollectionRecord
 from ragstream.store.catalog_sql import COLLECTION_COLUMNS, collection, collection_row
 from ragstream.store.sqlite_catalog.connection import SqliteRole
@@ -66,7 +66,7 @@ class SqliteCollections(SqliteRole):
         """Drop a collection that holds no document."""
         with self._connection.transaction() as db:
             if db.execute("SELECT 1 FROM collection_documents WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
-                raise InvalidCollectionError("the collection still holds documents")
+                raise CollectionNotEmptyError("the collection holds documents (written into it while it was being deleted)")
             db.execute("DELETE FROM collections WHERE collection_id = ?", (collection_id,))
             db.execute("DELETE FROM root_collections WHERE collection_id = ?", (collection_id,))
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ragstream.errors import CollectionExistsError, InvalidCollectionError, VectorDBWriteError
+from ragstream.errors import CollectionExistsError, CollectionNotEmptyError, InvalidCollectionError, VectorDBWriteError
 from ragstream.models import CollectionRecord
 from ragstream.store.catalog_sql import COLLECTION_COLUMNS, collection, collection_row
 from ragstream.store.postgres.catalog.connection import PostgresRole
@@ -69,7 +69,7 @@ class PostgresCollections(PostgresRole):
         with self._db.write() as conn:
             conn.execute("SELECT 1 FROM collections WHERE collection_id = %s FOR UPDATE", (collection_id,))
             if conn.execute("SELECT 1 FROM collection_documents WHERE collection_id = %s LIMIT 1", (collection_id,)).fetchone():
-                raise InvalidCollectionError("the collection still holds documents")
+                raise CollectionNotEmptyError("the collection holds documents (written into it while it was being deleted)")
             conn.execute("DELETE FROM collections WHERE collection_id = %s", (collection_id,))
             conn.execute("DELETE FROM root_collections WHERE collection_id = %s", (collection_id,))
 
