@@ -1,6 +1,7 @@
 """A real PostgreSQL stopped under a running ``ragstream serve``: questions answer 200 without retrieval,
 marked as such (``degraded_reason``, Low confidence, no citations), on /api/query, /api/chat, /ws/chat,
-/v1/chat/completions and MCP ``ask`` (a user's, scoped or not, as an admin's), and in a running ``ragstream chat``; /api/search, /api/retrieve and MCP
+/v1/chat/completions and MCP ``ask`` (a user's, scoped or not, as an admin's), and in a running ``ragstream chat``;
+/api/search, /api/retrieve and MCP
 ``search`` answer 503 (a tool error) ``vector_db_unavailable`` with the cause; the server logs the outage at
 ERROR. Started again, PostgreSQL serves the next question from the documents.
 """
