@@ -12,7 +12,6 @@ Documents ingested here are shared unless ``owner`` is given.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -407,19 +406,20 @@ class Ragstream(PipelineFacade):
                                            self._scope(collections, user))
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-            user: str | None = None, collections: Scope = None) -> Answer:
+            user: str | None = None, collections: Scope = None, admin: bool = False) -> Answer:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
         It reads the versions committed when the call starts, of the documents ``user`` may see, and
-        continues ``user``'s conversation of that id, in ``collections`` if given; a store down: answered without retrieval."""
-        scope = functools.cache(lambda: self._scope(collections, user))  # found in the pipeline's attempt, then reused
+        continues ``user``'s conversation of that id, in ``collections`` if given (checked for ``user``, or an admin,
+        inside the answer's attempt, so a store down while checking them is answered without retrieval too)."""
+        scope = self._lazy_scope(collections, user, admin)  # found in the pipeline's attempt, then reused
         return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, user, scope), scope, user)
 
     def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-                      user: str | None = None, collections: Scope = None) -> Iterator[StreamEvent]:
+                      user: str | None = None, collections: Scope = None, admin: bool = False) -> Iterator[StreamEvent]:
         """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
         committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
-        scope = functools.cache(lambda: self._scope(collections, user))
+        scope = self._lazy_scope(collections, user, admin)
         return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, user, scope),
                                      scope, user)
 

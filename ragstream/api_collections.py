@@ -4,6 +4,7 @@ or a script, which may do anything; ``admin``: an admin key, which manages every
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,10 +88,15 @@ class CollectionsFacade:
         CollectionNotFoundError for a name ``user`` may not read."""
         return self.collection_service.scope(names, user, admin)
 
-    def _scope(self, collections: Scope, user: str | None) -> QuestionScope:
+    def _scope(self, collections: Scope, user: str | None, admin: bool = False) -> QuestionScope:
         if isinstance(collections, QuestionScope):
             return collections
-        return self.collection_service.scope(list(collections) if collections else None, user)
+        return self.collection_service.scope(list(collections) if collections else None, user, admin)
+
+    def _lazy_scope(self, collections: Scope, user: str | None, admin: bool) -> Callable[[], QuestionScope]:
+        """How to find a question's scope, found once when first asked: inside the answer's attempt, where a
+        store down while reading the collections is retried and then answered without retrieval."""
+        return functools.cache(lambda: self._scope(collections, user, admin))
 
     def _scoped_prompt(self, sp: SuperPrompt, collections: Scope, user: str | None) -> QuestionScope:
         """The scope of a pipeline run (``collections``, else the names ``sp`` was scoped to), put in ``sp``."""

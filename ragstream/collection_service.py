@@ -150,8 +150,9 @@ class CollectionService:
             records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
                        if r.document_id in only_here]
             deleted = self._ingestor.delete_many(records)
-            shared = [document_id for document_id in self._registry.document_ids(record.collection_id)
-                      if document_id not in only_here]
+            # members read before only_here: a document an ingest commits meanwhile is either only here (deleted)
+            # or in neither list (the registry's delete then refuses, 409), never taken for one in another collection
+            shared = [document_id for document_id in members if document_id not in only_here]
             self._move(lambda: self._registry.remove_documents(record.collection_id, shared))
         self._registry.delete(record.collection_id)
         self._on_change()

@@ -34,6 +34,7 @@ from ragstream.documents.chunkers import chunk_document
 from ragstream.documents.required_metadata import check_required_metadata
 from ragstream.documents.selection import select_files
 from ragstream.errors import (
+    CollectionNotFoundError,
     DocumentError,
     DocumentNotFoundError,
     DocumentTooLargeError,
@@ -358,8 +359,12 @@ class Ingestor:
         ensure_free_space([self._data_dir], _write_bytes(texts) + vectors.nbytes, minimum)
         with self.commit_lock:
             kept = self._still_current(batch, report, progress)
-            if kept:
-                self._commit(kept, vectors, fingerprint, report, progress)
+            try:
+                if kept:
+                    self._commit(kept, vectors, fingerprint, report, progress)
+            except CollectionNotFoundError as error:  # deleted meanwhile: nothing of the batch was kept
+                for pending, _ in kept:
+                    _fail(report, pending.doc.source, error, progress)
 
     def _still_current(self, batch: list[_Pending], report: IngestReport,
                        progress: ProgressCallback | None) -> list[tuple[_Pending, slice]]:
@@ -398,7 +403,7 @@ class Ingestor:
             versions = [DocumentVersion(pending.doc, generation, len(pending.pieces), fingerprint, ingested_at)
                         for pending, generation in zip(batch, generations, strict=True)]
             sequence = self._documents.commit_documents(versions)
-        except InsufficientStorageError:
+        except (InsufficientStorageError, CollectionNotFoundError):
             self._roll_back([(p.doc.document_id, g) for p, g in zip(batch, generations, strict=True)], intents)
             raise
         self._on_change()

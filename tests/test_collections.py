@@ -4,11 +4,12 @@ where each source came from, deletion rules, access for users, and an index from
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 from support.folder_corpus import write_text
-from support.hash_embedder import CountingEmbedder
+from support.hash_embedder import CountingEmbedder, PausingEmbedder
 from support.index_fixtures import FAST_DEFAULTS
 
 from ragstream import Ragstream, load_config
@@ -133,6 +134,37 @@ def test_deleting_a_collection_refuses_while_it_holds_documents(two):
     assert [c.name for c in rs.collections()] == ["default", "handbook"]
     with pytest.raises(InvalidCollectionError):
         rs.delete_collection("default")
+
+
+def test_a_collection_deleted_while_an_ingest_into_it_runs(tmp_path: Path):
+    """The ingest (a real thread, one document per batch) is held between its first and second batch while the
+    collection is deleted: refused while it holds the first document, then deleted with it. The ingest's remaining
+    documents fail with collection_not_found and leave nothing behind: no document, no chunk, no membership."""
+    embedder = PausingEmbedder(pause_at=2)
+    rs = _open(tmp_path, embedder, ingest={"write_batch_chunks": 1})
+    try:
+        rs.create_collection("inbox")
+        folder = _folder(tmp_path / "inbox", {**HANDBOOK, **MINUTES})
+        reports = []
+        ingest = threading.Thread(target=lambda: reports.append(rs.ingest([folder], collection="inbox")))
+        ingest.start()
+        assert embedder.paused.wait(60), "the ingest never reached its second batch"
+        [first] = rs.documents()
+        with pytest.raises(CollectionNotEmptyError):
+            rs.delete_collection("inbox")
+        assert [r.document_id for r in rs.delete_collection("inbox", delete_documents=True)] == [first.document_id]
+        embedder.release()
+        ingest.join(60)
+        [report] = reports
+        assert report.documents_processed == 1 and len(report.failures) == 3
+        assert {failure.code for failure in report.failures} == {"collection_not_found"}
+        assert rs.documents() == [] and [c.name for c in rs.collections()] == ["default"]
+        assert rs.store.count() == 0  # no chunk left in the store, neither the deleted one's nor the failed ones'
+        rs.create_collection("inbox")  # the name is free again, and empty
+        assert rs.collection("inbox").documents == 0
+    finally:
+        embedder.release()
+        rs.close()
 
 
 def test_access_private_shared_read_and_shared_edit(two):

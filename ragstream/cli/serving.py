@@ -25,6 +25,9 @@ def serve(
     watch_paths: Annotated[list[Path] | None, typer.Option(
         "--watch", help="Keep this folder (or file) in step with the index while serving, as `ragstream watch` "
         "does (repeatable).")] = None,
+    collection: Annotated[str | None, typer.Option(
+        "--collection", help="The collection the --watch folders' documents join (by name); the folders remember it, "
+        "as with `ragstream watch --collection`.")] = None,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     llm_model: LLMModelOption = None,
@@ -32,15 +35,19 @@ def serve(
     """Serve the HTTP API and the web UI; any address but loopback needs server.api_key."""
     from ragstream.server import serve as run_server
 
+    if collection is not None and not watch_paths:
+        raise typer.BadParameter("--collection names the collection of the --watch folders: give --watch too",
+                                 param_hint="--collection")
     settings = load_settings(config, data_dir, llm_model)
     overrides = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
     server_config = settings.server.model_copy(update=overrides)
     count = workers or server_config.workers
     if count > 1:
-        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [], llm_model)
+        _serve_workers(settings, server_config, count, config, data_dir, watch_paths or [], llm_model, collection)
         return
     with open_settings_index(settings, must_exist=False) as rs:
         try:
+            rs.collect_roots(watch_paths or [], collection)
             rs.start_llm()
             run_server(rs, server_config, watch=watch_paths or [])
         except RagstreamError as error:
@@ -48,7 +55,8 @@ def serve(
 
 
 def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count: int, config: Path | None,
-                   data_dir: Path | None, watch_paths: list[Path], llm_model: Path | None = None) -> None:
+                   data_dir: Path | None, watch_paths: list[Path], llm_model: Path | None = None,
+                   collection: str | None = None) -> None:
     """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
     (its schema made, its settings checked) and then by each worker. With ``--watch`` this supervising process
     runs the one watcher, on an index handle of its own."""
@@ -65,6 +73,7 @@ def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count
         fail(error)
     rs = open_settings_index(settings, must_exist=False)
     try:
+        rs.collect_roots(watch_paths, collection)
         watcher = rs.watcher(watch_paths) if watch_paths else None
     except RagstreamError as error:
         rs.close()

@@ -56,6 +56,9 @@ logger = logging.getLogger("ragstream.mcp")
 DOCUMENT_URI = "ragstream://documents/{document_id}"
 CHUNK_URI = "ragstream://documents/{document_id}/chunks/{chunk_id}"
 INLINE_SOURCE = "mcp://{name}"
+COLLECTION_INLINE_SOURCE = "mcp://collection-{collection_id}/{name}"
+"""An inline document ingested into a collection: keyed by the collection, as an upload into one is, so the same
+name in another collection is another document (one collection's ingest never replaces another's document)."""
 Progress = Callable[[str], Awaitable[None]]
 """Reports one step of a running tool (a progress notification with this message)."""
 
@@ -176,8 +179,11 @@ class Tools:
         owner = None if args.shared or args.collection or who.user is None else who.user
         failures: list[IngestFailure] = []
         reports: list[IngestReport] = []
+        collection_id = self.rs.collection(args.collection, user=who.user, admin=who.admin).collection_id \
+            if args.collection and args.documents else None
         for doc in args.documents:
-            source = INLINE_SOURCE.format(name=doc.name)
+            source = INLINE_SOURCE.format(name=doc.name) if collection_id is None else \
+                COLLECTION_INLINE_SOURCE.format(collection_id=collection_id, name=doc.name)
             try:
                 data = check_unicode(doc.text, f"the text of {doc.name!r}").encode("utf-8")
                 reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata,

@@ -30,7 +30,7 @@ def query(body: QueryRequest, state: ServerState = Depends(get_state), caller: C
     """A cited answer with sources, related documents, citations, confidence and metadata, from the
     caller's and the shared documents, in the caller's conversation."""
     return state.rs.ask(body.query, body.conversation_id, body.selected_text, user=caller.user,
-                        collections=scope_of(state, caller, body.collections))
+                        collections=body.collections, admin=caller.admin)
 
 
 @router.post("/chat", response_class=StreamingResponse, responses={**ERRORS, **SSE_DOC},
@@ -45,7 +45,7 @@ async def chat(body: ChatRequest, state: ServerState = Depends(get_state),
     conversation id (new unless given) is in the ``X-Conversation-ID`` response header."""
     conversation_id = body.conversation_id or str(uuid.uuid4())
     events = state.rs.stream_answer(body.message, conversation_id, body.selected_text, user=caller.user,
-                                    collections=scope_of(state, caller, body.collections))
+                                    collections=body.collections, admin=caller.admin)
     return await stream_response(events, _render, headers={CONVERSATION_HEADER: conversation_id})
 
 

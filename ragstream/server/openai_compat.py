@@ -6,7 +6,9 @@ sentence of the answer with its support verdict (docs/answers.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import time
 import uuid
 from collections.abc import Iterator
@@ -140,14 +142,30 @@ async def chat_completions(body: CompletionRequest, state: ServerState = Depends
     or a stream of ``chat.completion.chunk`` objects ending in ``data: [DONE]``."""
     question = _question(body.messages)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    model = body.model if body.model.startswith(COLLECTION_MODEL_PREFIX) else MODEL_NAME
-    scope = await run_in_threadpool(_scope, state, caller, model)
+    # the collection is checked inside the answer's attempt (a store down then answers without retrieval)
+    names = [body.model.removeprefix(COLLECTION_MODEL_PREFIX)] if body.model.startswith(COLLECTION_MODEL_PREFIX) else None
     if body.stream:
-        events = state.rs.stream_answer(question, body.user, user=caller.user, collections=scope)
+        events = _as_model_errors(state.rs.stream_answer(question, body.user, user=caller.user, collections=names,
+                                                         admin=caller.admin), body.model)
         return await stream_response(_chunks(events, completion_id, body.model), _as_data, closing=DONE)
-    answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user,
-                                                       collections=scope))
+    with _model_not_found(body.model):
+        answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user,
+                                                           collections=names, admin=caller.admin))
     return _completion(answer, completion_id, body.model)
+
+
+@contextlib.contextmanager
+def _model_not_found(model: str) -> Iterator[None]:
+    """A collection the caller may not read, as a model: 404 ``model_not_found`` (the same as for none)."""
+    try:
+        yield
+    except CollectionNotFoundError as error:
+        raise ModelNotFoundError(f"no model {model!r}") from error
+
+
+def _as_model_errors(events: Iterator[StreamEvent], model: str) -> Iterator[StreamEvent]:
+    with _model_not_found(model):
+        yield from events
 
 
 def _question(messages: list[ChatMessage]) -> str:
@@ -174,8 +192,9 @@ def _chunks(events: Iterator[StreamEvent], completion_id: str, model: str) -> It
     """Token events as ``chat.completion.chunk`` deltas; ``done`` as the final chunk."""
     created = int(time.time())
     base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+    first = next(events, None)  # the answer's attempt runs here: its errors (404 model_not_found) precede any chunk
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
-    for event in events:
+    for event in itertools.chain([first] if first is not None else [], events):
         if event.type == "token":
             yield {**base, "choices": [{"index": 0, "delta": {"content": event.data["token"]}, "finish_reason": None}]}
         elif event.type == "done":

@@ -26,7 +26,6 @@ from starlette.websockets import WebSocketState
 
 from ragstream.answer.models import ErrorEvent, StreamEvent
 from ragstream.errors import InvalidQueryError, RagstreamError
-from ragstream.server.collections import scope_of
 from ragstream.server.errors import FirstMessageTimeoutError, RequestTooLargeError, status_for
 from ragstream.server.schemas import ChatRequest
 from ragstream.server.state import ServerState
@@ -117,9 +116,8 @@ async def ws_chat(websocket: WebSocket) -> None:
         caller = get_caller(websocket, state)
         body = await _first_message(websocket, state)
         conversation_id = body.conversation_id or str(uuid.uuid4())
-        scope = await run_in_threadpool(scope_of, state, caller, body.collections)  # as /api/chat: readable ones only
         events = state.rs.stream_answer(body.message, conversation_id, body.selected_text, user=caller.user,
-                                        collections=scope)
+                                        collections=body.collections, admin=caller.admin)  # as /api/chat
     except WebSocketDisconnect:
         return
     except _BinaryMessageError:

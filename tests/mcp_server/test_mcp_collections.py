@@ -67,3 +67,25 @@ def test_tools_read_only_collections_the_caller_may_read(alice: Mcp, bob: Mcp, m
     assert memo in {c["document_id"] for c in answer["citations"]}
     assert bob.error("ask", {"question": "What does the memo say?", "collections": ["alice-team"]})["code"] == (
         "collection_not_found")
+
+
+def test_the_same_name_ingested_into_two_collections_is_two_documents(server: RunningServer, memo: str):
+    """Inline documents are keyed by their collection, as uploads into one are: the same name and text into a
+    second collection is a second document, in that collection only, and a new text for it replaces neither the
+    first collection's document nor its text; the same name into the same collection again is that document."""
+    with connected(http_session(server.url, ADMIN_KEY)) as admin:
+        created = httpx.post(f"{server.url}/api/collections", json={"name": "root-team"},
+                             headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=60)
+        assert created.status_code == 201, created.text
+        again = admin.ok("ingest", {"documents": [MEMO], "collection": "alice-team"})
+        assert again["unchanged"] == 1 and again["document_ids"] == [memo]
+        other = admin.ok("ingest", {"documents": [MEMO], "collection": "root-team"})
+        assert other["ingested"] == 1 and other["document_ids"] != [memo]
+        changed = admin.ok("ingest", {"documents": [{**MEMO, "text": "# Memo\n\nThe root team memo is about lunch.\n"}],
+                                      "collection": "root-team"})
+        assert changed["ingested"] == 1 and changed["document_ids"] == other["document_ids"]
+        listed = {name: [d["document_id"] for d in admin.ok("list_documents", {"collections": [name]})["documents"]]
+                  for name in ("alice-team", "root-team")}
+        assert listed == {"alice-team": [memo], "root-team": other["document_ids"]}
+        passages = admin.ok("search", {"query": f"{WORD} memo signatures", "collections": ["alice-team"]})["passages"]
+        assert passages and all(p["document_id"] == memo for p in passages) and WORD in passages[0]["text"]

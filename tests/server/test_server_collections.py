@@ -14,11 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 from support.server_process import RunningServer, running_server
+from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_json
 
-ALICE_KEY = "alice-key-0123456789abcdef"
-BOB_KEY = "bob-key-0123456789abcdef"
-ADMIN_KEY = "admin-key-0123456789abcdef"
-TIMEOUT = httpx.Timeout(180.0)
 WORDS = {"private": "zanzibarquokka", "read": "pelicanharbour", "edit": "marmosetlantern"}
 COLLECTIONS = {"private": "alice-private", "read": "team-read", "edit": "team-edit"}
 
@@ -32,9 +29,7 @@ def _text(kind: str) -> bytes:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     tmp = tmp_path_factory.mktemp(f"collections-{request.param}")
-    keys = json.dumps([{"key": ALICE_KEY, "user": "alice"}, {"key": BOB_KEY, "user": "bob"},
-                       {"key": ADMIN_KEY, "user": "root", "role": "admin"}])
-    settings = {"SERVER__KEYS": keys}
+    settings = {"SERVER__KEYS": keys_json()}
     if request.param == "postgres":
         settings.update(STORE__BACKEND="postgres", STORE__URL=_database(request))
     with running_server(tmp, hash_embedder=True, **settings) as running:
@@ -60,7 +55,7 @@ def _database(request: pytest.FixtureRequest) -> str:
 
 
 def _client(server: RunningServer, key: str) -> httpx.Client:
-    return httpx.Client(base_url=server.url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {key}"})
+    return key_client(server.url, key)
 
 
 @pytest.fixture(scope="module")

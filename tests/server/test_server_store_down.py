@@ -1,6 +1,7 @@
 """A real PostgreSQL stopped under a running ``ragstream serve``: questions answer 200 without retrieval,
 marked as such (``degraded_reason``, Low confidence, no citations), on /api/query, /api/chat, /ws/chat,
-/v1/chat/completions and MCP ``ask``, and in a running ``ragstream chat``; /api/search, /api/retrieve and MCP
+/v1/chat/completions and MCP ``ask`` (a user's, scoped or not, as an admin's), and in a running ``ragstream chat``;
+/api/search, /api/retrieve and MCP
 ``search`` answer 503 (a tool error) ``vector_db_unavailable`` with the cause; the server logs the outage at
 ERROR. Started again, PostgreSQL serves the next question from the documents.
 """
@@ -24,11 +25,13 @@ from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
 from support.mcp_client import connected, http_session
 from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, running_server, server_env
+from support.user_keys import BOB_KEY, key_client, keys_json
 from websockets.sync.client import connect
 
 from ragstream import Ragstream, load_config
 
 QUESTION = "How far can an operative move during the movement phase?"
+ASYNC_QUESTION = "How do I make asynchronous requests with an AsyncClient in HTTPX?"
 TIMEOUT = 60.0
 
 
@@ -166,3 +169,59 @@ def test_a_running_cli_chat_answers_without_retrieval_once_postgres_stops(tmp_pa
     assert chat.returncode == 0, errors
     assert "could not be searched" not in healthy
     assert later.lstrip().startswith("The documents could not be searched (") and "vector_db_unavailable" not in errors
+
+
+def test_a_users_scoped_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, own_postgres):
+    """A user's (not an admin's) questions read the collections they may read from the catalog, which is in the
+    stopped PostgreSQL too: that read is part of the answer's retried attempt, so /api/query, /api/chat, /ws/chat
+    and /v1/chat/completions answer 200 without retrieval, scoped or not, instead of 503. With PostgreSQL up, an
+    unknown collection is still 404 ``collection_not_found`` (``model_not_found`` as a /v1 model)."""
+    from ragstream.store.postgres import server
+
+    url = server.status(own_postgres).url
+    store = {"backend": "postgres", "url": url, "connect_timeout_seconds": 2}
+    with Ragstream(load_config(data_dir=str(tmp_path / "data"), store=store, **FAST_DEFAULTS),
+                   embedder=HashEmbedder()) as rs:
+        rs.create_collection("handbook", access="all")
+        assert rs.ingest(MARKDOWN_SAMPLES[:2], collection="handbook").documents_failed == 0
+    settings = {"STORE__BACKEND": "postgres", "STORE__URL": url, "STORE__CONNECT_TIMEOUT_SECONDS": "2",
+                "SERVER__KEYS": keys_json("bob")}
+    with running_server(tmp_path / "srv", hash_embedder=True, data_dir=tmp_path / "data", **settings) as srv, \
+            key_client(srv.url, BOB_KEY, timeout=httpx.Timeout(TIMEOUT)) as bob:
+        healthy = bob.post("/api/query", json={"query": ASYNC_QUESTION, "collections": ["handbook"]}).json()
+        assert healthy["metadata"]["degraded_reason"] is None and healthy["sources"], healthy
+        assert healthy["sources"][0]["collections"] == ["handbook"]
+        for path, body in (("/api/query", {"query": QUESTION, "collections": ["no-such"]}),
+                           ("/api/chat", {"message": QUESTION, "collections": ["no-such"]})):
+            missing = bob.post(path, json=body)
+            assert missing.status_code == 404 and missing.json()["error"]["code"] == "collection_not_found", path
+        for stream in (False, True):
+            unknown = bob.post("/v1/chat/completions", json={"model": "ragstream/no-such", "stream": stream,
+                                                             "messages": [{"role": "user", "content": QUESTION}]})
+            assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found", stream
+
+        server.stop(own_postgres)  # the real fault
+        for scope in ({}, {"collections": ["handbook"]}):
+            response = bob.post("/api/query", json={"query": QUESTION, **scope})
+            assert response.status_code == 200, response.text
+            assert response.json()["metadata"]["mode"] == "no_retrieval", scope
+            assert "vector_db_unavailable" in response.json()["metadata"]["degraded_reason"]
+
+            chat = bob.post("/api/chat", json={"message": QUESTION, **scope})
+            assert chat.status_code == 200, chat.text
+            done = _sse(chat.text)[-1]
+            assert done[0] == "done" and done[1]["mode"] == "no_retrieval" and done[1]["degraded_reason"], scope
+
+            ws_url = srv.url.replace("http://", "ws://") + f"/ws/chat?key={BOB_KEY}"
+            with connect(ws_url, open_timeout=TIMEOUT) as ws:
+                ws.send(json.dumps({"message": QUESTION, **scope}))
+                while (event := json.loads(ws.recv(timeout=TIMEOUT)))["event"] == "token":
+                    pass
+            assert event["event"] == "done" and event["data"]["mode"] == "no_retrieval", event
+
+        for model in ("ragstream", "ragstream/handbook"):
+            for stream in (False, True):
+                completion = bob.post("/v1/chat/completions", json={
+                    "model": model, "stream": stream, "messages": [{"role": "user", "content": QUESTION}]})
+                assert completion.status_code == 200, (model, stream, completion.text)
+                assert "could not be searched" in completion.text, (model, stream)

@@ -16,13 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 from support.server_process import STARTUP_SECONDS, RunningServer, free_port, running_server, serve_command, server_env
+from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_file, keys_json
 
 from ragstream.server.uploads import user_folder
 
-ALICE_KEY = "alice-key-0123456789abcdef"
-BOB_KEY = "bob-key-0123456789abcdef"
-ADMIN_KEY = "admin-key-0123456789abcdef"
-TIMEOUT = httpx.Timeout(180.0)
 SECRET_WORD = "zanzibarquokka"
 SHARED_WORD = "pelicanharbour"
 QUESTION = f"What does the {SECRET_WORD} protocol require before a launch?"
@@ -35,16 +32,14 @@ SHARED_TEXT = (f"# Handbook\n\nThe {SHARED_WORD} handbook is shared with every e
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     tmp = tmp_path_factory.mktemp("users")
-    keys_file = tmp / "keys.toml"
-    keys_file.write_text(f'[[keys]]\nkey = "{ALICE_KEY}"\nuser = "alice"\n\n'
-                         f'[[keys]]\nkey = "{ADMIN_KEY}"\nuser = "root"\nrole = "admin"\n')
-    bob = json.dumps([{"key": BOB_KEY, "user": "bob"}])
-    with running_server(tmp, hash_embedder=True, SERVER__KEYS_FILE=str(keys_file), SERVER__KEYS=bob) as running:
+    alice_and_admin = keys_file(tmp / "keys.toml", "alice", "root")
+    with running_server(tmp, hash_embedder=True, SERVER__KEYS_FILE=str(alice_and_admin),
+                        SERVER__KEYS=keys_json("bob")) as running:
         yield running
 
 
 def client(server: RunningServer, key: str, **headers: str) -> httpx.Client:
-    return httpx.Client(base_url=server.url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {key}", **headers})
+    return key_client(server.url, key, **headers)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from support.backend_fixtures import document_version
 
 from ragstream.config import StoreConfig
-from ragstream.errors import CollectionExistsError, InvalidCollectionError
+from ragstream.errors import CollectionExistsError, CollectionNotEmptyError, CollectionNotFoundError, InvalidCollectionError
 from ragstream.models import DEFAULT_COLLECTION_ID, CollectionRecord
 from ragstream.store.catalog_base import Catalog
 from ragstream.store.factory import postgres_catalog, sqlite_catalog
@@ -94,8 +94,21 @@ def test_membership_changes_are_many_to_many_and_marked_pending(catalog: Catalog
     collections.add_documents("c2", ["b"])
     assert collections.document_ids("c2") == ["a", "b"]
     assert collections.document_ids("c2", only_here=True) == ["a"]
-    with pytest.raises(InvalidCollectionError, match="holds documents"):
+    with pytest.raises(CollectionNotEmptyError, match="holds documents"):
         collections.delete("c2")
+
+
+def test_a_version_naming_a_deleted_collection_is_not_committed(catalog: Catalog):
+    """An ingest into a collection deleted meanwhile: its commit fails whole (no document, no membership)."""
+    collections = catalog.collections
+    collections.create(_collection("c1", "hr"))
+    collections.delete("c1")
+    sequence = catalog.documents.commit_documents([document_version("keep", 1)])
+    with pytest.raises(CollectionNotFoundError, match="deleted"):
+        catalog.documents.commit_documents([document_version("a", 1), document_version("b", 1, collections=("c1",))])
+    assert catalog.documents.get("a") is None and catalog.documents.get("b") is None
+    assert collections.memberships(["a", "b"]) == {}
+    assert catalog.documents.commit_documents([document_version("a", 1)]) == sequence + 1  # the failed one took none
 
 
 def test_deleting_a_document_drops_its_memberships(catalog: Catalog):

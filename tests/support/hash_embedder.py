@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -124,3 +125,27 @@ class CountingEmbedder(HashEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         self.passages += len(texts)
         return super().embed_documents(texts)
+
+
+class PausingEmbedder(HashEmbedder):
+    """The hash embedder that holds its ``pause_at``-th call of ``embed_documents`` (1-based) until
+    :meth:`release`: a test does something else while an ingest is under way, between two of its batches."""
+
+    def __init__(self, pause_at: int, timeout: float = 60.0) -> None:
+        super().__init__()
+        self.calls = 0
+        self.paused = threading.Event()
+        self._go = threading.Event()
+        self._pause_at = pause_at
+        self._timeout = timeout
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self._pause_at:
+            self.paused.set()
+            if not self._go.wait(self._timeout):
+                raise TimeoutError(f"the test never released embed_documents call {self._pause_at}")
+        return super().embed_documents(texts)
+
+    def release(self) -> None:
+        self._go.set()

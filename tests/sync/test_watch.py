@@ -297,3 +297,50 @@ def test_a_missing_root_stops_watch_and_serve_before_they_start(tmp_path: Path, 
         result = CliRunner().invoke(app, command)
         assert result.exit_code == 2 and "root_not_found" in result.output, result.output
     assert not (tmp_path / "index" / "server.json").exists()
+
+
+def test_serve_watch_into_a_collection_remembers_it(tmp_path: Path, folder: Path):
+    """``serve --watch DIR --collection NAME``: the folder's documents, those there at the start and those written
+    while serving, join NAME (a search scoped to it over HTTP finds them, one scoped to another does not); the root
+    remembers it, so a later ``serve --watch DIR`` without --collection puts new files in NAME too."""
+    from support.link_folders import run_cli
+
+    data_dir = tmp_path / "index"
+    for name in ("harbour", "other"):
+        made = run_cli(data_dir, "collections", "create", name, "--access", "all")
+        assert made.returncode == 0, made.stderr
+    keys = json.dumps([{"key": USER_KEY, "user": "alice"}])
+    settings = {f"SYNC__{key.upper()}": str(value) for key, value in QUICK_SYNC.items()}
+
+    def hits(client: httpx.Client, query: str, collection: str) -> list[str]:
+        answer = client.post("/api/search", json={"query": query, "mode": "bm25", "collections": [collection]})
+        assert answer.status_code == 200, answer.text
+        return [Path(hit["chunk"]["metadata"]["source"]).name for hit in answer.json()["hits"]]
+
+    with running_server(tmp_path / "first", hash_embedder=True, data_dir=data_dir, SERVER__KEYS=keys, **settings,
+                        args=["--watch", str(folder), "--collection", "harbour"]) as server, \
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {USER_KEY}"}, timeout=WAIT_SECONDS) as user:
+        wait_for(lambda: "notes.md" in hits(user, "lighthouse keeper", "harbour"), "the first sync, into harbour")
+        write_text(folder / "tides.md", "# Tides\n\nSpring tides flood the estuary marshes twice a month.\n")
+        wait_for(lambda: "tides.md" in hits(user, "estuary marshes", "harbour"), "a file added while serving")
+        assert hits(user, "lighthouse keeper", "other") == [] and hits(user, "estuary marshes", "other") == []
+        listed = user.get("/api/documents", params={"collection": "harbour"}).json()
+        assert sorted(Path(doc["source"]).name for doc in listed) == ["guide.txt", "notes.md", "tides.md"]
+
+    write_text(folder / "gulls.md", "# Gulls\n\nHerring gulls steal chips on the promenade.\n")
+    with running_server(tmp_path / "again", hash_embedder=True, data_dir=data_dir, SERVER__KEYS=keys, **settings,
+                        args=["--watch", str(folder)]) as server, \
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {USER_KEY}"}, timeout=WAIT_SECONDS) as user:
+        wait_for(lambda: "gulls.md" in hits(user, "herring gulls promenade", "harbour"), "the root's remembered collection")
+        assert hits(user, "herring gulls promenade", "other") == []
+
+
+def test_serve_collection_needs_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from typer.testing import CliRunner
+
+    from ragstream.cli import app
+
+    monkeypatch.setenv("RAGSTREAM_DATA_DIR", str(tmp_path / "index"))
+    result = CliRunner().invoke(app, ["serve", "--collection", "harbour"])
+    assert result.exit_code == 2 and "--watch" in result.output, result.output
+    assert not (tmp_path / "index").exists()

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from ragstream.errors import CollectionNotFoundError
 from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
 from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
@@ -51,6 +52,7 @@ class SqliteDocuments(SqliteRole):
             for v in versions
         ]
         with self._connection.transaction() as db:
+            _require_collections(db, versions)
             db.executemany(_INSERT_DOCUMENT, rows)
             db.executemany("DELETE FROM documents WHERE document_id = ?", [(document_id,) for document_id in removed])
             db.executemany(_LEAVE_COLLECTIONS, [(document_id,) for document_id in removed])
@@ -152,6 +154,18 @@ class SqliteDocuments(SqliteRole):
         """Make live documents belong to ``root``."""
         with self._connection.transaction() as db:
             db.executemany("UPDATE documents SET root = ? WHERE document_id = ?", [(root, i) for i in document_ids])
+
+
+def _require_collections(db: sqlite3.Connection, versions: Sequence[DocumentVersion]) -> None:
+    """CollectionNotFoundError (the transaction rolls back) when a version names a collection that is gone: one
+    deleted while an ingest into it ran (the write transaction orders the two; docs/collections.md)."""
+    named = sorted({c for v in versions for c in v.doc.collections})
+    if named:
+        found = {row[0] for row in db.execute(
+            "SELECT collection_id FROM collections WHERE collection_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(named),))}
+        if missing := [c for c in named if c not in found]:
+            raise CollectionNotFoundError(f"collection {missing[0]!r} was deleted while documents were written into it")
 
 
 def _visible_to(user: str | None, collections: Sequence[str] | None = None) -> tuple[str, tuple[Any, ...]]:

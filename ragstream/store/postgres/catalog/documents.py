@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ragstream.errors import CollectionNotFoundError
 from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
 from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
@@ -47,7 +48,13 @@ class PostgresDocuments(PostgresRole):
             )
             for v in versions
         ]
+        named = sorted({c for v in versions for c in v.doc.collections})
         with self._db.write() as conn:
+            # each named collection locked against its delete (which takes it FOR UPDATE) until this commit ends
+            found = {row[0] for row in conn.execute(
+                "SELECT collection_id FROM collections WHERE collection_id = ANY(%s) FOR KEY SHARE", (named,))}
+            if missing := [c for c in named if c not in found]:
+                raise CollectionNotFoundError(f"collection {missing[0]!r} was deleted while documents were written into it")
             with conn.cursor() as cursor:
                 cursor.executemany(_UPSERT_DOCUMENT, rows)
                 cursor.executemany(_JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])

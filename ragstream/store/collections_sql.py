@@ -1,0 +1,47 @@
+"""The SQL of the catalog's collections role, shared by the SQLite and the PostgreSQL backends, as
+:mod:`ragstream.store.feedback_sql` is for feedback. ``?`` marks a parameter (the PostgreSQL role writes it as
+``%s``); ``{ids}`` is where a backend puts its test of ``document_id`` against one list parameter
+(:func:`for_backend`)."""
+
+from __future__ import annotations
+
+from ragstream.store.catalog_sql import COLLECTION_COLUMNS
+
+SQLITE_IDS = "IN (SELECT value FROM json_each(?))"
+"""SQLite's list test: the list as one JSON array parameter."""
+POSTGRES_IDS = "= ANY(?)"
+"""PostgreSQL's list test: the list as one array parameter."""
+
+_COUNT = ("SELECT COUNT(*) FROM collection_documents m JOIN documents d ON d.document_id = m.document_id "
+          "WHERE m.collection_id = collections.collection_id")
+BY_ID = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections WHERE collection_id = ?"
+BY_NAME = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections WHERE name = ?"
+LIST = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections ORDER BY name"
+LIST_FOR_USER = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT} AND (d.owner IS NULL OR d.owner = ?)) FROM collections ORDER BY name"
+"""Each collection with the count of its documents one user may see (theirs and the shared ones)."""
+CREATE = f"INSERT INTO collections ({COLLECTION_COLUMNS}) VALUES ({', '.join(['?'] * len(COLLECTION_COLUMNS.split(',')))})"
+UPDATE = ("UPDATE collections SET name = ?, description = ?, instructions = ?, owner = ?, access = ?, readers = ?, "
+          "editors = ?, created_at = ? WHERE collection_id = ?")
+HOLDS_DOCUMENTS = "SELECT 1 FROM collection_documents WHERE collection_id = ? LIMIT 1"
+DELETE = "DELETE FROM collections WHERE collection_id = ?"
+DELETE_ROOTS = "DELETE FROM root_collections WHERE collection_id = ?"
+NEW_MEMBERS = ("SELECT document_id FROM documents WHERE document_id {ids} AND document_id NOT IN "
+               "(SELECT document_id FROM collection_documents WHERE collection_id = ?) ORDER BY document_id")
+"""The live documents of a list not yet in a collection."""
+ORPHANS = ("SELECT document_id FROM collection_documents WHERE document_id {ids} "
+           "GROUP BY document_id HAVING COUNT(*) = 1 AND MAX(collection_id) = ?")
+"""The documents of a list whose one collection is this one (taking them out would leave them in none)."""
+MEMBERSHIPS = ("SELECT document_id, collection_id FROM collection_documents WHERE document_id {ids} "
+               "ORDER BY document_id, collection_id")
+DOCUMENT_IDS = "SELECT document_id FROM collection_documents WHERE collection_id = ? ORDER BY document_id"
+ONLY_HERE = ("SELECT document_id FROM collection_documents WHERE collection_id = ? AND document_id NOT IN "
+             "(SELECT document_id FROM collection_documents WHERE collection_id != ?) ORDER BY document_id")
+FORGET_ROOT = "DELETE FROM root_collections WHERE root = ?"
+SET_ROOT = "INSERT INTO root_collections (root, collection_id) VALUES (?, ?)"
+ROOT = "SELECT collection_id FROM root_collections WHERE root = ?"
+PENDING = "SELECT document_id FROM collection_payloads ORDER BY document_id"
+
+
+def for_backend(sql: str, ids: str, parameter: str = "?") -> str:
+    """``sql`` with the backend's list test ``ids`` in its ``{ids}`` slot and its ``parameter`` marker."""
+    return sql.replace("{ids}", ids).replace("?", parameter)
