@@ -73,7 +73,7 @@ class Ragstream(PipelineFacade):
         except BaseException:
             self.catalog.close()
             raise
-        self._write_gate = WriteGate(self.store, self.catalog, Path(self.config.data_dir),
+        self._write_gate = WriteGate(self.store, self.catalog.connection, Path(self.config.data_dir),
                                      self.config.limits.min_free_disk_bytes, recover=lambda: self.ingestor.recover())
         self.snapshots = Snapshots(self.catalog.reads, self.catalog.versions, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
@@ -81,7 +81,8 @@ class Ragstream(PipelineFacade):
         self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog.documents, self.catalog.versions, self.store, self.embedder,
                                  self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable,
-                                 joined=lambda doc, record: self.collection_service.joined(doc, record))
+                                 joined=lambda doc, record: self.collection_service.joined(doc, record),
+                                 commit_lock=self.catalog.connection.commit_lock)
         self.collection_service = CollectionService(self.config.collections, self.catalog, self.store, self.ingestor, self._index_changed)
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)

@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,10 +97,12 @@ class Ingestor:
         on_change: Callable[[], None] = lambda: None,
         before_write: Callable[[], None] = lambda: None,
         joined: Callable[[LoadedDocument, DocumentRecord | None], LoadedDocument] = lambda doc, record: doc,
+        commit_lock: AbstractContextManager[Any] | None = None,
     ) -> None:
         """``before_write`` runs before every write, before any file is read or embedded: it raises to refuse the
         write (an index on a full disk) or makes the index writable again. ``joined(doc, live record)`` names every
-        collection a new version belongs to, under the commit lock (docs/collections.md)."""
+        collection a new version belongs to, under the commit lock (docs/collections.md). ``commit_lock`` is the
+        catalog's (one writer at a time among every process sharing it; default: a lock of this process)."""
         self._config = config
         self._documents = documents
         self._versions = versions
@@ -110,8 +113,9 @@ class Ingestor:
         self._before_write = before_write
         self._joined = joined
         self._data_dir = Path(config.data_dir)
-        self.commit_lock = threading.RLock()
-        """Serialises the short write phase of every operation (a batch's switch, a delete, recovery)."""
+        self.commit_lock: AbstractContextManager[Any] = commit_lock if commit_lock is not None else threading.RLock()
+        """Serialises the short write phase of every operation (a batch's switch, a delete, recovery), across
+        processes when the catalog is shared (PostgreSQL)."""
 
     # -- public operations ---------------------------------------------------------------------
 
@@ -358,7 +362,7 @@ class Ingestor:
             return
         ensure_free_space([self._data_dir], _write_bytes(texts) + vectors.nbytes, minimum)
         with self.commit_lock:
-            kept = self._still_current(batch, report, progress)
+            kept = self._still_current(batch, fingerprint, report, progress)
             try:
                 if kept:
                     self._commit(kept, vectors, fingerprint, report, progress)
@@ -366,11 +370,12 @@ class Ingestor:
                 for pending, _ in kept:
                     _fail(report, pending.doc.source, error, progress)
 
-    def _still_current(self, batch: list[_Pending], report: IngestReport,
+    def _still_current(self, batch: list[_Pending], fingerprint: str, report: IngestReport,
                        progress: ProgressCallback | None) -> list[tuple[_Pending, slice]]:
         """The batch's documents with their vectors' slice, re-checked against the live catalog under the lock:
         a document another writer changed meanwhile keeps that writer's version when this run re-embeds stored
-        text (reindex), else this version replaces it (last writer wins)."""
+        text (reindex) or when that version is this very file (another process ingested it meanwhile: skipped as
+        unchanged), else this version replaces it (last writer wins)."""
         live = self._documents.live_generations()
         kept: list[tuple[_Pending, slice]] = []
         offset = 0
@@ -379,7 +384,7 @@ class Ingestor:
             offset += len(pending.pieces)
             current = live.get(pending.doc.document_id)
             if current != pending.old_generation:
-                if pending.from_store:
+                if pending.from_store or (current is not None and self._same_version(pending.doc, fingerprint)):
                     report.documents_skipped += 1
                     if progress:
                         progress("skipped", pending.doc.source)
@@ -387,6 +392,12 @@ class Ingestor:
                 pending.old_generation = current
             kept.append((pending, rows))
         return kept
+
+    def _same_version(self, doc: LoadedDocument, fingerprint: str) -> bool:
+        """The live version of ``doc``'s id is this very content, indexed with these settings, for the same owner."""
+        live = self._documents.get(doc.document_id)
+        return (live is not None and live.checksum == doc.checksum and live.fingerprint == fingerprint
+                and live.owner == doc.owner)
 
     def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
                 report: IngestReport, progress: ProgressCallback | None) -> None:

@@ -58,6 +58,10 @@ class StoreConfig(ConfigSection):
         "its version gone (never a mix of two).")
     connect_timeout_seconds: float = Field(
         10.0, gt=0, description="How long (seconds) the postgres backend waits for a connection before a 503.")
+    commit_lock_timeout_seconds: float = Field(
+        120.0, gt=0, description="postgres: how long (seconds) a writer waits for the index's commit lock, which every "
+        "process writing to the database takes for the bounded write and switch of one batch (docs/scaling.md), before "
+        "a 503 (vector_db_unavailable).")
     hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
     hnsw_ef_construction: int = Field(64, ge=4, description="postgres: HNSW build beam (pgvector `ef_construction`).")
     hnsw_build_memory_mb: int = Field(

@@ -447,6 +447,11 @@ class CatalogConnection(Protocol):
     """The database one backend's roles share (thread-safe)."""
 
     @property
+    def commit_lock(self) -> AbstractContextManager[Any]:
+        """The reentrant lock of every writer's short switch: one writer at a time among all threads and processes."""
+        ...
+
+    @property
     def read_only(self) -> bool:
         """Opened for reading only (a local catalog on a full disk); writes raise InsufficientStorageError."""
         ...

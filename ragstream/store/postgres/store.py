@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS bm25_terms (
 """
 _COLLECTIONS_MARK = "chunk_collections"
 """Set once the chunks of a database from before collections were put in the default collection."""
+_HNSW_VALID = ("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+               "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace")
+"""Whether the HNSW index is built (true), being built or left unfinished by a killed build (false), or absent."""
+_HNSW_BUILDER = "ragstream.hnsw_build"
+"""The advisory lock a process holds while it builds the HNSW index: one builder among all processes."""
 _COLUMNS = "chunk_id, document_id, generation, chunk_index, text, payload, embedding, bm25, terms, length, bm25_avgdl"
 _BUMP = ("INSERT INTO counters(name, value) VALUES (%s, %s), (%s, %s) "
          "ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING name, value")
@@ -151,21 +156,33 @@ class PostgresStore:
         chunk length drifted; whether anything was done."""
         with self._db.read() as conn:
             points = _scalar(conn, "SELECT count(*) FROM chunks")
-            indexed = _scalar(conn, "SELECT count(*) FROM pg_indexes WHERE indexname = %s", (HNSW_INDEX,)) > 0
+            valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
         built = False
-        if points >= self._config.optimize_min_points and not indexed:
-            self.build_ann_index()
-            built = True
+        if points >= self._config.optimize_min_points and not (valid and valid[0]):
+            built = self.build_ann_index()
         return self.reweigh() > 0 or built
 
-    def build_ann_index(self) -> None:
-        """Create the HNSW index on the dense vectors (concurrently: writers are not blocked)."""
+    def build_ann_index(self) -> bool:
+        """Create the HNSW index on the dense vectors (concurrently: writers are not blocked); whether this call
+        built it. One process builds at a time (others return at once); an unfinished index left by a build that
+        was killed or cancelled (PostgreSQL keeps it, invalid, never used by queries) is dropped and built again."""
         with self._db.pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
-            conn.execute(f"SET maintenance_work_mem = '{int(self._config.hnsw_build_memory_mb)}MB'")
-            conn.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {HNSW_INDEX} ON chunks USING hnsw "
-                         f"(embedding vector_cosine_ops) WITH (m = {int(self._config.hnsw_m)}, "
-                         f"ef_construction = {int(self._config.hnsw_ef_construction)})")
-            conn.execute("RESET maintenance_work_mem")
+            if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (_HNSW_BUILDER,)).fetchone()[0]:  # type: ignore[index]
+                return False
+            try:
+                valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
+                if valid and valid[0]:
+                    return False
+                if valid:
+                    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {HNSW_INDEX}")
+                conn.execute(f"SET maintenance_work_mem = '{int(self._config.hnsw_build_memory_mb)}MB'")
+                conn.execute(f"CREATE INDEX CONCURRENTLY {HNSW_INDEX} ON chunks USING hnsw "
+                             f"(embedding vector_cosine_ops) WITH (m = {int(self._config.hnsw_m)}, "
+                             f"ef_construction = {int(self._config.hnsw_ef_construction)})")
+                return True
+            finally:
+                conn.execute("RESET maintenance_work_mem")
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (_HNSW_BUILDER,))
 
     def reweigh(self) -> int:
         """Recompute the BM25 weights of chunks weighed with an average length more than
@@ -272,7 +289,8 @@ class PostgresStore:
     def info(self) -> Mapping[str, Any]:
         with self._db.read() as conn:
             points = _scalar(conn, "SELECT count(*) FROM chunks")
-            indexed = _scalar(conn, "SELECT count(*) FROM pg_indexes WHERE indexname = %s", (HNSW_INDEX,)) > 0
+            valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
+            indexed = bool(valid and valid[0])
             size = _scalar(conn, "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('bm25_terms')")
         return {"backend": "postgres", "points": points, "hnsw_index": indexed,
                 "hnsw_ef_search": self._config.hnsw_ef_search, "disk_bytes": size}

@@ -43,6 +43,8 @@ class SqliteConnection:
             logger.warning("catalog opened read-only (%s): searches work, writes fail until there is room", error)
         self.lock = threading.RLock()
         self._read_depth = 0
+        self.commit_lock = threading.RLock()
+        """Writers' switches, one at a time (one process holds a SQLite catalog: a thread lock is enough)."""
 
     def reopen_writable(self, min_free_bytes: int) -> None:
         """Opened read-only (a full disk): open the database for writing now, between two transactions, once

@@ -29,7 +29,10 @@ class PostgresEmbeddingCache(PostgresRole):
 
     def cache_vectors(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Store vectors by chunk-content hash."""
-        rows = [(model_id, content_hash, np.asarray(vector, dtype=np.float32).tobytes()) for content_hash, vector in items]
+        # one row per hash, in key order: two processes caching overlapping batches lock rows in one order (no deadlock)
+        unique = dict(items)
+        rows = [(model_id, content_hash, np.asarray(unique[content_hash], dtype=np.float32).tobytes())
+                for content_hash in sorted(unique)]
         if not rows:
             return
         with self._db.write() as conn, conn.cursor() as cursor:

@@ -12,6 +12,7 @@ import psycopg
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError
 from ragstream.store.postgres.catalog.schema import SCHEMA
+from ragstream.store.postgres.commit_lock import CommitLock
 from ragstream.store.postgres.connection import Database
 
 CLOCK = "extract(epoch FROM clock_timestamp())"
@@ -32,6 +33,8 @@ class PostgresCatalogConnection:
         self.db = Database(config, SCHEMA)
         """The pool the roles (and the postgres vector store beside them) run their transactions on."""
         self.reader_lease_seconds = config.reader_lease_seconds
+        self.commit_lock = CommitLock(config)
+        """Writers' switches, one at a time across every process sharing the database (commit_lock.py)."""
         # Several processes share the database: each writer marks its intents with an owner key whose
         # advisory lock it holds on a connection of its own while it lives, so recovery on another
         # process replays only the intents of writers that died (their lock is free), never a write in flight.
@@ -52,6 +55,7 @@ class PostgresCatalogConnection:
         with contextlib.suppress(psycopg.Error):  # what is left of our intents is recovery's now
             self._owner_conn.execute("SELECT pg_advisory_unlock(%s)", (self.owner,))  # at once, not when the server
         self._owner_conn.close()                                                       # notices the closed socket
+        self.commit_lock.close()
         self.db.close()
 
 
