@@ -140,21 +140,22 @@ class CollectionService:
         record = self._managed(name, user, admin)
         if record.collection_id == DEFAULT_COLLECTION_ID:
             raise InvalidCollectionError("the default collection cannot be deleted")
-        members = self._registry.document_ids(record.collection_id)
-        if members and not delete_documents:
-            raise CollectionNotEmptyError(f"collection {name!r} holds {len(members)} document(s): move them to "
-                                          "another collection, or delete it with the documents that are only in it")
-        deleted: list[DocumentRecord] = []
-        if members:
-            only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
-            records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
-                       if r.document_id in only_here]
-            deleted = self._ingestor.delete_many(records)
-            # members read before only_here: a document an ingest commits meanwhile is either only here (deleted)
-            # or in neither list (the registry's delete then refuses, 409), never taken for one in another collection
-            shared = [document_id for document_id in members if document_id not in only_here]
-            self._move(lambda: self._registry.remove_documents(record.collection_id, shared))
-        self._registry.delete(record.collection_id)
+        with self._ingestor.commit_lock:  # one step for every writer, in this process and others sharing the index
+            members = self._registry.document_ids(record.collection_id)
+            if members and not delete_documents:
+                raise CollectionNotEmptyError(f"collection {name!r} holds {len(members)} document(s): move them to "
+                                              "another collection, or delete it with the documents that are only in it")
+            deleted: list[DocumentRecord] = []
+            if members:
+                only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
+                records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
+                           if r.document_id in only_here]
+                deleted = self._ingestor.delete_many(records)
+                # under the commit lock no ingest commits between these steps: its next commit finds the collection
+                # gone (collection_not_found), so a delete does not starve behind a running ingest
+                shared = [document_id for document_id in members if document_id not in only_here]
+                self._move(lambda: self._registry.remove_documents(record.collection_id, shared))
+            self._registry.delete(record.collection_id)
         self._on_change()
         return deleted
 
