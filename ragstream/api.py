@@ -77,7 +77,8 @@ class Ragstream(PipelineFacade):
                                      self.config.limits.min_free_disk_bytes, recover=lambda: self.ingestor.recover())
         self.snapshots = Snapshots(self.catalog.reads, self.catalog.versions, self.store)
         self.retrieval_cache = RetrievalCache(self.config.answer.cache)
-        self.feedback = AnswerFeedback(self.catalog.feedback, self.config.answer.feedback)  # ratings, citation opens
+        self.feedback = AnswerFeedback(self.catalog.feedback, self.config.answer.feedback,  # ratings, citation opens
+                                       lambda: {c.collection_id: c.name for c in self.catalog.collections.list()})
         self._changed = False
         self.ingestor = Ingestor(self.config, self.catalog.documents, self.catalog.versions, self.store, self.embedder,
                                  self.snapshots, on_change=self._index_changed, before_write=self.ensure_writable,

@@ -14,6 +14,7 @@ from ragstream.models import CollectionRecord, DocumentRecord, QuestionScope
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, StreamEvent
+    from ragstream.feedback import AnswerFeedback
     from ragstream.pipeline.super_prompt import SuperPrompt
 
 Scope = Sequence[str] | QuestionScope | None
@@ -25,6 +26,7 @@ class CollectionsFacade:
     """Collections: create, list, show, edit and delete them; put documents in them and take them out."""
 
     collection_service: CollectionService
+    feedback: AnswerFeedback
 
     def create_collection(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
                           readers: Sequence[str] = (), editors: Sequence[str] = (),
@@ -113,7 +115,12 @@ class CollectionsFacade:
         ids = [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources]
         if not ids:  # nothing to label (an answer without retrieval: the catalog may be down)
             return answer
-        labels = self.collection_service.labels(ids, scope() if callable(scope) else scope, user)
+        found = scope() if callable(scope) else scope
+        labels = self.collection_service.labels(ids, found, user)
+        message_id = answer.metadata.get("message_id")
+        if message_id:  # the collections it drew on, as they are now: its rating counts for them (docs/feedback.md)
+            self.feedback.record_collections(str(message_id), self.collection_service.drawn_on(
+                [c.document_id for c in answer.citations if c.document_id and c.matched], found))
         return answer.model_copy(update={
             "citations": [c.model_copy(update={"collections": labels.get(c.document_id or "", [])}) for c in answer.citations],
             "sources": [s.model_copy(update={"collections": labels.get(s.document_id, [])}) for s in answer.sources]})

@@ -101,6 +101,16 @@ class CollectionService:
         return {document_id: sorted(names[c] for c in members if c in allowed and c in names)
                 for document_id, members in self._registry.memberships(ids).items()}
 
+    def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
+        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
+        within ``scope`` when it limits the collections (the answer's feedback keeps them, docs/feedback.md)."""
+        ids = list(dict.fromkeys(document_ids))
+        if not ids:
+            return []
+        allowed = scope.collections if scope is not None else None
+        return sorted({c for members in self._registry.memberships(ids).values() for c in members
+                       if allowed is None or c in allowed})
+
     # -- collections -------------------------------------------------------------------------
 
     def create(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ragstream import metrics
 from ragstream.config.feedback import FeedbackConfig
-from ragstream.errors import InsufficientStorageError, InvalidFeedbackError, MessageNotFoundError
-from ragstream.store.catalog_base import Feedback
+from ragstream.errors import InsufficientStorageError, InvalidFeedbackError, MessageNotFoundError, VectorDBUnavailableError
+from ragstream.store.catalog_feedback import CollectionFeedback, Feedback
 
 logger = logging.getLogger("ragstream.feedback")
 
@@ -48,6 +49,21 @@ class DaySummary(BaseModel):
     citation_opens: int
 
 
+class CollectionSummary(BaseModel):
+    """One collection's answers (those that cited a document of it when given) and what their askers did with them."""
+
+    collection_id: str
+    name: str | None = Field(description="The collection's name now (None: the collection was deleted since).")
+    answers: int
+    rated: int
+    helpful: int
+    not_helpful: int
+    helpful_rate: float | None = Field(description="Helpful ratings over ratings (None: no rating).")
+    rated_rate: float = Field(description="Rated answers over answers.")
+    citation_open_rate: float = Field(description="Answers with at least one citation opened, over answers.")
+    citation_opens: int
+
+
 class WorstQuestion(BaseModel):
     """A question rated not helpful, with its answers and ratings."""
 
@@ -62,6 +78,8 @@ class FeedbackSummary(BaseModel):
 
     since: str
     days: list[DaySummary]
+    collections: list[CollectionSummary] = Field(description="Per collection an answer drew on (in name order; "
+                                                 "an answer citing two collections counts in both).")
     worst_questions: list[WorstQuestion]
     answers: int
     helpful_rate: float | None
@@ -71,9 +89,11 @@ class FeedbackSummary(BaseModel):
 class AnswerFeedback:
     """Keeps answers for rating, takes ratings and citation opens from their askers, summarises them."""
 
-    def __init__(self, feedback: Feedback, config: FeedbackConfig) -> None:
+    def __init__(self, feedback: Feedback, config: FeedbackConfig,
+                 collection_names: Callable[[], dict[str, str]] = dict) -> None:
         self._feedback = feedback
         self._config = config
+        self._collection_names = collection_names  # collection id -> its name now, for the summary
 
     def record_answer(self, message_id: str, owner: str | None, question: str) -> None:
         """Keep an answer given to ``owner`` so its asker can rate it; on a full disk it is logged, not kept."""
@@ -83,6 +103,16 @@ class AnswerFeedback:
             logger.warning("answer not kept for feedback: %s", error.message)
             return
         metrics.record_answer_given()
+
+    def record_collections(self, message_id: str, collection_ids: Sequence[str]) -> None:
+        """Keep the collections (ids) the answer ``message_id`` drew on, as they were when it was given (a document
+        moved later does not move its past answers); on a full disk or a catalog down it is logged, not kept."""
+        if not collection_ids:
+            return
+        try:
+            self._feedback.record_answer_collections(message_id, sorted(set(collection_ids)))
+        except (InsufficientStorageError, VectorDBUnavailableError) as error:  # the answer is still served
+            logger.warning("answer's collections not kept for feedback: %s", error.message)
 
     def rate(self, message_id: str, rating: str, comment: str = "", *, user: str | None = None) -> Rated:
         """``user``'s rating of their answer ``message_id`` (a later one replaces it).
@@ -126,11 +156,23 @@ class AnswerFeedback:
                              rated_rate=_share(row.rated, row.answers) or 0.0,
                              citation_open_rate=_share(row.answers_with_citation_opens, row.answers) or 0.0,
                              citation_opens=row.citation_opens) for row in rows],
+            collections=self._by_collection(self._feedback.feedback_by_collection(since)),
             worst_questions=[WorstQuestion(**row._asdict()) for row in self._feedback.worst_questions(since, worst)],
             answers=answers,
             helpful_rate=_share(sum(row.helpful for row in rows), rated),
             citation_open_rate=_share(sum(row.answers_with_citation_opens for row in rows), answers) or 0.0,
         )
+
+
+    def _by_collection(self, rows: list[CollectionFeedback]) -> list[CollectionSummary]:
+        names = self._collection_names() if rows else {}
+        summaries = [CollectionSummary(collection_id=row.collection_id, name=names.get(row.collection_id),
+                                       answers=row.answers, rated=row.rated, helpful=row.helpful,
+                                       not_helpful=row.not_helpful, helpful_rate=_share(row.helpful, row.rated),
+                                       rated_rate=_share(row.rated, row.answers) or 0.0,
+                                       citation_open_rate=_share(row.answers_with_citation_opens, row.answers) or 0.0,
+                                       citation_opens=row.citation_opens) for row in rows]
+        return sorted(summaries, key=lambda summary: (summary.name is None, summary.name or "", summary.collection_id))
 
 
 def _share(part: int, whole: int) -> float | None:

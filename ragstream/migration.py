@@ -35,7 +35,7 @@ from ragstream.config import MigrateConfig, RagstreamConfig
 from ragstream.errors import RagstreamError
 from ragstream.models import Chunk, DocumentRecord
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import Catalog, DocumentRegistry, DocumentVersion, TurnRow
+from ragstream.store.catalog_base import Catalog, DocumentRegistry, DocumentVersion, FeedbackRow, TurnRow
 
 MigrationProgress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while copying (stage: documents, embeddings, conversations)."""
@@ -77,6 +77,7 @@ class MigrationReport:
     chunks_copied: int = 0
     embeddings_copied: int = 0
     turns_copied: int = 0
+    feedback_copied: int = 0
     checks: list[Check] = field(default_factory=list)
     vectors_compared: int = 0
     max_vector_difference: float = 0.0
@@ -155,6 +156,7 @@ class Migration:
         self._copy_roots()
         report.embeddings_copied = self._copy_embeddings()
         report.turns_copied = self._copy_turns()
+        report.feedback_copied = self._copy_feedback()
         self.verify(records, report)
         if report.ok:
             self._target.catalog.settings.set_setting(IN_PROGRESS, 0)
@@ -267,6 +269,15 @@ class Migration:
             self._progress("conversations", copied, 0)
         return copied
 
+    def _copy_feedback(self) -> int:
+        """Every answer given, with its rating, citation opens and the collections it drew on (docs/feedback.md)."""
+        copied = 0
+        for page in _pages(self._source.catalog.feedback.feedback_rows, self._config.page_rows, key=_turn_key):
+            self._target.catalog.feedback.import_feedback(page)
+            copied += len(page)
+            self._progress("feedback", copied, 0)
+        return copied
+
     # -- verifying -------------------------------------------------------------------------------
 
     def verify(self, records: Sequence[DocumentRecord], report: MigrationReport) -> None:
@@ -281,6 +292,8 @@ class Migration:
                    _rows_digest(target.catalog.migration.embedding_rows, self._config.page_rows)),
             _check("conversation turns", _rows_digest(source.catalog.migration.turn_rows, self._config.page_rows, _turn_key),
                    _rows_digest(target.catalog.migration.turn_rows, self._config.page_rows, _turn_key)),
+            _check("answer feedback", _rows_digest(source.catalog.feedback.feedback_rows, self._config.page_rows, _turn_key),
+                   _rows_digest(target.catalog.feedback.feedback_rows, self._config.page_rows, _turn_key)),
         ]
         report.vector_tolerance = self._config.vector_tolerance
 
@@ -332,7 +345,7 @@ def _digest_points(digest: Any, points: Sequence[tuple[Chunk, np.ndarray]]) -> i
     return len(points)
 
 
-def _turn_key(row: TurnRow) -> str:
+def _turn_key(row: TurnRow | FeedbackRow) -> str:
     return row.message_id
 
 

@@ -37,7 +37,8 @@ def migrate(
             fail(error)
     console.print(f"copied {report.documents_copied} documents ({report.chunks_copied} chunks), "
                   f"{report.documents_already_there} already in the target, {report.documents_removed} removed; "
-                  f"{report.embeddings_copied} cached embeddings, {report.turns_copied} conversation turns")
+                  f"{report.embeddings_copied} cached embeddings, {report.turns_copied} conversation turns, "
+                  f"{report.feedback_copied} answers with their feedback")
     from rich.table import Table
 
     table = Table("part", "source", "target", "source sha256", "target sha256", "ok")

@@ -19,7 +19,8 @@ def summary(
     data_dir: DataDirOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Answers, the helpful rate and the citation-opening rate per day, and the questions rated not helpful most."""
+    """Answers, the helpful rate and the citation-opening rate per day and per collection, and the questions rated
+    not helpful most."""
     rs = open_index(config, data_dir, must_exist=True)
     try:
         report = rs.feedback.summary(days, worst)
@@ -35,6 +36,10 @@ def summary(
     for day in report.days:
         console.print(f"  {day.day}  {day.answers:5d} answers  {day.rated:4d} rated  helpful {_rate(day.helpful_rate):>6}  "
                       f"citations opened {_rate(day.citation_open_rate):>6}")
+    for collection in report.collections:  # an answer counts for each collection its cited documents were in
+        name = escape(collection.name) if collection.name is not None else f"(deleted {collection.collection_id})"
+        console.print(f"  collection {name}: {collection.answers} answers  {collection.rated} rated  "
+                      f"helpful {_rate(collection.helpful_rate)}  citations opened {_rate(collection.citation_open_rate)}")
     for question in report.worst_questions:
         console.print(f"  not helpful {question.not_helpful}x, helpful {question.helpful}x: {escape(question.question)}")
 

@@ -13,6 +13,7 @@ document is live, split by who uses what.
 | :class:`MigrationRows` | the cache and the turns in key order, for a copy | migration |
 | :class:`JobQueue` | background jobs and their workers' leases | the server's job runner |
 | :class:`CollectionRegistry` | collections, their access and which documents belong to each | the facade's collections |
+| :class:`Feedback` | every answer given, its rating, citation opens and collections (:mod:`~ragstream.store.catalog_feedback`) | the facade's feedback, migration |
 
 A backend implements each role in a module of its own over one shared
 :class:`CatalogConnection` (SQLite: :mod:`ragstream.store.sqlite_catalog`; PostgreSQL:
@@ -33,6 +34,13 @@ import numpy as np
 
 from ragstream.models import CollectionRecord, DocumentRecord, LoadedDocument
 from ragstream.store.base import Snapshot
+from ragstream.store.catalog_feedback import (  # noqa: F401  (re-exported: the Feedback role)
+    CollectionFeedback,
+    Feedback,
+    FeedbackDay,
+    FeedbackRow,
+    RatedQuestion,
+)
 
 JOB_COLUMNS = ("job_id", "kind", "state", "payload", "created_at", "updated_at")
 """The stored form of a background job (its progress and results are the JSON ``payload``)."""
@@ -279,52 +287,6 @@ class Conversations(Protocol):
 
     def conversation_turns(self, conversation_id: str, owner: str | None = None) -> list[dict[str, Any]]:
         """Every kept turn of ``owner``'s conversation, oldest first, with its message id and completeness."""
-        ...
-
-
-class FeedbackDay(NamedTuple):
-    """One day's answers (by the day they were given, UTC) and what their askers did with them."""
-
-    day: str
-    answers: int
-    rated: int
-    helpful: int
-    not_helpful: int
-    answers_with_citation_opens: int
-    citation_opens: int
-
-
-class RatedQuestion(NamedTuple):
-    """A question as asked (the same text counts once), its answers and their ratings."""
-
-    question: str
-    answers: int
-    helpful: int
-    not_helpful: int
-
-
-class Feedback(Protocol):
-    """Every answer's message id with its asker, and the asker's rating and citation opens of it."""
-
-    def record_answer(self, message_id: str, owner: str | None, question: str, answered_at: str) -> None:
-        """Keep ``message_id`` as ``owner``'s answer to ``question`` (again: no change)."""
-        ...
-
-    def rate_answer(self, message_id: str, owner: str | None, rating: str, comment: str, rated_at: str) -> bool:
-        """Set ``owner``'s rating (and comment) of the answer; a later rating replaces it. False when ``owner``
-        has no answer with that id (another user's counts as none)."""
-        ...
-
-    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
-        """Count one citation of ``owner``'s answer opened; False as :meth:`rate_answer`."""
-        ...
-
-    def feedback_days(self, since: str) -> list[FeedbackDay]:
-        """Per day from ``since`` (an ISO date) on, oldest first: answers, ratings and citation opens."""
-        ...
-
-    def worst_questions(self, since: str, limit: int) -> list[RatedQuestion]:
-        """At most ``limit`` questions rated not helpful at least once since ``since``, most not-helpful first."""
         ...
 
 

@@ -3,9 +3,10 @@ parameter; the PostgreSQL role writes it as ``%s``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ragstream.store.catalog_base import FeedbackDay, RatedQuestion
+from ragstream.store.catalog_feedback import CollectionFeedback, FeedbackDay, FeedbackRow, RatedQuestion
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS answer_feedback (
@@ -19,11 +20,20 @@ CREATE TABLE IF NOT EXISTS answer_feedback (
     citation_opens INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS answer_feedback_by_time ON answer_feedback(answered_at);
+CREATE TABLE IF NOT EXISTS answer_feedback_collections (
+    message_id TEXT NOT NULL,
+    collection_id TEXT NOT NULL,
+    PRIMARY KEY (message_id, collection_id)
+);
 """
-"""One row per answer given: its asker (``owner``), question, time, rating and citation opens."""
+"""One row per answer given: its asker (``owner``), question, time, rating and citation opens; and one row
+per collection an answer drew on (the collections its cited documents belonged to when it was given, so a
+document moved later leaves the answer's collections as they were)."""
 
 RECORD = ("INSERT INTO answer_feedback (message_id, owner, question, answered_at) VALUES (?, ?, ?, ?) "
           "ON CONFLICT (message_id) DO NOTHING")
+RECORD_COLLECTION = ("INSERT INTO answer_feedback_collections (message_id, collection_id) VALUES (?, ?) "
+                     "ON CONFLICT (message_id, collection_id) DO NOTHING")
 RATE = "UPDATE answer_feedback SET rating = ?, comment = ?, rated_at = ? WHERE message_id = ? AND owner = ?"
 OPEN = "UPDATE answer_feedback SET citation_opens = citation_opens + 1 WHERE message_id = ? AND owner = ?"
 _HELPFUL = "SUM(CASE WHEN rating = 'helpful' THEN 1 ELSE 0 END)"
@@ -31,6 +41,10 @@ _NOT_HELPFUL = "SUM(CASE WHEN rating = 'not_helpful' THEN 1 ELSE 0 END)"
 DAYS = (f"SELECT substr(answered_at, 1, 10) AS day, COUNT(*), COUNT(rating), {_HELPFUL}, {_NOT_HELPFUL}, "
         "SUM(CASE WHEN citation_opens > 0 THEN 1 ELSE 0 END), SUM(citation_opens) FROM answer_feedback "
         "WHERE answered_at >= ? GROUP BY substr(answered_at, 1, 10) ORDER BY day")
+BY_COLLECTION = (f"SELECT c.collection_id, COUNT(*), COUNT(f.rating), {_HELPFUL}, {_NOT_HELPFUL}, "
+                 "SUM(CASE WHEN f.citation_opens > 0 THEN 1 ELSE 0 END), SUM(f.citation_opens) "
+                 "FROM answer_feedback_collections c JOIN answer_feedback f ON f.message_id = c.message_id "
+                 "WHERE f.answered_at >= ? GROUP BY c.collection_id ORDER BY c.collection_id")
 WORST = (f"SELECT question, COUNT(*), {_HELPFUL}, {_NOT_HELPFUL} FROM answer_feedback WHERE answered_at >= ? "
          f"GROUP BY question HAVING {_NOT_HELPFUL} > 0 ORDER BY {_NOT_HELPFUL} DESC, {_HELPFUL} ASC, question LIMIT ?")
 
@@ -43,3 +57,36 @@ def day(row: tuple[Any, ...]) -> FeedbackDay:
 def rated_question(row: tuple[Any, ...]) -> RatedQuestion:
     """A :data:`WORST` row."""
     return RatedQuestion(str(row[0]), *(int(value or 0) for value in row[1:]))
+
+
+def by_collection(row: tuple[Any, ...]) -> CollectionFeedback:
+    """A :data:`BY_COLLECTION` row."""
+    return CollectionFeedback(str(row[0]), *(int(value or 0) for value in row[1:]))
+
+
+ROWS = ("SELECT message_id, owner, question, answered_at, rating, comment, rated_at, citation_opens "
+        "FROM answer_feedback WHERE message_id {collate} > ? ORDER BY message_id {collate} LIMIT ?")
+"""An answer's rows after a message id in byte order (``{collate}``: PostgreSQL's ``COLLATE "C"``, SQLite's nothing)."""
+ROW_COLLECTIONS = ("SELECT message_id, collection_id FROM answer_feedback_collections WHERE message_id IN ({marks}) "
+                   "ORDER BY message_id, collection_id")
+IMPORT = ("INSERT INTO answer_feedback (message_id, owner, question, answered_at, rating, comment, rated_at, "
+          "citation_opens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET "
+          "owner = excluded.owner, question = excluded.question, answered_at = excluded.answered_at, "
+          "rating = excluded.rating, comment = excluded.comment, rated_at = excluded.rated_at, "
+          "citation_opens = excluded.citation_opens")
+FORGET_COLLECTIONS = "DELETE FROM answer_feedback_collections WHERE message_id = ?"
+
+
+def feedback_rows(rows: list[tuple[Any, ...]], memberships: list[tuple[Any, ...]]) -> list[FeedbackRow]:
+    """:data:`ROWS` rows with their :data:`ROW_COLLECTIONS`."""
+    collections: dict[str, list[str]] = {}
+    for message_id, collection_id in memberships:
+        collections.setdefault(str(message_id), []).append(str(collection_id))
+    return [FeedbackRow(str(row[0]), str(row[1]), str(row[2]), str(row[3]), row[4], row[5], row[6], int(row[7] or 0),
+                        tuple(sorted(collections.get(str(row[0]), [])))) for row in rows]
+
+
+def import_params(rows: Sequence[FeedbackRow]) -> tuple[list[tuple[Any, ...]], list[tuple[str]], list[tuple[str, str]]]:
+    """The parameters of :data:`IMPORT`, :data:`FORGET_COLLECTIONS` and :data:`RECORD_COLLECTION` for ``rows``."""
+    return ([tuple(row[:8]) for row in rows], [(row.message_id,) for row in rows],
+            [(row.message_id, collection_id) for row in rows for collection_id in row.collections])

@@ -4,7 +4,7 @@ summary gives rates per day and the worst-rated questions."""
 
 from __future__ import annotations
 
-from ragstream.store.catalog_base import Catalog, FeedbackDay, RatedQuestion
+from ragstream.store.catalog_base import Catalog, CollectionFeedback, FeedbackDay, FeedbackRow, RatedQuestion
 
 
 def test_an_answer_is_rated_and_its_citations_counted_by_its_asker_only(catalog: Catalog):
@@ -52,3 +52,42 @@ def test_the_summary_counts_per_day_and_ranks_the_worst_questions(catalog: Catal
     assert [q.question for q in feedback.worst_questions("2026-01-01", 10)] == [
         "slow download", "ancient", "proxy login"]  # a tie goes by the question's text
     assert feedback.feedback_days("2027-01-01") == [] and feedback.worst_questions("2027-01-01", 5) == []
+
+
+def test_answers_count_in_each_collection_they_drew_on(catalog: Catalog):
+    feedback = catalog.feedback
+    for message_id, rating, opens, collections in [("a", "helpful", 1, ["hr"]), ("b", "not_helpful", 0, ["hr", "product"]),
+                                                   ("c", None, 2, ["product"]), ("d", "helpful", 0, [])]:
+        feedback.record_answer(message_id, "u", f"question {message_id}", "2026-03-01T10:00:00+00:00")
+        feedback.record_answer_collections(message_id, collections)
+        feedback.record_answer_collections(message_id, collections)  # again: no change
+        if rating:
+            assert feedback.rate_answer(message_id, "u", rating, "", "t")
+        for _ in range(opens):
+            assert feedback.record_citation_open(message_id, "u")
+    feedback.record_answer("old", "u", "q", "2026-01-01T10:00:00+00:00")
+    feedback.record_answer_collections("old", ["hr"])
+    assert feedback.feedback_by_collection("2026-02-01") == [CollectionFeedback("hr", 2, 2, 1, 1, 1, 1),
+                                                             CollectionFeedback("product", 2, 1, 0, 1, 1, 2)]
+    assert feedback.feedback_by_collection("2025-01-01")[0] == CollectionFeedback("hr", 3, 2, 1, 1, 1, 1)
+    assert feedback.feedback_by_collection("2027-01-01") == []
+
+
+def test_feedback_rows_page_in_byte_order_and_import_exactly(catalog: Catalog):
+    feedback = catalog.feedback
+    for message_id in ("b", "a", "C", "c"):  # byte order: C < a < b < c on every backend
+        feedback.record_answer(message_id, "u" if message_id != "a" else None, f"q {message_id}", "2026-03-01T10:00:00+00:00")
+    feedback.record_answer_collections("b", ["z", "hr"])
+    assert feedback.rate_answer("b", "u", "not_helpful", "wrong page", "2026-03-01T11:00:00+00:00")
+    assert feedback.record_citation_open("b", "u")
+    first = feedback.feedback_rows(None, 2)
+    assert [row.message_id for row in first] == ["C", "a"] and first[1].owner == ""
+    rest = feedback.feedback_rows("a", 10)
+    assert rest[0] == FeedbackRow("b", "u", "q b", "2026-03-01T10:00:00+00:00", "not_helpful", "wrong page",
+                                  "2026-03-01T11:00:00+00:00", 1, ("hr", "z"))
+    assert [row.message_id for row in rest] == ["b", "c"] and feedback.feedback_rows("c", 10) == []
+    moved = rest[0]._replace(rating="helpful", collections=("product",))
+    feedback.import_feedback([moved, FeedbackRow("new", "v", "q", "2026-03-02T10:00:00+00:00", None, None, None, 0, ())])
+    assert feedback.feedback_rows("a", 1) == [moved]  # replaced, its collections too
+    assert feedback.rate_answer("new", "v", "helpful", "", "t")  # an imported answer is its asker's to rate
+    feedback.import_feedback([])

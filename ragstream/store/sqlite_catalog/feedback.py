@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ragstream.store import feedback_sql as sql
-from ragstream.store.catalog_base import FeedbackDay, RatedQuestion
+from collections.abc import Sequence
+
+from ragstream.store.catalog_feedback import CollectionFeedback, FeedbackDay, FeedbackRow, RatedQuestion
 from ragstream.store.catalog_sql import NO_OWNER
 from ragstream.store.sqlite_catalog.connection import SqliteRole
 
@@ -15,6 +17,11 @@ class SqliteFeedback(SqliteRole):
         """Keep ``message_id`` as ``owner``'s answer to ``question`` (again: no change)."""
         with self._connection.transaction() as db:
             db.execute(sql.RECORD, (message_id, owner or NO_OWNER, question, answered_at))
+
+    def record_answer_collections(self, message_id: str, collection_ids: Sequence[str]) -> None:
+        """Note the collections (ids) the answer ``message_id`` drew on (again: no change)."""
+        with self._connection.transaction() as db:
+            db.executemany(sql.RECORD_COLLECTION, [(message_id, collection_id) for collection_id in collection_ids])
 
     def rate_answer(self, message_id: str, owner: str | None, rating: str, comment: str, rated_at: str) -> bool:
         """Set ``owner``'s rating of the answer; False when ``owner`` has no answer with that id."""
@@ -31,8 +38,31 @@ class SqliteFeedback(SqliteRole):
         with self._connection.lock:
             return [sql.day(row) for row in self._connection.db.execute(sql.DAYS, (since,)).fetchall()]
 
+    def feedback_by_collection(self, since: str) -> list[CollectionFeedback]:
+        """Per collection, the answers from ``since`` on that drew on it: ratings and citation opens."""
+        with self._connection.lock:
+            return [sql.by_collection(row) for row in self._connection.db.execute(sql.BY_COLLECTION, (since,)).fetchall()]
+
     def worst_questions(self, since: str, limit: int) -> list[RatedQuestion]:
         """At most ``limit`` questions rated not helpful since ``since``, most not-helpful first."""
         with self._connection.lock:
             rows = self._connection.db.execute(sql.WORST, (since, max(limit, 0))).fetchall()
         return [sql.rated_question(row) for row in rows]
+
+    def feedback_rows(self, after: str | None, limit: int) -> list[FeedbackRow]:
+        """Up to ``limit`` answers' rows in message-id order, after the message id ``after``."""
+        with self._connection.lock:
+            db = self._connection.db
+            rows = db.execute(sql.ROWS.format(collate=""), (after or "", limit)).fetchall()
+            ids = [row[0] for row in rows]
+            memberships = db.execute(sql.ROW_COLLECTIONS.format(marks=", ".join("?" * len(ids))), ids).fetchall() \
+                if ids else []
+        return sql.feedback_rows(rows, memberships)
+
+    def import_feedback(self, rows: Sequence[FeedbackRow]) -> None:
+        """Store answers' rows exactly as given (an existing message id is replaced, its collections too)."""
+        answers, forget, collections = sql.import_params(rows)
+        with self._connection.transaction() as db:
+            db.executemany(sql.IMPORT, answers)
+            db.executemany(sql.FORGET_COLLECTIONS, forget)
+            db.executemany(sql.RECORD_COLLECTION, collections)

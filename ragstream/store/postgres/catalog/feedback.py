@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ragstream.store import feedback_sql as sql
-from ragstream.store.catalog_base import FeedbackDay, RatedQuestion
+from collections.abc import Sequence
+
+from ragstream.store.catalog_feedback import CollectionFeedback, FeedbackDay, FeedbackRow, RatedQuestion
 from ragstream.store.catalog_sql import NO_OWNER
 from ragstream.store.postgres.catalog.connection import PostgresRole
 
@@ -20,6 +22,13 @@ class PostgresFeedback(PostgresRole):
         with self._db.write() as conn:
             conn.execute(_pg(sql.RECORD), (message_id, owner or NO_OWNER, question, answered_at))
 
+    def record_answer_collections(self, message_id: str, collection_ids: Sequence[str]) -> None:
+        """Note the collections (ids) the answer ``message_id`` drew on (again: no change)."""
+        if not collection_ids:
+            return
+        with self._db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany(_pg(sql.RECORD_COLLECTION), [(message_id, collection_id) for collection_id in collection_ids])
+
     def rate_answer(self, message_id: str, owner: str | None, rating: str, comment: str, rated_at: str) -> bool:
         """Set ``owner``'s rating of the answer; False when ``owner`` has no answer with that id."""
         with self._db.write() as conn:
@@ -35,8 +44,33 @@ class PostgresFeedback(PostgresRole):
         with self._db.read() as conn:
             return [sql.day(row) for row in conn.execute(_pg(sql.DAYS), (since,)).fetchall()]
 
+    def feedback_by_collection(self, since: str) -> list[CollectionFeedback]:
+        """Per collection, the answers from ``since`` on that drew on it: ratings and citation opens."""
+        with self._db.read() as conn:
+            return [sql.by_collection(row) for row in conn.execute(_pg(sql.BY_COLLECTION), (since,)).fetchall()]
+
     def worst_questions(self, since: str, limit: int) -> list[RatedQuestion]:
         """At most ``limit`` questions rated not helpful since ``since``, most not-helpful first."""
         with self._db.read() as conn:
             rows = conn.execute(_pg(sql.WORST), (since, max(limit, 0))).fetchall()
         return [sql.rated_question(row) for row in rows]
+
+    def feedback_rows(self, after: str | None, limit: int) -> list[FeedbackRow]:
+        """Up to ``limit`` answers' rows in message-id order (byte order, as SQLite sorts), after ``after``."""
+        with self._db.read() as conn:
+            rows = conn.execute(_pg(sql.ROWS.format(collate='COLLATE "C"')), (after or "", limit)).fetchall()
+            ids = [row[0] for row in rows]
+            memberships = conn.execute(_pg(sql.ROW_COLLECTIONS.format(marks=", ".join("?" * len(ids)))), ids).fetchall() \
+                if ids else []
+        return sql.feedback_rows(rows, memberships)
+
+    def import_feedback(self, rows: Sequence[FeedbackRow]) -> None:
+        """Store answers' rows exactly as given (an existing message id is replaced, its collections too)."""
+        if not rows:
+            return
+        answers, forget, collections = sql.import_params(rows)
+        with self._db.write() as conn, conn.cursor() as cursor:
+            cursor.executemany(_pg(sql.IMPORT), answers)
+            cursor.executemany(_pg(sql.FORGET_COLLECTIONS), forget)
+            if collections:
+                cursor.executemany(_pg(sql.RECORD_COLLECTION), collections)
