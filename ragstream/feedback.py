@@ -10,8 +10,8 @@ rating and open.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field

@@ -110,7 +110,7 @@ def test_migrate_copies_every_answer_with_its_feedback_and_collections(tmp_path:
     assert _rates(expected) == {"hr": (2, 1, 0, 1.0), "product": (1, 0, 1, 0.0)}
     report = source.migrate(postgres_url)
     assert report.ok and report.feedback_copied == 3
-    assert [c for c in report.checks if c.name == "answer feedback"][0].target_count == 3
+    assert next(c for c in report.checks if c.name == "answer feedback").target_count == 3
     source.close()
     copy = Ragstream(load_config(data_dir=tmp_path / "pg", store={"backend": "postgres", "url": postgres_url},
                                  **FAST_DEFAULTS), embedder=hash_embedder)

@@ -13,7 +13,7 @@ document is live, split by who uses what.
 | :class:`MigrationRows` | the cache and the turns in key order, for a copy | migration |
 | :class:`JobQueue` | background jobs and their workers' leases | the server's job runner |
 | :class:`CollectionRegistry` | collections, their access and which documents belong to each | the facade's collections |
-| :class:`Feedback` | every answer given, its rating, citation opens and collections (:mod:`~ragstream.store.catalog_feedback`) | the facade's feedback, migration |
+| :class:`Feedback` | every answer given, its rating and collections (in ``catalog_feedback``) | feedback, migration |
 
 A backend implements each role in a module of its own over one shared
 :class:`CatalogConnection` (SQLite: :mod:`ragstream.store.sqlite_catalog`; PostgreSQL:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ragstream.store import feedback_sql as sql
 from collections.abc import Sequence
 
+from ragstream.store import feedback_sql as sql
 from ragstream.store.catalog_feedback import CollectionFeedback, FeedbackDay, FeedbackRow, RatedQuestion
 from ragstream.store.catalog_sql import NO_OWNER
 from ragstream.store.postgres.catalog.connection import PostgresRole
