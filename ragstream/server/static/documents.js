@@ -131,9 +131,11 @@ async function saveCollection(event) {
   try {
     const saved = await api(editing ? `/api/collections/${encodeURIComponent(editing)}` : "/api/collections",
       { method: editing ? "PATCH" : "POST", body });
+    if (editing && list.collection === editing) list.collection = saved.name;  // the collection shown was renamed
     await loadCollections();
     $("collection-pick").value = saved.name;
     setStatus($("collection-status"), `${editing ? "Saved" : "Created"} ${saved.name}`);
+    await refresh();  // each row's "Move to" lists the new or renamed collection
   } catch (error) {
     setStatus($("collection-status"), describe(error), true);
   }
@@ -149,9 +151,9 @@ async function moveDocument(doc, target) {
       await api(`/api/collections/${encodeURIComponent(from)}/documents/${encodeURIComponent(doc.document_id)}`,
         { method: "DELETE" });
     }
-    setStatus($("list-status"), `${doc.title}: ${from && from !== target ? "moved" : "added"} to ${target}`);
     await loadCollections();
-    await refresh();
+    await refresh();  // then say what moved: the refreshed list's own count would overwrite it
+    setStatus($("list-status"), `${doc.title}: ${from && from !== target ? "moved" : "added"} to ${target}`);
   } catch (error) {
     setStatus($("list-status"), describe(error), true);
   }
