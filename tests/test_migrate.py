@@ -74,7 +74,8 @@ def test_round_trip_edge_to_qdrant_to_edge(tmp_path: Path, hash_embedder: HashEm
     assert report.ok and report.documents_copied == len(source.documents()) == 13
     assert report.chunks_copied == source.store.count() and report.embeddings_copied == report.chunks_copied
     assert report.turns_copied == 2 and report.vectors_compared == report.chunks_copied
-    assert {check.name for check in report.checks} == {"documents", "chunks", "embedding cache", "conversation turns"}
+    assert {check.name for check in report.checks} == {"documents", "chunks", "embedding cache", "conversation turns",
+                                                       "answer feedback"}
     source_conversation = source.conversation("conv-1")
 
     on_qdrant = _open(tmp_path / "on-qdrant", hash_embedder, **_qdrant_local(tmp_path / "on-qdrant"))
