@@ -1,12 +1,14 @@
 """Feedback per collection over HTTP (issues 31 and 32): one real ``ragstream serve`` process (hash embedder) with
-two users and an admin; answers scoped to a collection (``/api/query`` and the SSE ``/api/chat``) are rated by
+two users and an admin, on SQLite and on PostgreSQL; answers scoped to a collection (``/api/query`` and the SSE ``/api/chat``) are rated by
 their askers, and the admin's ``GET /api/feedback/summary`` gives the helpful rate of each collection."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
+import pytest
 from support.server_process import RunningServer, running_server
 
 ALICE_KEY = "alice-key-0123456789abcdef"
@@ -32,10 +34,13 @@ def _streamed(api: httpx.Client, question: str, collections: list[str]) -> dict:
             if line.startswith("data: ")][-1]
 
 
-def test_the_admin_summary_rates_each_collection(tmp_path) -> None:
-    keys = json.dumps([{"key": ALICE_KEY, "user": "alice"}, {"key": BOB_KEY, "user": "bob"},
-                       {"key": ADMIN_KEY, "user": "root", "role": "admin"}])
-    with running_server(tmp_path, hash_embedder=True, SERVER__KEYS=keys) as server, \
+@pytest.mark.parametrize("catalog", ["sqlite", "postgres"])
+def test_the_admin_summary_rates_each_collection(catalog: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    settings = {"SERVER__KEYS": json.dumps([{"key": ALICE_KEY, "user": "alice"}, {"key": BOB_KEY, "user": "bob"},
+                                            {"key": ADMIN_KEY, "user": "root", "role": "admin"}])}
+    if catalog == "postgres":  # a real PostgreSQL (support/backend_fixtures.py): its catalog and store
+        settings.update(STORE__BACKEND="postgres", STORE__URL=request.getfixturevalue("postgres_url"))
+    with running_server(tmp_path, hash_embedder=True, **settings) as server, \
             _client(server, ADMIN_KEY) as admin, _client(server, ALICE_KEY) as alice, _client(server, BOB_KEY) as bob:
         assert admin.post("/api/collections", json={"name": "hr", "access": "all"}).status_code == 201
         assert admin.post("/api/collections", json={"name": "product", "access": "readers",
