@@ -45,7 +45,7 @@ from ragstream.pipeline.super_prompt import SuperPrompt
 
 BENCH = Path(__file__).resolve().parent
 DOCS_SETS = {"httpx-docs": BENCH / "datasets" / "httpx-docs", "fastapi-docs": BENCH / "datasets" / "fastapi-docs"}
-SCIFACT = BENCH.parents[2] / "shared" / "data" / "scifact"
+SCIFACT = BENCH.parents[1] / "shared" / "data" / "scifact"
 LABELS = BENCH / "datasets" / "extractive_labels.json"
 METRICS = ("hit", "doc_recall", "doc_ndcg", "answer_sentence")
 _NOT_WORD = re.compile(r"[^0-9a-z]+")

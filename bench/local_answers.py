@@ -54,7 +54,7 @@ BENCH = Path(__file__).resolve().parent
 SETS: dict[str, tuple[Path, str]] = {
     "httpx-docs": (BENCH / "datasets" / "httpx-docs", "all"),
     "fastapi-docs": (BENCH / "datasets" / "fastapi-docs", "all"),
-    "scifact": (BENCH.parents[2] / "shared" / "data" / "scifact", "train"),
+    "scifact": (BENCH.parents[1] / "shared" / "data" / "scifact", "train"),
 }
 PERCENTILES = (50, 95, 99)
 BUDGETS_MS = {"first_token_ms": 1000.0, "total_ms": 3000.0}
