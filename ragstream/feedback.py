@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ragstream import metrics
 from ragstream.config.feedback import FeedbackConfig
 from ragstream.errors import InsufficientStorageError, InvalidFeedbackError, MessageNotFoundError, VectorDBUnavailableError
-from ragstream.store.catalog_feedback import CollectionFeedback, Feedback
+from ragstream.store.catalog_feedback import CollectionFeedback, Feedback, FeedbackDay
 
 logger = logging.getLogger("ragstream.feedback")
 
@@ -151,11 +151,7 @@ class AnswerFeedback:
         rated = sum(row.helpful + row.not_helpful for row in rows)
         return FeedbackSummary(
             since=since,
-            days=[DaySummary(day=row.day, answers=row.answers, rated=row.rated, helpful=row.helpful,
-                             not_helpful=row.not_helpful, helpful_rate=_share(row.helpful, row.rated),
-                             rated_rate=_share(row.rated, row.answers) or 0.0,
-                             citation_open_rate=_share(row.answers_with_citation_opens, row.answers) or 0.0,
-                             citation_opens=row.citation_opens) for row in rows],
+            days=[DaySummary(day=row.day, **_rates(row)) for row in rows],
             collections=self._by_collection(self._feedback.feedback_by_collection(since)),
             worst_questions=[WorstQuestion(**row._asdict()) for row in self._feedback.worst_questions(since, worst)],
             answers=answers,
@@ -166,13 +162,17 @@ class AnswerFeedback:
 
     def _by_collection(self, rows: list[CollectionFeedback]) -> list[CollectionSummary]:
         names = self._collection_names() if rows else {}
-        summaries = [CollectionSummary(collection_id=row.collection_id, name=names.get(row.collection_id),
-                                       answers=row.answers, rated=row.rated, helpful=row.helpful,
-                                       not_helpful=row.not_helpful, helpful_rate=_share(row.helpful, row.rated),
-                                       rated_rate=_share(row.rated, row.answers) or 0.0,
-                                       citation_open_rate=_share(row.answers_with_citation_opens, row.answers) or 0.0,
-                                       citation_opens=row.citation_opens) for row in rows]
+        summaries = [CollectionSummary(collection_id=row.collection_id, name=names.get(row.collection_id), **_rates(row))
+                     for row in rows]
         return sorted(summaries, key=lambda summary: (summary.name is None, summary.name or "", summary.collection_id))
+
+
+def _rates(row: FeedbackDay | CollectionFeedback) -> dict[str, Any]:
+    """The counts and rates a day's and a collection's summary share, from its catalog row."""
+    return {"answers": row.answers, "rated": row.rated, "helpful": row.helpful, "not_helpful": row.not_helpful,
+            "helpful_rate": _share(row.helpful, row.rated), "rated_rate": _share(row.rated, row.answers) or 0.0,
+            "citation_open_rate": _share(row.answers_with_citation_opens, row.answers) or 0.0,
+            "citation_opens": row.citation_opens}
 
 
 def _share(part: int, whole: int) -> float | None:
