@@ -250,32 +250,33 @@ class Migration:
         report.chunks_copied += sum(len(points) for _, _, points in batch)
 
     def _copy_embeddings(self) -> int:
-        copied = 0
-        for page in _pages(self._source.catalog.migration.embedding_rows, self._config.page_rows, key=lambda row: (row[0], row[1])):
+        def write(page: list[Any]) -> None:
             by_model: dict[str, list[tuple[str, np.ndarray]]] = {}
             for model_id, content_hash, vector in page:
                 by_model.setdefault(model_id, []).append((content_hash, vector))
             for model_id, items in by_model.items():
                 self._target.catalog.cache.cache_vectors(model_id, items)
-            copied += len(page)
-            self._progress("embeddings", copied, 0)
-        return copied
+
+        return self._copy_pages("embeddings", self._source.catalog.migration.embedding_rows,
+                                lambda row: (row[0], row[1]), write)
 
     def _copy_turns(self) -> int:
-        copied = 0
-        for page in _pages(self._source.catalog.migration.turn_rows, self._config.page_rows, key=_turn_key):
-            self._target.catalog.migration.import_turns(page)
-            copied += len(page)
-            self._progress("conversations", copied, 0)
-        return copied
+        return self._copy_pages("conversations", self._source.catalog.migration.turn_rows, _turn_key,
+                                self._target.catalog.migration.import_turns)
 
     def _copy_feedback(self) -> int:
         """Every answer given, with its rating, citation opens and the collections it drew on (docs/feedback.md)."""
+        return self._copy_pages("feedback", self._source.catalog.feedback.feedback_rows, _turn_key,
+                                self._target.catalog.feedback.import_feedback)
+
+    def _copy_pages(self, label: str, read: Callable[[Any, int], list[Any]], key: Callable[[Any], Any],
+                    write: Callable[[list[Any]], None]) -> int:
+        """Copy ``read``'s rows page by page (in ``key`` order) into ``write``, reporting progress as ``label``."""
         copied = 0
-        for page in _pages(self._source.catalog.feedback.feedback_rows, self._config.page_rows, key=_turn_key):
-            self._target.catalog.feedback.import_feedback(page)
+        for page in _pages(read, self._config.page_rows, key=key):
+            write(page)
             copied += len(page)
-            self._progress("feedback", copied, 0)
+            self._progress(label, copied, 0)
         return copied
 
     # -- verifying -------------------------------------------------------------------------------
