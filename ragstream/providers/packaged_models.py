@@ -10,18 +10,16 @@ Any other local folder (or ``.onnx`` file) works too: see :func:`locate_onnx_mod
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ragstream.errors import ModelUnavailableError
+from ragstream.file_digest import file_sha256
 
 ONNX_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-HASH_CHUNK_BYTES = 1 << 20
 
 Pooling = Literal["mean", "cls", "max"]
 
@@ -119,26 +117,11 @@ def locate_onnx_model(name: str, onnx_path: str | None = None, sha256: str | Non
     return LocatedModel(onnx_file=onnx_file.resolve(), folder=folder.resolve(), expected_sha256=expected, packaged=packaged)
 
 
-_verified: dict[tuple[str, int, int], str] = {}
-_verified_lock = threading.Lock()
-
-
 def verify_sha256(path: Path, expected: str | None) -> None:
     """Raise ModelUnavailableError unless ``path``'s sha256 is ``expected`` (nothing to check when None).
     A file already verified in this process (same size and mtime) is not read again."""
     if expected is None:
         return
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    with _verified_lock:
-        digest = _verified.get(key)
-    if digest is None:
-        hasher = hashlib.sha256()
-        with path.open("rb") as handle:
-            while block := handle.read(HASH_CHUNK_BYTES):
-                hasher.update(block)
-        digest = hasher.hexdigest()
-        with _verified_lock:
-            _verified[key] = digest
+    digest = file_sha256(path)
     if digest != expected.lower():
         raise ModelUnavailableError(f"{path} fails its sha256 check (expected {expected[:12]}..., found {digest[:12]}...)")
