@@ -27,7 +27,7 @@ class PipelineLimits(ConfigSection):
         "another document takes the place. Off by default: an answer from a long Markdown page often needs several "
         "of its chunks (docs/configuration.md).")
     coverage_margin: float = Field(
-        0.0, ge=0, description="A4: when the next candidate comes from a document already selected, a candidate "
+        0.5, ge=0, description="A4: when the next candidate comes from a document already selected, a candidate "
         "of a document not yet selected whose ReRanker score (the 0..1 blend) is at most this much lower takes its "
         "place (0: off). Why the default: docs/ranking.md.")
     N4_RECENT_CONV_MAX_PAIRS: int = Field(
