@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.edge_shard import local_shard
 from support.folder_corpus import write_text
 from support.hash_embedder import CountingEmbedder, PausingEmbedder
 from support.index_fixtures import FAST_DEFAULTS
@@ -218,7 +219,7 @@ def _downgrade_to_before_collections(rs: Ragstream) -> None:
     with rs.catalog.connection.transaction() as db:  # type: ignore[attr-defined]
         for table in ("collections", "collection_documents", "collection_payloads", "root_collections"):
             db.execute(f"DROP TABLE {table}")
-    shard = rs.store._shard  # type: ignore[attr-defined]
+    shard = local_shard(rs.store)
     shard.update(qe.UpdateOperation.delete_payload_by_filter(qe.Filter(must_not=[qe.IsEmptyCondition("document_id")]),
                                                              ["collections"]))
     shard.update(qe.UpdateOperation.delete_field_index("collections"))

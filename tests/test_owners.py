@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import qdrant_edge as qe
+from support.edge_shard import local_shard
 
 from ragstream.errors import DocumentNotFoundError, PermissionDeniedError
 from ragstream.models import OWNER_FIELD
@@ -130,8 +131,8 @@ def test_index_from_before_owners_opens_with_every_document_shared(make_fast_ind
     data_dir = Path(rs.config.data_dir)
     # Make it an index of the previous version: no owner column, no owner payload, no owner index.
     everything = qe.Filter(must=[qe.FieldCondition(key="chunk_index", range=qe.RangeFloat(gte=0))])
-    rs.store._shard.update(qe.UpdateOperation.delete_payload_by_filter(everything, [OWNER_FIELD]))
-    rs.store._shard.update(qe.UpdateOperation.delete_field_index(OWNER_FIELD))
+    local_shard(rs.store).update(qe.UpdateOperation.delete_payload_by_filter(everything, [OWNER_FIELD]))
+    local_shard(rs.store).update(qe.UpdateOperation.delete_field_index(OWNER_FIELD))
     rs.close()
     with sqlite3.connect(data_dir / "catalog.sqlite3") as db:
         db.execute("DROP INDEX documents_owner")

@@ -87,6 +87,18 @@ class StoreConfig(ConfigSection):
         3600.0, gt=0, description="A build taking longer (seconds) is abandoned (searches stay exact) and retried at "
         "the next ingest."
     )
+    edge_process: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="qdrant_edge: hold the shard in a child process, so loading a built HNSW index (13 s at a million "
+        "chunks, during which qdrant-edge holds the GIL) never stops the server's threads; a second child loads each "
+        "new build while the first keeps answering (docs/scaling.md). auto: from the first index build on (an index "
+        "that was never built is held in process, as with off); on: always; off: never.")
+    edge_process_start_seconds: float = Field(
+        900.0, gt=0, description="qdrant_edge: how long a store process may take to load the shard before it counts as "
+        "failed (a million-chunk shard loads in about 15 s on 2 cores).")
+    edge_process_stop_seconds: float = Field(
+        120.0, gt=0, description="qdrant_edge: how long a retired store process may take to finish its calls in flight "
+        "and close its shard before it is killed (the shard on disk stays whole: every write was flushed).")
     place_cache_entries: int = Field(
         200_000, ge=0,
         description="qdrant_edge: chunk ids whose document and position a hybrid ranking remembers (about 250 "

@@ -82,7 +82,11 @@ def _qdrant_edge_store(config: RagstreamConfig, catalog: Catalog, dimensions: in
     data_dir = Path(config.data_dir)
     shard = data_dir / QDRANT_EDGE_DIR
     read_only = catalog.read_only or free_bytes(data_dir) < config.limits.min_free_disk_bytes + room_to_load(shard)
-    return QdrantEdgeStore(shard, dimensions, config.store, read_only=read_only)
+    if config.store.edge_process == "off":
+        return QdrantEdgeStore(shard, dimensions, config.store, read_only=read_only)
+    from ragstream.store.edge_process import EdgeProcessStore
+
+    return EdgeProcessStore(shard, dimensions, config.store, read_only=read_only)
 
 
 def _postgres_catalog(config: RagstreamConfig) -> Catalog:

@@ -48,10 +48,13 @@ logger = logging.getLogger("ragstream.store")
 class QdrantEdgeStore:
     """:class:`~ragstream.store.base.VectorStore` over a Qdrant Edge shard at ``path``."""
 
-    def __init__(self, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool = False,
+                 folder: Path | None = None) -> None:
         """Open (or create) the shard at ``path``. ``read_only``: Qdrant Edge writes to its files while it
         loads (a full disk makes that a SIGBUS), so the shard is loaded from a sparse scratch copy in
-        ``store.read_only_copy_dir`` instead, and every write raises InsufficientStorageError."""
+        ``store.read_only_copy_dir`` instead, and every write raises InsufficientStorageError. ``folder``: open
+        this built copy beside ``path`` (not committed yet: :mod:`edge_process` loads it in a second process)
+        instead of the folder in use, recovering nothing."""
         self._config = config
         self.read_only = read_only
         self._lock = threading.RLock()
@@ -61,9 +64,9 @@ class QdrantEdgeStore:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._origin = path
         """Where the shard lives (a read-only store searches a copy of it)."""
-        if not read_only:
+        if folder is None and not read_only:
             hnsw_build.recover(path)
-        folder = hnsw_build.active_path(path)
+        folder = folder or hnsw_build.active_path(path)
         if read_only and not (folder / "edge_config.json").exists():
             raise InsufficientStorageError("cannot create a new index: the disk is full (limits.min_free_disk_bytes)")
         if read_only:
@@ -222,22 +225,38 @@ class QdrantEdgeStore:
         with self._write_lock, self._lock:
             self._shard.flush()
 
-    def maybe_optimize(self) -> bool:
-        """Build the HNSW index (in a child process, readers unblocked) when the policy says so."""
-        if self.read_only:
-            return False
+    def prepare_build(self) -> tuple[str, str, int] | None:
+        """When the policy says so, build the HNSW index of a copy (in a child process, readers unblocked) and place
+        it beside the shard: (the built folder, the folder in use, the points indexed); None when there is
+        nothing to build or the build failed (searches stay exact). Writers are held off meanwhile."""
         with self._write_lock:
             with self._lock:
                 points = int(self._shard.info().points_count)
                 if points < self._config.optimize_min_points or \
                         points - hnsw_build.last_build_points(self._path) < self._config.optimize_min_new_points:
-                    return False
+                    return None
                 self._shard.flush()
             try:
                 built, _ = hnsw_build.build_copy(self._path, self._folder, self._config.optimize_timeout_seconds)
                 folder = hnsw_build.place(self._path, built)
-                fresh = self._load(folder)  # readers still search the old shard meanwhile
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
+                logger.warning("HNSW build skipped; searches stay exact: %s", error)
+                hnsw_build.recover(self._path)
+                return None
+            return str(folder), str(self._folder), points
+
+    def maybe_optimize(self) -> bool:
+        """Build the HNSW index (in a child process, readers unblocked) when the policy says so, and swap it in."""
+        if self.read_only:
+            return False
+        with self._write_lock:
+            prepared = self.prepare_build()
+            if prepared is None:
+                return False
+            folder, points = Path(prepared[0]), prepared[2]
+            try:
+                fresh = self._load(folder)  # readers still search the old shard meanwhile
+            except RuntimeError as error:
                 logger.warning("HNSW build skipped; searches stay exact: %s", error)
                 hnsw_build.recover(self._path)
                 return False

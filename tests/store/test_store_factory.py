@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from ragstream.config import RagstreamConfig
 from ragstream.errors import ConfigError
+from ragstream.store.edge_process import EdgeProcessStore
 from ragstream.store.factory import BACKENDS, open_backend, open_catalog, single_process_reason
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 from ragstream.store.sqlite_catalog import SqliteConnection
@@ -16,10 +18,22 @@ from ragstream.store.sqlite_catalog import SqliteConnection
 def test_default_backend_is_the_embedded_one(tmp_path: Path):
     config = RagstreamConfig(data_dir=tmp_path)
     catalog, store = open_backend(config, lambda catalog: 8)
-    assert isinstance(catalog.connection, SqliteConnection) and isinstance(store, QdrantEdgeStore)
+    assert isinstance(catalog.connection, SqliteConnection) and isinstance(store, EdgeProcessStore)
+    assert store.info()["process"] == os.getpid(), "an index never built is held in this process (auto)"
     assert (tmp_path / "catalog.sqlite3").is_file()
     store.close()
     catalog.close()
+
+
+def test_the_embedded_store_in_this_process_or_in_a_child(tmp_path: Path):
+    for mode, kind in (("off", QdrantEdgeStore), ("on", EdgeProcessStore)):
+        config = RagstreamConfig(data_dir=tmp_path / mode, store={"edge_process": mode})
+        catalog, store = open_backend(config, lambda catalog: 8)
+        assert isinstance(store, kind)
+        if mode == "on":
+            assert store.info()["process"] != os.getpid()
+        store.close()
+        catalog.close()
 
 
 def test_unregistered_backend_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

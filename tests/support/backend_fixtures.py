@@ -33,9 +33,10 @@ from ragstream.store.catalog_base import Catalog, DocumentVersion
 from ragstream.store.factory import open_backend, postgres_catalog, sqlite_catalog
 from support.hash_embedder import HashEmbedder
 
-CONTRACT_BACKENDS = ["qdrant_edge", "postgres", "qdrant", "qdrant_server"]
-"""``qdrant``: the Qdrant backend on qdrant-client's local mode (always); ``qdrant_server``: on the real
-server at ``RAGSTREAM_TEST_QDRANT_URL`` (skipped with the reason when it is unset)."""
+CONTRACT_BACKENDS = ["qdrant_edge", "edge_process", "postgres", "qdrant", "qdrant_server"]
+"""``edge_process``: the embedded store held by a child process (``store.edge_process = on``); ``qdrant``: the
+Qdrant backend on qdrant-client's local mode (always); ``qdrant_server``: on the real server at
+``RAGSTREAM_TEST_QDRANT_URL`` (skipped with the reason when it is unset)."""
 CATALOG_BACKENDS = ["sqlite", "postgres"]
 """The catalogs the role suites run on: SQLite on disk, and a database of the session PostgreSQL."""
 
@@ -78,6 +79,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str
 
         for target in qdrant_target("local" if request.param == "qdrant" else "server", tmp_path):
             yield target.overrides()["store"]
+    elif request.param == "edge_process":
+        yield {"backend": "qdrant_edge", "edge_process": "on"}
     else:
         yield {"backend": request.param}
 

@@ -1,0 +1,384 @@
+"""The embedded store held by a child process, so loading a built shard never stops the serving threads.
+
+qdrant-edge holds Python's GIL while it loads a shard (13 s at a million chunks, docs/scaling.md), and every
+thread of the process that loads it stops meanwhile: HTTP requests, health checks, the event loop. With
+``store.edge_process`` on, :class:`EdgeProcessStore` keeps the shard in a child process
+(``python -m ragstream.store.edge_process``, a :class:`~ragstream.store.qdrant_edge.QdrantEdgeStore` behind a
+local socket) and forwards each store call to it. An index build is prepared by that child (its own build child
+indexes a copy, :mod:`hnsw_build`); then a *second* child loads the built copy while the first one keeps
+answering, the pointer file is committed, the store switches to the second child (one reference swap) and the
+first one closes its shard in its own process and exits. Readers never wait for a load: the longest a reader
+waits is one forwarded call.
+
+A child that dies is started again on the next call (once per call; the shard on disk is the state). Writers are
+serialised here, and an index build holds them off from the copy to the swap, as in the in-process store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import queue
+import secrets
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragstream.config import StoreConfig
+from ragstream.errors import VectorDBUnavailableError
+from ragstream.models import Chunk
+from ragstream.store import hnsw_build
+from ragstream.store.base import Filters, RankedId, Snapshot
+
+logger = logging.getLogger("ragstream.store")
+
+_AUTHKEY_ENV = "RAGSTREAM_EDGE_AUTHKEY"
+_READY = "ready"
+_SOCKET = "edge.sock"
+_CALLS = frozenset({
+    "reopen_writable", "upsert", "delete_generation", "flush", "set_collections", "search_dense", "search_bm25",
+    "rank_dense", "rank_bm25", "fetch", "count", "chunks_of", "points_of", "info", "prepare_build", "read_only",
+})
+"""What a child answers: the store's calls, plus the build's first half and the read-only flag."""
+
+
+class _Child:
+    """One child process holding the shard, and a pool of connections to it (one call at a time on each)."""
+
+    def __init__(self, process: subprocess.Popen[str], address: str, authkey: bytes, scratch: tempfile.TemporaryDirectory[str],
+                 read_only: bool) -> None:
+        self.process = process
+        self.read_only = read_only
+        self._address = address
+        self._authkey = authkey
+        self._scratch = scratch
+        self._idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
+        self._busy = 0
+        self._quiet = threading.Condition()
+
+    @classmethod
+    def start(cls, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool, folder: Path | None) -> _Child:
+        """Start a child that opens the shard at ``path`` (or the not yet committed built ``folder``) and wait
+        until it has loaded it (``store.edge_process_start_seconds``); VectorDBUnavailableError when it fails."""
+        scratch = tempfile.TemporaryDirectory(prefix="ragstream-edge-")
+        address = str(Path(scratch.name) / _SOCKET)
+        authkey = secrets.token_bytes(32)
+        spec = {"path": str(path), "dimensions": dimensions, "config": config.model_dump(mode="json"),
+                "read_only": read_only, "folder": str(folder) if folder else None, "address": address}
+        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_process", json.dumps(spec)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, _AUTHKEY_ENV: authkey.hex()})
+        line = _first_line(process, config.edge_process_start_seconds)
+        if not line.startswith(_READY):
+            process.kill()
+            _, errors = process.communicate()
+            scratch.cleanup()
+            detail = (line or errors).strip()[-500:]
+            raise VectorDBUnavailableError(f"the store process did not open the index at {folder or path}: {detail}")
+        assert process.stderr is not None and process.stdout is not None
+        for stream in (process.stdout, process.stderr):
+            threading.Thread(target=_relay_log, args=(stream,), daemon=True).start()
+        return cls(process, address, authkey, scratch, read_only=line.split()[1] == "1")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``method(*args)`` on the child's store; its exceptions raised here."""
+        with self._quiet:
+            self._busy += 1
+        try:
+            try:
+                connection = self._idle.get_nowait()
+            except queue.Empty:
+                connection = Client(self._address, authkey=self._authkey)
+            try:
+                connection.send((method, args))
+                status, value = connection.recv()
+            except BaseException:
+                connection.close()
+                raise
+            self._idle.put(connection)
+        except (OSError, EOFError) as error:
+            raise VectorDBUnavailableError(f"the store process is not answering ({error})") from error
+        finally:
+            with self._quiet:
+                self._busy -= 1
+                self._quiet.notify_all()
+        if status == "error":
+            raise value
+        return value
+
+    def stop(self, timeout: float) -> None:
+        """Wait for the calls in flight, then close the child's input: it closes its shard and exits (killed past
+        ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        with self._quiet:
+            self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except (OSError, subprocess.TimeoutExpired) as error:
+            logger.warning("the store process did not close in time (%s); killed", error)
+            self.process.kill()
+            self.process.wait()
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
+        self._scratch.cleanup()
+
+
+class _Local:
+    """The shard held in this process (``store.edge_process = auto`` before the first index build): the same calls as
+    a :class:`_Child`, without the hop."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.store.read_only)
+
+    @read_only.setter
+    def read_only(self, value: bool) -> None:
+        pass  # the store keeps its own flag
+
+    def alive(self) -> bool:
+        return True
+
+    def call(self, method: str, *args: Any) -> Any:
+        if method == "read_only":
+            return self.store.read_only
+        return getattr(self.store, method)(*args)
+
+    def stop(self, timeout: float) -> None:
+        self.store.close()
+
+
+class EdgeProcessStore:
+    """:class:`~ragstream.store.base.VectorStore` over a Qdrant Edge shard held by a child process.
+
+    ``store.edge_process = on``: a child from the start. ``auto``: a child when the index was built before (a built
+    shard is what takes long to load); else the shard is opened here, as by the plain store, until the first
+    build, whose built copy a child loads."""
+
+    def __init__(self, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool = False) -> None:
+        from ragstream.store.qdrant_edge import QdrantEdgeStore
+
+        self._path = path
+        self._dimensions = dimensions
+        self._config = config
+        self._write_lock = threading.RLock()
+        """Serialises writes here; a build holds it from the copy to the swap (a write to the old child then would
+        be lost)."""
+        self._restart_lock = threading.Lock()
+        self._retiring: list[threading.Thread] = []
+        self._child: _Child | _Local
+        if config.edge_process == "on" or hnsw_build.last_build_points(path) > 0:
+            self._child = _Child.start(path, dimensions, config, read_only=read_only, folder=None)
+        else:
+            self._child = _Local(QdrantEdgeStore(path, dimensions, config, read_only=read_only))
+
+    @property
+    def read_only(self) -> bool:
+        return self._child.read_only
+
+    @read_only.setter
+    def read_only(self, value: bool) -> None:
+        raise AttributeError("read_only follows the store process: reopen_writable() changes it")
+
+    def _live(self) -> _Child | _Local:
+        """The child in use, started again if it died (the shard on disk is its whole state)."""
+        child = self._child
+        if child.alive():
+            return child
+        with self._restart_lock:
+            if self._child is child and isinstance(child, _Child):
+                logger.error("the store process exited (code %s); starting it again", child.process.returncode)
+                child.stop(timeout=0)
+                self._child = _Child.start(self._path, self._dimensions, self._config, read_only=child.read_only,
+                                           folder=None)
+            return self._child
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return self._live().call(method, *args)
+
+    def _write(self, method: str, *args: Any) -> Any:
+        with self._write_lock:
+            return self._call(method, *args)
+
+    def reopen_writable(self, min_free_bytes: int) -> None:
+        with self._write_lock:
+            child = self._live()
+            child.call("reopen_writable", min_free_bytes)
+            child.read_only = bool(child.call("read_only"))
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, generation: int) -> None:
+        self._write("upsert", list(chunks), vectors, generation)
+
+    def delete_generation(self, document_id: str, generation: int) -> None:
+        self._write("delete_generation", document_id, generation)
+
+    def flush(self) -> None:
+        self._write("flush")
+
+    def set_collections(self, document_id: str, collections: Sequence[str]) -> None:
+        self._write("set_collections", document_id, list(collections))
+
+    def maybe_optimize(self) -> bool:
+        """Build the HNSW index when the policy says so: the serving child prepares the built copy, a second child
+        loads it while the first keeps answering, then the store switches to the second."""
+        if self.read_only:
+            return False
+        with self._write_lock:
+            prepared = self._call("prepare_build")
+            if prepared is None:
+                return False
+            folder, old_folder, points = Path(prepared[0]), Path(prepared[1]), int(prepared[2])
+            try:
+                fresh = _Child.start(self._path, self._dimensions, self._config, read_only=False, folder=folder)
+            except VectorDBUnavailableError as error:
+                logger.warning("HNSW build not swapped in; searches stay exact: %s", error)
+                hnsw_build.discard(folder)
+                return False
+            try:
+                hnsw_build.commit(self._path, folder)
+            except OSError as error:
+                logger.warning("HNSW build not swapped in; searches stay exact: %s", error)
+                fresh.stop(self._config.edge_process_stop_seconds)
+                hnsw_build.discard(folder)
+                return False
+            old, self._child = self._child, fresh  # the switch: new calls go to the child holding the built shard
+            retire = threading.Thread(target=self._retire, args=(old, old_folder), name="ragstream-edge-retire")
+            retire.start()
+            self._retiring.append(retire)
+            try:
+                hnsw_build.record_build(self._path, points)
+            except OSError as error:
+                logger.warning("could not record the HNSW build (the next one may come early): %s", error)
+            return True
+
+    def _retire(self, old: _Child | _Local, old_folder: Path) -> None:
+        old.stop(self._config.edge_process_stop_seconds)
+        hnsw_build.discard(old_folder)
+
+    def search_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                     snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        return self._call("search_dense", vector, limit, filters, snapshot)
+
+    def search_bm25(self, text: str, limit: int, filters: Filters | None,
+                    snapshot: Snapshot) -> list[tuple[Chunk, float]]:
+        return self._call("search_bm25", text, limit, filters, snapshot)
+
+    def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
+                   snapshot: Snapshot) -> list[RankedId]:
+        return self._call("rank_dense", vector, limit, filters, snapshot)
+
+    def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
+        return self._call("rank_bm25", text, limit, filters, snapshot)
+
+    def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        return self._call("fetch", list(chunk_ids)) if chunk_ids else {}
+
+    def count(self, filters: Filters | None = None) -> int:
+        return int(self._call("count", filters))
+
+    def chunks_of(self, document_id: str, generation: int) -> list[Chunk]:
+        return self._call("chunks_of", document_id, generation)
+
+    def points_of(self, document_id: str, generation: int) -> list[tuple[Chunk, np.ndarray]]:
+        return self._call("points_of", document_id, generation)
+
+    def info(self) -> Mapping[str, Any]:
+        child = self._child
+        return {**self._call("info"), "process": child.process.pid if isinstance(child, _Child) else os.getpid()}
+
+    def close(self) -> None:
+        for retire in self._retiring:
+            retire.join()
+        self._child.stop(self._config.edge_process_stop_seconds)
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The child's first line of output (its ready line, or why it failed); '' when it said nothing in time."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    return process.stdout.readline() if ready else ""
+
+
+def _relay_log(stream: Any) -> None:
+    """The child's output lines, into this process's log (they would fill the pipe otherwise)."""
+    for line in stream:
+        if line.strip():
+            logger.warning("store process: %s", line.rstrip())
+
+
+# -- the child ---------------------------------------------------------------------------------------------------
+
+def _serve(spec: Mapping[str, Any]) -> None:
+    """Open the store, say ready, and answer calls on the socket until told to close (one thread per connection)."""
+    from ragstream.store.qdrant_edge import QdrantEdgeStore
+
+    config = StoreConfig.model_validate(spec["config"])
+    folder = Path(spec["folder"]) if spec["folder"] else None
+    try:
+        store = QdrantEdgeStore(Path(spec["path"]), int(spec["dimensions"]), config,
+                                read_only=bool(spec["read_only"]), folder=folder)
+    except Exception as error:  # reported on the ready line; the parent raises it
+        print(f"failed {type(error).__name__}: {error}", flush=True)
+        sys.exit(1)
+    listener = Listener(spec["address"], authkey=bytes.fromhex(os.environ[_AUTHKEY_ENV]))
+    print(f"{_READY} {int(store.read_only)}", flush=True)
+    threading.Thread(target=_exit_with_parent, args=(store,), daemon=True).start()
+    calls: dict[str, Callable[..., Any]] = {name: getattr(store, name) for name in _CALLS if name != "read_only"}
+    calls["read_only"] = lambda: store.read_only
+    while True:
+        try:
+            connection = listener.accept()
+        except Exception:  # a client that failed authentication or went away
+            continue
+        threading.Thread(target=_answer, args=(connection, calls), daemon=True).start()
+
+
+def _exit_with_parent(store: Any) -> None:
+    """The parent holds this child's stdin open: end of input means it is gone, so close the shard and exit."""
+    sys.stdin.read()
+    store.close()
+    os._exit(0)
+
+
+def _answer(connection: Connection, calls: Mapping[str, Callable[..., Any]]) -> None:
+    while True:
+        try:
+            method, args = connection.recv()
+        except (OSError, EOFError):
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", calls[method](*args))
+        except Exception as error:
+            reply = ("error", error)
+        try:
+            connection.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            connection.send(("error", VectorDBUnavailableError(f"{method} failed: {reply[1]!r} ({error})")))
+        except (OSError, EOFError):
+            return
+
+
+if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    _serve(json.loads(sys.argv[1]))
