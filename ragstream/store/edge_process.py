@@ -272,6 +272,11 @@ class EdgeProcessStore:
                 logger.warning("could not record the HNSW build (the next one may come early): %s", error)
             return True
 
+    def settle(self) -> None:
+        """Wait until every shard a build replaced is closed (in its own process) and deleted."""
+        while self._retiring:
+            self._retiring.pop().join()
+
     def _retire(self, old: _Child | _Local, old_folder: Path) -> None:
         old.stop(self._config.edge_process_stop_seconds)
         hnsw_build.discard(old_folder)
@@ -308,8 +313,7 @@ class EdgeProcessStore:
         return {**self._call("info"), "process": child.process.pid if isinstance(child, _Child) else os.getpid()}
 
     def close(self) -> None:
-        for retire in self._retiring:
-            retire.join()
+        self.settle()
         self._child.stop(self._config.edge_process_stop_seconds)
 
 
