@@ -75,8 +75,13 @@ class PlainBaseline:
         return sorted(fused.items(), key=lambda item: -item[1])
 
 
+RAW_POINTS = {"edge_process": "off"}
+"""The store section of a Ragstream whose raw points a bench reads: the embedded shard held in this process."""
+
+
 def load_index(rs: Ragstream) -> tuple[list[str], np.ndarray, list[str]]:
-    """Every chunk's text, dense vector and corpus document id, read from the store (a bench reads raw points)."""
+    """Every chunk's text, dense vector and corpus document id, read from the store (a bench reads raw points; open
+    ``rs`` with ``store=RAW_POINTS``)."""
     shard = rs.store._shard  # type: ignore[attr-defined]
     records, offset = [], None
     while True:
@@ -132,7 +137,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=200)
     args = parser.parse_args()
     dataset = load_beir(args.dataset, args.split)
-    with Ragstream(load_config(data_dir=args.data_dir)) as rs:
+    with Ragstream(load_config(data_dir=args.data_dir, store=RAW_POINTS)) as rs:
         texts, vectors, doc_ids = load_index(rs)
         embedder = rs.embedder().inner  # uncached: every query pays its embedding, like a first search
         baseline = PlainBaseline(texts, vectors, doc_ids, lambda query: embedder.embed_queries([query])[0])

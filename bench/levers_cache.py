@@ -43,9 +43,9 @@ def build(dataset_dir: Path, split: str, data_dir: Path, cache: Path, depth: int
     """Write the cache folder."""
     dataset = load_beir(dataset_dir, split)
     cache.mkdir(parents=True, exist_ok=True)
-    with Ragstream(load_config(data_dir=data_dir)) as rs:
+    with Ragstream(load_config(data_dir=data_dir, store={"edge_process": "off"})) as rs:
         store = rs.store
-        shard = store._shard  # a bench reads the raw points once
+        shard = store._shard  # a bench reads the raw points once (the shard held in this process)
         records, offset = [], None
         while True:
             page, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=1024, with_payload=True, with_vector=True))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import PlainBaseline, evaluate_baseline, load_index
+from baselines import RAW_POINTS, PlainBaseline, evaluate_baseline, load_index
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import MODES, PIPELINE, RANKING_STAGE, BeirDataset, evaluate_retrieval, load_beir
@@ -83,7 +83,7 @@ def bench_dataset(spec: str, args: argparse.Namespace) -> dict[str, Any]:
         return {"skipped": f"dataset not found: {path}"}
     dataset = load_beir(path, split)
     with index_dir(args.index_root, dataset.name) as folder:
-        config = load_config(data_dir=folder)
+        config = load_config(data_dir=folder, store=RAW_POINTS)  # load_index reads the raw points
         with Ragstream(config) as rs:
             cold = rs.ingest_documents(dataset.documents())
             warm = rs.ingest_documents(dataset.documents())

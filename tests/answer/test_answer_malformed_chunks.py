@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import qdrant_edge as qe
+from support.edge_shard import local_shard
 from support.hash_embedder import HashEmbedder
 from support.index_fixtures import FAST_DEFAULTS
 from support.server_process import running_server
@@ -33,7 +34,7 @@ def _damaged_index(folder: Path, data_dir: Path) -> tuple[str, str]:
     with Ragstream(load_config(data_dir=str(data_dir), **FAST_DEFAULTS), embedder=HashEmbedder()) as rs:
         assert rs.ingest([folder]).documents_processed == 3
         ids = {Path(r.source).name: rs.document_chunks(r.document_id)[0].chunk_id for r in rs.documents()}
-        shard = rs.store._shard  # the embedded store's own writer: the only way to store a damaged point
+        shard = local_shard(rs.store)  # the embedded store's own writer: the only way to store a damaged point
         shard.update(qe.UpdateOperation.delete_payload([ids["officer.md"]], ["text"]))
         shard.update(qe.UpdateOperation.set_payload([ids["drills.md"]], {"page": "seven"}))
         rs.store.flush()

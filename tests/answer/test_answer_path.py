@@ -67,9 +67,10 @@ def llm(base_url: str, **extra: object) -> dict[str, object]:
 
 def test_the_model_reads_the_superprompt_and_documents_only_inside_fences(make_fast_index, poisoned_docs):
     with RecordingLLM() as server:
-        # five attachments, so both of the poisoned document's chunks (the injected line, the forged
-        # heading) are among them beside the real documents' with the test embedder
-        rs = make_fast_index(llm=llm(server.base_url), pipeline={"N3_FINAL_SELECTION_MAX": 5})
+        # five attachments in the ReRanker's order (coverage off: it would give the poisoned document's second
+        # chunk's place to another file), so both of its chunks (the injected line, the forged heading) are among
+        # them beside the real documents' with the test embedder
+        rs = make_fast_index(llm=llm(server.base_url), pipeline={"N3_FINAL_SELECTION_MAX": 5, "coverage_margin": 0})
         rs.ingest(poisoned_docs)
         answer = rs.ask(QUESTION)
         events = list(rs.stream_answer(QUESTION))
