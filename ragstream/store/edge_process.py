@@ -291,10 +291,10 @@ class EdgeProcessStore:
 
     def rank_dense(self, vector: np.ndarray, limit: int, filters: Filters | None,
                    snapshot: Snapshot) -> list[RankedId]:
-        return self._call("rank_dense", vector, limit, filters, snapshot)
+        return [RankedId._make(row) for row in self._call("rank_dense", vector, limit, filters, snapshot)]
 
     def rank_bm25(self, text: str, limit: int, filters: Filters | None, snapshot: Snapshot) -> list[RankedId]:
-        return self._call("rank_bm25", text, limit, filters, snapshot)
+        return [RankedId._make(row) for row in self._call("rank_bm25", text, limit, filters, snapshot)]
 
     def fetch(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         return self._call("fetch", list(chunk_ids)) if chunk_ids else {}
@@ -350,6 +350,8 @@ def _serve(spec: Mapping[str, Any]) -> None:
     threading.Thread(target=_exit_with_parent, args=(store,), daemon=True).start()
     calls: dict[str, Callable[..., Any]] = {name: getattr(store, name) for name in _CALLS if name != "read_only"}
     calls["read_only"] = lambda: store.read_only
+    for name in ("rank_dense", "rank_bm25"):  # plain tuples: a named tuple pickles one class reference per hit
+        calls[name] = lambda *args, rank=calls[name]: [tuple(hit) for hit in rank(*args)]
     while True:
         try:
             connection = listener.accept()
