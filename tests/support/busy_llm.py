@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from support.loopback import LoopbackServer
+from support.openai_wire import completion, send_json, stream_words
 
 MODEL = "busy"
 HOLD_SECONDS = 120.0
@@ -58,48 +58,22 @@ class BusyLLM(LoopbackServer):
                 if retry_after is not None:
                     with outer._lock:
                         outer.refused += 1
-                    self._send(429, {"error": {"message": "rate limited", "type": "rate_limit", "code": 429}},
-                               {"Retry-After": f"{retry_after:g}"})
+                    send_json(self, 429, {"error": {"message": "rate limited", "type": "rate_limit", "code": 429}},
+                              {"Retry-After": f"{retry_after:g}"})
                     return
                 try:
                     if not outer.gate.is_set():
                         outer.gate.wait(HOLD_SECONDS)
                     if body.get("stream"):
-                        self._stream(outer.reply)
+                        stream_words(self, MODEL, outer.reply)
                     else:
-                        self._send(200, {"id": "x", "object": "chat.completion", "created": int(time.time()),
-                                         "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                             "role": "assistant", "content": outer.reply}}],
-                                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                        send_json(self, 200, completion(MODEL, outer.reply))
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
                     with outer._lock:
                         outer.in_flight -= 1
                         outer.answered += 1
-
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, text: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for chunk in [{"content": word + " "} for word in text.split(" ")] + [{}]:
-                    payload = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                               "choices": [{"index": 0, "delta": chunk, "finish_reason": None if chunk else "stop"}]}
-                    self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
 
             def log_message(self, *args: Any) -> None:
                 pass

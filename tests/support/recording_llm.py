@@ -10,12 +10,12 @@ streams whose reader hung up before the last word.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from support.loopback import LoopbackServer
+from support.openai_wire import completion, send_json, stream_words
 
 MODEL = "recorder"
 
@@ -46,42 +46,11 @@ class RecordingLLM(LoopbackServer):
                 text = outer.respond(body) if outer.respond is not None else outer.reply
                 try:
                     if body.get("stream"):
-                        self._stream(text)
+                        stream_words(self, MODEL, text, outer.word_seconds)
                     else:
-                        self._json({"id": "x", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
-                                    "choices": [{"index": 0, "finish_reason": "stop",
-                                                 "message": {"role": "assistant", "content": text}}],
-                                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                        send_json(self, 200, completion(MODEL, text))
                 except (BrokenPipeError, ConnectionResetError):
                     outer.disconnects += 1
-
-            def _json(self, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, text: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                words = text.split(" ")
-                for index, word in enumerate(words):
-                    if outer.word_seconds:
-                        time.sleep(outer.word_seconds)
-                    delta = word if index == len(words) - 1 else word + " "
-                    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                             "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
-                self.wfile.flush()
-                self.close_connection = True
 
             def log_message(self, *args: Any) -> None:
                 pass
