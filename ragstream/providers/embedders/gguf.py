@@ -19,17 +19,15 @@ fingerprint carry the file's path, size and sha256: another file is another mode
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import numpy as np
 
-from ragstream import metrics
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError, EmbeddingFailureError, LLMUnavailableError, ModelUnavailableError
 from ragstream.observability import request_id_headers
-from ragstream.providers.embedders.base import normalise
+from ragstream.providers.embedders.base import BatchedEmbedder
 from ragstream.providers.embedders.openai_compatible import parse_embeddings
 from ragstream.providers.gguf_metadata import embedding_metadata
 from ragstream.providers.local_llm import LocalModelServer, LocalModelSpec, server_for
@@ -41,7 +39,7 @@ SPECIAL_TOKEN_ROOM = 8
 KNOBS = ("embedding.gguf_start_timeout_seconds", "embedding.gguf_restart_backoff_seconds")
 
 
-class GgufEmbedder:
+class GgufEmbedder(BatchedEmbedder):
     """A GGUF file's pooled vectors from a llama.cpp child process; thread-safe (one client, one child)."""
 
     def __init__(self, config: EmbeddingConfig) -> None:
@@ -73,30 +71,9 @@ class GgufEmbedder:
         settings = f"pooling={self.pooling}" + (f",passage_prefix={self.passage_prefix!r}" if self.passage_prefix else "")
         self.model_id = f"gguf:{config.gguf_identity()}:{settings}"
 
-    @property
-    def dimensions(self) -> int:
-        if not self._dimensions:
-            self._dimensions = int(self._request(["dimension probe"]).shape[1])
-        return self._dimensions
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        with metrics.timed_embedding("documents", len(texts)):
-            return self._embed([self.passage_prefix + text for text in texts])
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        with metrics.timed_embedding("queries", len(texts)):
-            return self._embed([self.query_prefix + text for text in texts])
-
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer, special tokens included."""
         return len(self._tokenize(text))
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        batches = [self._request(texts[start:start + self._batch_size])
-                   for start in range(0, len(texts), self._batch_size)]
-        return normalise(np.vstack(batches))
 
     def _inputs(self, texts: list[str]) -> list[str | list[int]]:
         """Each text as text when it surely fits the context (a token covers at least one UTF-8 byte), else its

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import numpy as np
 
-from ragstream import metrics
 from ragstream.config import EmbeddingConfig
 from ragstream.errors import (
     DeadlineExceededError,
@@ -30,14 +28,14 @@ from ragstream.errors import (
 from ragstream.observability import request_id_headers
 from ragstream.providers.circuit import breaker_for
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.embedders.base import normalise
+from ragstream.providers.embedders.base import BatchedEmbedder
 from ragstream.providers.retry import RetryPolicy, call_with_retries
 
 _TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 BREAKER_KIND = "embedder"
 
 
-class OpenAICompatibleEmbedder:
+class OpenAICompatibleEmbedder(BatchedEmbedder):
     """Batches texts to ``POST {base_url}/embeddings`` with retries on 429, 5xx and network errors."""
 
     def __init__(self, config: EmbeddingConfig) -> None:
@@ -56,29 +54,9 @@ class OpenAICompatibleEmbedder:
         self.breaker = breaker_for(BREAKER_KIND, config.base_url.rstrip("/"), config.breaker_failures,
                                    config.breaker_cooldown_seconds, error=EmbedderCircuitOpenError)
 
-    @property
-    def dimensions(self) -> int:
-        if not self._dimensions:
-            self._dimensions = int(self._request(["dimension probe"]).shape[1])
-        return self._dimensions
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        with metrics.timed_embedding("documents", len(texts)):
-            return self._embed(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        with metrics.timed_embedding("queries", len(texts)):
-            return self._embed(texts)
-
     def count_tokens(self, text: str) -> int:
         """Approximate: remote tokenizers are not available locally; over-counts word pieces."""
         return len(_TOKEN_PATTERN.findall(text))
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        batches = [self._request(list(texts[i : i + self._batch_size])) for i in range(0, len(texts), self._batch_size)]
-        if not batches:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return normalise(np.vstack(batches))
 
     def _request(self, batch: list[str]) -> np.ndarray:
         deadline = Deadline(self._timeout + self._retry_budget)
