@@ -5,7 +5,6 @@ alone with its error code."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from support.office_files import (
     text_image,
     zip_bomb,
 )
+from support.polling import finished_job
 from support.server_process import RunningServer, running_server
 from typer.testing import CliRunner
 
@@ -33,7 +33,6 @@ BAD = {"bomb.docx": "document_too_large", "locked.xlsx": "encrypted_document", "
        "million.csv": "file_too_large"}
 STATIONS_CSV = "Station;Keeper;Fog signal\nSkerryvore;José;horn every 90 s\nBell Rock;Anne;bell\n".encode("cp1252")
 BOMB_BYTES = 300 << 20  # past the default limits.max_archive_bytes (256 MiB)
-JOB_POLLS, JOB_POLL_SECONDS = 600, 0.2
 
 
 def write_folder(root: Path) -> Path:
@@ -130,17 +129,9 @@ def test_the_upload_endpoint_takes_office_files_and_refuses_the_bad_ones(server:
         # every file failed ends failed.
         big = api.post("/api/documents", files=[("files", ("million.csv", (folder / "million.csv").read_bytes()))])
         assert big.status_code == 202, big.text
-        job = wait_for_job(api, big.json()["id"])
+        job = finished_job(api, big.json()["id"])
         assert job["state"] == "failed" and job["files"][0]["error"]["code"] == "file_too_large"
         page = api.get("/ui/documents.html")
         assert page.status_code == 200 and ".docx" in page.text and ".xlsx" in page.text and ".csv" in page.text
 
 
-def wait_for_job(api: httpx.Client, job_id: str) -> dict:
-    """Poll the job until it ends (bounded)."""
-    for _ in range(JOB_POLLS):
-        job = api.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("succeeded", "failed"):
-            return job
-        time.sleep(JOB_POLL_SECONDS)
-    raise AssertionError(f"job {job_id} still {job['state']} after {JOB_POLLS} polls")

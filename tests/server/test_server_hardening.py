@@ -22,13 +22,12 @@ import httpx
 import pytest
 from pypdf import PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
+from support.polling import finished_job
 from support.server_process import SERVE_WITH_HASH_EMBEDDER, RunningServer, running_server, server_env
 
 from ragstream.server.intake import UPLOAD_PATH_KEY
 
 TIMEOUT = httpx.Timeout(120.0)
-JOB_POLL_SECONDS = 0.2
-JOB_DEADLINE_SECONDS = 300.0  # a bound on the polling loop, not a performance assertion
 MAX_PDF_PAGES = 50
 MAX_DOCUMENT_CHARS = 20_000
 MAX_CHUNKS = 10
@@ -269,19 +268,6 @@ def markdown_files(count: int, paragraphs: int) -> list[tuple[str, tuple[str, by
     ).encode())) for i in range(count)]
 
 
-def wait_for_job(api: httpx.Client, job_id: str) -> tuple[dict, list[int]]:
-    """Poll until the job ends; its last state and every files_done seen."""
-    seen: list[int] = []
-    deadline = time.monotonic() + JOB_DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        job = api.get(f"/api/jobs/{job_id}").json()
-        seen.append(job["files_done"])
-        if job["state"] in ("succeeded", "failed"):
-            return job, seen
-        time.sleep(JOB_POLL_SECONDS)
-    raise AssertionError(f"job {job_id} still {job['state']} after {JOB_DEADLINE_SECONDS} s")
-
-
 JOBS_MAX_FILE_BYTES = 100_000
 
 
@@ -310,14 +296,14 @@ def test_job_whose_files_all_failed_is_failed(jobs_server: RunningServer):
     with httpx.Client(base_url=jobs_server.url, timeout=TIMEOUT) as api:
         response = api.post("/api/documents", files=[("files", ("one.pdf", broken)), ("files", ("two.pdf", broken + b" "))])
         assert response.status_code == 202, response.text
-        job, _ = wait_for_job(api, response.json()["id"])
+        job = finished_job(api, response.json()["id"])
         assert job["state"] == "failed", job
         assert job["error"]["code"] == "corrupt_document" and job["files_done"] == 2
         assert {item["status"] for item in job["files"]} == {"failed"}
         mixed = api.post("/api/documents", files=[("files", ("three.pdf", broken)),
                                                   ("files", ("big.md", b"w " * JOBS_MAX_FILE_BYTES))])
         assert mixed.status_code == 202, mixed.text
-        job, _ = wait_for_job(api, mixed.json()["id"])
+        job = finished_job(api, mixed.json()["id"])
         assert job["state"] == "failed" and job["error"]["code"] == "upload_failed", job
         assert {item["error"]["code"] for item in job["files"]} == {"corrupt_document", "file_too_large"}
         assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
@@ -332,7 +318,8 @@ def test_large_upload_becomes_a_job(jobs_server: RunningServer):
         assert response.headers["location"] == f"/api/jobs/{accepted['id']}"
         assert accepted["state"] == "queued" and accepted["files_total"] == 5
         assert {item["status"] for item in accepted["files"]} == {"pending"}
-        job, seen = wait_for_job(api, accepted["id"])
+        seen: list[int] = []
+        job = finished_job(api, accepted["id"], seen)
         assert job["state"] == "succeeded", job
         assert seen == sorted(seen) and job["files_done"] == 5
         by_name = {item["filename"]: item for item in job["files"]}
@@ -477,7 +464,7 @@ def test_full_disk(small_disk: Path, tmp_path: Path):
         assert hits and hits[0]["chunk"]["metadata"]["title"] == "Document 7"
         job = api.post("/api/documents", files=markdown_files(12, 40))  # past background_ingest_bytes: the job
         assert job.status_code == 202, job.text                           # runner starts with the writable index
-        assert wait_for_job(api, job.json()["id"])[0]["state"] == "succeeded"
+        assert finished_job(api, job.json()["id"])["state"] == "succeeded"
         assert len(api.get("/api/documents").json()) == 1 + 12
         assert stored_files(data_dir) == live_upload_paths(data_dir)
     with closing(sqlite3.connect(f"{(data_dir / 'catalog.sqlite3').as_uri()}?mode=ro", uri=True)) as db:

@@ -29,6 +29,7 @@ from support.hostile_uploads import (
     text_pdf,
     truncated_docx,
 )
+from support.polling import finished_job
 from support.server_process import RunningServer, running_server
 from support.upload_faults import HANG_MARKER, INGEST_MARKER, READ_MARKER
 
@@ -61,15 +62,6 @@ def live_upload_paths(data_dir: Path) -> set[str]:
 def outcomes(body: dict) -> dict[str, tuple[str, str | None]]:
     return {item["filename"]: (item["status"], item["error"]["code"] if item.get("error") else None)
             for item in body["files"]}
-
-
-def wait_for_job(api: httpx.Client, job_id: str) -> dict:
-    for _ in range(JOB_POLLS):
-        job = api.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("succeeded", "failed"):
-            return job
-        time.sleep(JOB_POLL_SECONDS)
-    raise AssertionError(f"job {job_id} still {job['state']} after {JOB_POLLS} polls")
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +182,7 @@ def test_uploads_heavier_than_their_size_go_to_a_job(jobs_server: RunningServer,
     with httpx.Client(base_url=jobs_server.url, timeout=TIMEOUT) as api:
         response = api.post("/api/documents", files=[("files", (name, data))])
         assert response.status_code == 202, response.text
-        job = wait_for_job(api, response.json()["id"])
+        job = finished_job(api, response.json()["id"])
         assert job["files_done"] == 1 and job["files"][0]["status"] in ("ingested", "failed"), job
         assert stored_files(jobs_server.data_dir) == live_upload_paths(jobs_server.data_dir)
 
