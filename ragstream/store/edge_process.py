@@ -53,6 +53,10 @@ _CALLS = frozenset({
 """What a child answers: the store's calls, plus the build's first half and the read-only flag."""
 
 
+class _RetiredError(Exception):
+    """The child was replaced by a build's swap after the caller picked it: call the store's current one."""
+
+
 class _Child:
     """One child process holding the shard, and a pool of connections to it (one call at a time on each)."""
 
@@ -65,6 +69,7 @@ class _Child:
         self._scratch = scratch
         self._idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
         self._busy = 0
+        self._retired = False
         self._quiet = threading.Condition()
 
     @classmethod
@@ -95,8 +100,10 @@ class _Child:
         return self.process.poll() is None
 
     def call(self, method: str, *args: Any) -> Any:
-        """``method(*args)`` on the child's store; its exceptions raised here."""
+        """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping)."""
         with self._quiet:
+            if self._retired:
+                raise _RetiredError
             self._busy += 1
         try:
             try:
@@ -125,6 +132,7 @@ class _Child:
         ``timeout``)."""
         deadline = time.monotonic() + timeout
         with self._quiet:
+            self._retired = True
             self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
         try:
             if self.process.stdin is not None:
@@ -148,6 +156,9 @@ class _Local:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        self._busy = 0
+        self._retired = False
+        self._quiet = threading.Condition()
 
     @property
     def read_only(self) -> bool:
@@ -161,11 +172,21 @@ class _Local:
         return True
 
     def call(self, method: str, *args: Any) -> Any:
-        if method == "read_only":
-            return self.store.read_only
-        return getattr(self.store, method)(*args)
+        with self._quiet:
+            if self._retired:
+                raise _RetiredError
+            self._busy += 1
+        try:
+            return self.store.read_only if method == "read_only" else getattr(self.store, method)(*args)
+        finally:
+            with self._quiet:
+                self._busy -= 1
+                self._quiet.notify_all()
 
     def stop(self, timeout: float) -> None:
+        with self._quiet:
+            self._retired = True
+            self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
         self.store.close()
 
 
@@ -215,7 +236,11 @@ class EdgeProcessStore:
             return self._child
 
     def _call(self, method: str, *args: Any) -> Any:
-        return self._live().call(method, *args)
+        while True:
+            try:
+                return self._live().call(method, *args)
+            except _RetiredError:
+                continue  # a build swapped in the next child between picking this one and calling it
 
     def _write(self, method: str, *args: Any) -> Any:
         with self._write_lock:

@@ -24,7 +24,7 @@ from ragstream.errors import InsufficientStorageError, VectorDBUnavailableError
 from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store import hnsw_build
 from ragstream.store.base import Snapshot
-from ragstream.store.edge_process import EdgeProcessStore, _Child
+from ragstream.store.edge_process import EdgeProcessStore, _Child, _RetiredError
 from ragstream.store.qdrant_edge import QdrantEdgeStore
 
 WAIT_SECONDS = 60.0
@@ -159,11 +159,14 @@ def test_builds_swap_one_child_for_the_next(tmp_path: Path):
     store = EdgeProcessStore(path, DIMENSIONS, StoreConfig(edge_process="on", **BUILD))
     try:
         _fill(store, vectors)
-        first = store.info()["process"]
+        first, picked = store.info()["process"], store._child
         assert store.maybe_optimize() is True
         second = store.info()["process"]
         assert second != first
+        store.settle()
         _wait_gone(first)  # the retired child closed its shard and exited
+        with pytest.raises(_RetiredError):  # a reader that picked the old child just before the swap is sent on
+            picked.call("count", None)
         store.upsert([_chunk(POINTS + i) for i in range(100)], np.repeat(vectors[:1], 100, axis=0), generation=1)
         assert store.maybe_optimize() is True
         assert store.info()["process"] not in (first, second)
