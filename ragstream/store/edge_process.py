@@ -237,10 +237,13 @@ class EdgeProcessStore:
 
     def _call(self, method: str, *args: Any) -> Any:
         while True:
+            child = self._live()
             try:
-                return self._live().call(method, *args)
+                return child.call(method, *args)
             except _RetiredError:
-                continue  # a build swapped in the next child between picking this one and calling it
+                if self._child is child:  # stopped and not replaced: the store was closed
+                    raise VectorDBUnavailableError("the vector store is closed") from None
+                # else a build swapped in the next child between picking this one and calling it
 
     def _write(self, method: str, *args: Any) -> Any:
         with self._write_lock:
