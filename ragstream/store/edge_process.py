@@ -28,7 +28,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,35 @@ class _RetiredError(Exception):
     """The child was replaced by a build's swap after the caller picked it: call the store's current one."""
 
 
+class _InFlight:
+    """The calls in flight on one holder of the shard: counted on entry, refused once it retires (:class:`_RetiredError`),
+    waited for before it stops."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._retired = False
+        self._quiet = threading.Condition()
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._quiet:
+            if self._retired:
+                raise _RetiredError
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._quiet:
+                self._busy -= 1
+                self._quiet.notify_all()
+
+    def retire(self, timeout: float) -> None:
+        """Refuse new calls and wait (up to ``timeout``) for those in flight."""
+        with self._quiet:
+            self._retired = True
+            self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
+
+
 class _Child:
     """One child process holding the shard, and a pool of connections to it (one call at a time on each)."""
 
@@ -68,9 +98,7 @@ class _Child:
         self._authkey = authkey
         self._scratch = scratch
         self._idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
-        self._busy = 0
-        self._retired = False
-        self._quiet = threading.Condition()
+        self._in_flight = _InFlight()
 
     @classmethod
     def start(cls, path: Path, dimensions: int, config: StoreConfig, *, read_only: bool, folder: Path | None) -> _Child:
@@ -101,28 +129,21 @@ class _Child:
 
     def call(self, method: str, *args: Any) -> Any:
         """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping)."""
-        with self._quiet:
-            if self._retired:
-                raise _RetiredError
-            self._busy += 1
-        try:
+        with self._in_flight.call():
             try:
-                connection = self._idle.get_nowait()
-            except queue.Empty:
-                connection = Client(self._address, authkey=self._authkey)
-            try:
-                connection.send((method, args))
-                status, value = connection.recv()
-            except BaseException:
-                connection.close()
-                raise
-            self._idle.put(connection)
-        except (OSError, EOFError) as error:
-            raise VectorDBUnavailableError(f"the store process is not answering ({error})") from error
-        finally:
-            with self._quiet:
-                self._busy -= 1
-                self._quiet.notify_all()
+                try:
+                    connection = self._idle.get_nowait()
+                except queue.Empty:
+                    connection = Client(self._address, authkey=self._authkey)
+                try:
+                    connection.send((method, args))
+                    status, value = connection.recv()
+                except BaseException:
+                    connection.close()
+                    raise
+                self._idle.put(connection)
+            except (OSError, EOFError) as error:
+                raise VectorDBUnavailableError(f"the store process is not answering ({error})") from error
         if status == "error":
             raise value
         return value
@@ -131,9 +152,7 @@ class _Child:
         """Wait for the calls in flight, then close the child's input: it closes its shard and exits (killed past
         ``timeout``)."""
         deadline = time.monotonic() + timeout
-        with self._quiet:
-            self._retired = True
-            self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
+        self._in_flight.retire(timeout)
         try:
             if self.process.stdin is not None:
                 self.process.stdin.close()
@@ -156,9 +175,7 @@ class _Local:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self._busy = 0
-        self._retired = False
-        self._quiet = threading.Condition()
+        self._in_flight = _InFlight()
 
     @property
     def read_only(self) -> bool:
@@ -172,21 +189,11 @@ class _Local:
         return True
 
     def call(self, method: str, *args: Any) -> Any:
-        with self._quiet:
-            if self._retired:
-                raise _RetiredError
-            self._busy += 1
-        try:
+        with self._in_flight.call():
             return self.store.read_only if method == "read_only" else getattr(self.store, method)(*args)
-        finally:
-            with self._quiet:
-                self._busy -= 1
-                self._quiet.notify_all()
 
     def stop(self, timeout: float) -> None:
-        with self._quiet:
-            self._retired = True
-            self._quiet.wait_for(lambda: self._busy == 0, timeout=timeout)
+        self._in_flight.retire(timeout)
         self.store.close()
 
 
