@@ -87,6 +87,15 @@ class StoreConfig(ConfigSection):
         3600.0, gt=0, description="A build taking longer (seconds) is abandoned (searches stay exact) and retried at "
         "the next ingest."
     )
+    edge_hnsw_m: int = Field(16, ge=4, description="qdrant_edge: HNSW graph degree (links per point) of an index build.")
+    edge_hnsw_ef_construct: int = Field(
+        100, ge=4, description="qdrant_edge: HNSW build beam: lower builds faster, higher finds more true neighbours "
+        "(docs/scaling.md measures both).")
+    edge_hnsw_full_scan_kb: int = Field(
+        10_000, ge=1, description="qdrant_edge: a filter matching less than this many kilobytes of vectors is searched "
+        "exactly; payload values holding more get HNSW links of their own in a build (Qdrant's full_scan_threshold).")
+    edge_indexing_threads: int = Field(
+        0, ge=0, description="qdrant_edge: threads of an index build (0: Qdrant's choice, one per CPU).")
     edge_process: Literal["auto", "on", "off"] = Field(
         "auto",
         description="qdrant_edge: hold the shard in a child process, so loading a built HNSW index (13 s at a million "
@@ -114,6 +123,17 @@ class StoreConfig(ConfigSection):
         "than this fraction from the one a chunk was weighed with, the next optimize reweighs it "
         "(embedded store: bm25_avg_len instead).",
     )
+    bm25_first_pass_chunks: int = Field(
+        20_000, ge=1,
+        description="postgres: BM25 first scores the chunks holding the query's rarest terms, about this many; "
+        "chunks sharing only commoner terms are scored only if they could still reach the top, so the ranking "
+        "stays exact (docs/scaling.md). Lower: less work when the rare terms suffice, more passes when not.")
+    bm25_max_candidates: int = Field(
+        50_000, ge=1,
+        description="postgres: the most chunks one BM25 query scores. Terms held by more chunks than that together "
+        "are left out of the candidates (still scored on the chunks found), and a query whose every term is that "
+        "common is ranked among this many of its rarest term's chunks; in a corpus of at most this many chunks, BM25 is "
+        "exact (docs/backends.md).")
     local_server_port: int = Field(
         0, ge=0, le=65535,
         description="`ragstream db start`: the loopback port of the bundled PostgreSQL (0: a free one, "

@@ -23,6 +23,7 @@ from ragstream.errors import ConfigError
 from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store.base import Snapshot
 from ragstream.store.factory import open_backend, postgres_catalog
+from ragstream.store.postgres.bm25 import first_pass, rarest_first, terms_needed
 from ragstream.store.postgres.store import PostgresStore
 
 ALL = Snapshot(sequence=0, max_generation=10**6, uncommitted=frozenset())
@@ -83,6 +84,73 @@ def test_bm25_is_the_exact_formula(postgres_url: str, tmp_path: Path, hash_embed
     finally:
         store.close()
         catalog.close()
+
+
+def _ranked(hits: list[tuple[Chunk, float]]) -> tuple[list[float], set[str]]:
+    """The scores, best first, and the chunks above the last score (which of the chunks tied with the last one
+    make the cut is the database's choice)."""
+    scores = [round(score, 4) for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    return scores, {chunk.chunk_id for chunk, score in hits if round(score, 4) > min(scores, default=0.0)}
+
+
+def test_bm25_rarest_terms_first_gives_the_exact_ranking(postgres_url: str, tmp_path: Path, hash_embedder: HashEmbedder):
+    """The first pass scores only the chunks holding the rarest term (a budget of 1 chunk); whether it stops there
+    (the rest's bound is under the k-th score) or adds terms, the ranking is the one of scoring every candidate."""
+    texts = ([f"common filler {i}" for i in range(200)] + [f"common {'apple ' * (1 + i % 4)}pie {i}" for i in range(60)]
+             + [f"zebra common {'apple ' * i}" for i in range(3)])
+    base = {"backend": "postgres", "url": postgres_url}
+    catalog, store = open_backend(load_config(data_dir=tmp_path / "a", store={**base, "bm25_first_pass_chunks": 10**9}),
+                                  lambda catalog: hash_embedder.dimensions)
+    pruned_catalog, pruned = open_backend(load_config(data_dir=tmp_path / "b", store={**base, "bm25_first_pass_chunks": 1}),
+                                          lambda catalog: hash_embedder.dimensions)
+    try:
+        chunks = [_chunk(i, text, document_id=f"d{i % 3}") for i, text in enumerate(texts)]
+        store.upsert(chunks, hash_embedder.embed_documents(texts), 1)
+        for query in ("zebra common", "zebra apple common", "apple pie common", "filler common zebra"):
+            for limit in (1, 2, 3, 5, 10, 40):
+                for filters in (None, {"document_id": "d1"}):
+                    exact = _ranked(store.search_bm25(query, limit, filters, ALL))
+                    found = _ranked(pruned.search_bm25(query, limit, filters, ALL))
+                    assert found == exact, (query, limit, filters)
+    finally:
+        for handle in (store, pruned, catalog, pruned_catalog):
+            handle.close()
+
+
+def test_bm25_scores_at_most_the_configured_candidates(postgres_url: str, tmp_path: Path, hash_embedder: HashEmbedder):
+    """Over ``store.bm25_max_candidates``, commoner terms bring no candidates (the rare term's chunks keep their
+    exact scores), and a query of common terms only is ranked among that many chunks."""
+    texts = [f"common filler {i}" for i in range(200)] + [f"zebra common {'apple ' * i}" for i in range(3)]
+    base = {"backend": "postgres", "url": postgres_url}
+    catalog, store = open_backend(load_config(data_dir=tmp_path / "a", store=base), lambda catalog: hash_embedder.dimensions)
+    capped_catalog, capped = open_backend(load_config(data_dir=tmp_path / "b", store={**base, "bm25_max_candidates": 50}),
+                                          lambda catalog: hash_embedder.dimensions)
+    try:
+        chunks = [_chunk(i, text) for i, text in enumerate(texts)]
+        store.upsert(chunks, hash_embedder.embed_documents(texts), 1)
+        exact = {chunk.chunk_id: score for chunk, score in store.search_bm25("zebra common", 300, None, ALL)}
+        assert len(exact) == len(texts)  # uncapped: every chunk sharing a term
+        found = capped.search_bm25("zebra common", 300, None, ALL)
+        assert sorted(chunk.text for chunk, _ in found) == sorted(texts[200:])
+        assert all(score == pytest.approx(exact[chunk.chunk_id]) for chunk, score in found)
+        assert len(capped.search_bm25("common filler", 300, None, ALL)) == 50
+    finally:
+        for handle in (store, capped, catalog, capped_catalog):
+            handle.close()
+
+
+def test_the_bound_asks_for_the_rarer_terms_a_top_chunk_could_come_from():
+    weights, frequencies = {1: 5.0, 2: 2.0, 3: 0.1}, {1: 3, 2: 60, 3: 260}
+    order = rarest_first(weights, frequencies)
+    assert order == [1, 2, 3]
+    assert first_pass(order, frequencies, 1) == 1 and first_pass(order, frequencies, 63) == 2
+    assert first_pass(order, frequencies, 10**9) == 3
+    ceiling = 2.2  # k1 + 1
+    assert terms_needed(order, weights, ceiling, 0.0) == 3  # fewer than k found: every term
+    assert terms_needed(order, weights, ceiling, 0.5) == 2  # only term 3 left out: 0.22 < 0.5
+    assert terms_needed(order, weights, ceiling, 5.0) == 1  # terms 2 and 3 left out: 4.62 < 5
+    assert terms_needed(order, weights, ceiling, 20.0) == 0
 
 
 def test_hnsw_index_serves_filtered_queries(postgres_url: str, tmp_path: Path, hash_embedder: HashEmbedder):

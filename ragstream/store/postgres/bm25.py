@@ -70,3 +70,37 @@ def idf(points: int, document_frequency: int) -> float:
 def query_weights(terms: list[int], points: int, frequencies: Mapping[int, int]) -> dict[int, float]:
     """The query's sparse vector: each known term's IDF."""
     return {term: idf(points, frequencies[term]) for term in terms if frequencies.get(term, 0) > 0}
+
+
+# -- exact top-k with fewer candidates (MaxScore) --------------------------------------------------------------------
+#
+# A chunk's weight for a term is tf (k1 + 1) / (tf + norm) with norm > 0, so it stays under k1 + 1: a chunk that holds
+# none of a query's rarer terms scores under (k1 + 1) times the IDF sum of the others. The store scores the chunks
+# holding the rarest terms first; once the k-th best score of those passes that bound, no other chunk can enter the
+# top k, and the ranking is the exact one without scoring the chunks that share only common words with the query.
+
+BOUND_MARGIN = 1e-5
+"""Relative slack on the bound: stored weights and scores are float32 in pgvector."""
+
+
+def rarest_first(weights: Mapping[int, float], frequencies: Mapping[int, int]) -> list[int]:
+    """The query's known terms, rarest (fewest chunks, highest IDF) first."""
+    return sorted(weights, key=lambda term: (frequencies[term], term))
+
+
+def first_pass(order: list[int], frequencies: Mapping[int, int], budget: int) -> int:
+    """How many of the rarest terms the first pass takes: as many as hold ``budget`` chunks together, at least one."""
+    taken, chunks = 0, 0
+    while taken < len(order) and (taken == 0 or chunks + frequencies[order[taken]] <= budget):
+        chunks += frequencies[order[taken]]
+        taken += 1
+    return taken
+
+
+def terms_needed(order: list[int], weights: Mapping[int, float], ceiling: float, threshold: float) -> int:
+    """The fewest rarest terms such that a chunk holding none of them scores under ``threshold`` (each weight is
+    under ``ceiling``, k1 + 1); every term when ``threshold`` is 0 (fewer than k chunks found yet)."""
+    for taken in range(len(order) + 1):
+        if sum(weights[term] for term in order[taken:]) * ceiling * (1.0 + BOUND_MARGIN) < threshold:
+            return taken
+    return len(order)

@@ -4,10 +4,12 @@ in the same database as the catalog.
 Dense search orders by cosine distance; once the table holds ``store.optimize_min_points`` chunks
 an HNSW index serves it, read with ``hnsw.ef_search = max(store.hnsw_ef_search, limit)`` and
 pgvector's strict iterative scan, so a filtered query still returns ``limit`` rows when that many
-match. BM25 is exact (module :mod:`ragstream.store.postgres.bm25`): candidates are the chunks
-sharing a term with the query (GIN index on ``terms``), scored by the inner product of their
-weights with the query's IDF vector. Filters mean what they mean on the embedded store: a
-metadata field equals the value (or contains it, for list fields), a list of values is any-of.
+match. BM25 (module :mod:`ragstream.store.postgres.bm25`): a chunk's score is the inner product of
+its weights with the query's IDF vector; the chunks holding the query's rarest terms are scored
+first (GIN index on ``terms``), and chunks sharing only commoner terms are scored only while they
+could still reach the top (``store.bm25_first_pass_chunks``), so the ranking is exact, up to
+``store.bm25_max_candidates`` scored chunks per query. Filters mean what they mean on the embedded
+store: a metadata field equals the value (or contains it, for list fields), a list of values is any-of.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from ragstream.errors import ConfigError
 from ragstream.models import COLLECTIONS_FIELD, DEFAULT_COLLECTION_ID, Chunk
 from ragstream.store.base import Filters, RankedId, Snapshot
 from ragstream.store.payload import filter_value, from_payload, payload_key, to_payload
-from ragstream.store.postgres.bm25 import TERM_SPACE, Bm25Terms, TermCounts, query_weights
+from ragstream.store.postgres.bm25 import (
+    TERM_SPACE,
+    Bm25Terms,
+    TermCounts,
+    first_pass,
+    query_weights,
+    rarest_first,
+    terms_needed,
+)
 from ragstream.store.postgres.connection import Database
 
 POINTS = "bm25_points"
@@ -252,7 +262,6 @@ class PostgresStore:
         terms = self._terms.query_terms(text)
         if not terms:
             return []
-        where, params = _where(filters, snapshot, "terms && %s", [terms])
         with self._db.read() as conn:
             points, _ = self._totals(conn)
             frequencies = dict(conn.execute("SELECT term, df FROM bm25_terms WHERE term = ANY(%s)", (terms,)).fetchall())
@@ -260,8 +269,24 @@ class PostgresStore:
             if not weights:
                 return []
             query = SparseVector(weights, TERM_SPACE)
-            return conn.execute(f"SELECT {columns}, -(bm25 <#> %s) AS score FROM chunks {where} "
-                                "ORDER BY score DESC LIMIT %s", (query, *params, limit)).fetchall()
+            order = rarest_first(weights, frequencies)
+            most = self._config.bm25_max_candidates
+            # the terms whose chunks stay within the cap (at least one; all of them in a corpus no larger)
+            allowed = len(order) if points <= most else first_pass(order, frequencies, most)
+            taken = min(first_pass(order, frequencies, self._config.bm25_first_pass_chunks), allowed)
+            while True:  # the chunks holding the rarest terms, then more terms while others could still enter the top
+                where, params = _where(filters, snapshot, "terms && %s", [order[:taken]])
+                if frequencies[order[0]] > most:  # every term is that common: rank among ``most`` of its chunks
+                    source, params = f"(SELECT {columns}, bm25 FROM chunks {where} LIMIT %s) AS capped", [*params, most]
+                else:
+                    source = f"chunks {where}"
+                rows = conn.execute(f"SELECT {columns}, -(bm25 <#> %s) AS score FROM {source} "
+                                    "ORDER BY score DESC LIMIT %s", (query, *params, limit)).fetchall()
+                threshold = float(rows[-1][3]) if len(rows) == limit else 0.0
+                needed = min(terms_needed(order, weights, self._config.bm25_k1 + 1.0, threshold), allowed)
+                if needed <= taken:
+                    return rows
+                taken = needed
 
     @staticmethod
     def _totals(conn: psycopg.Connection[Any]) -> tuple[int, int]:
