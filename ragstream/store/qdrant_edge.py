@@ -83,6 +83,9 @@ class QdrantEdgeStore:
         self._edge_config = edge_config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dimensions, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            hnsw_config=qe.HnswIndexConfig(m=config.edge_hnsw_m, ef_construct=config.edge_hnsw_ef_construct,
+                                           full_scan_threshold=config.edge_hnsw_full_scan_kb,
+                                           max_indexing_threads=config.edge_indexing_threads),
         )
         try:
             if (folder / "edge_config.json").exists() or any(folder.glob("segments*")):

@@ -5,6 +5,7 @@ real child process, real threads)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -185,3 +186,13 @@ def test_a_crash_after_the_commit_keeps_the_built_shard_and_deletes_the_old(tmp_
     assert reopened.count() == POINTS + 1
     assert reopened.search_dense(vectors[3], 1, None, ALL)[0][0].chunk_id == _chunk(3).chunk_id
     reopened.close()
+
+
+def test_the_build_uses_the_configured_hnsw_parameters(tmp_path: Path):
+    config = StoreConfig(optimize_min_points=100, optimize_min_new_points=100, edge_hnsw_m=8, edge_hnsw_ef_construct=32,
+                         edge_hnsw_full_scan_kb=500, edge_indexing_threads=1)
+    store, _ = _filled_store(tmp_path / "qdrant", config)
+    assert store.maybe_optimize() is True
+    store.close()
+    built = json.loads((hnsw_build.active_path(tmp_path / "qdrant") / "edge_config.json").read_text())
+    assert built["hnsw_config"] == {"m": 8, "ef_construct": 32, "full_scan_threshold": 500, "max_indexing_threads": 1}
