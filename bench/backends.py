@@ -1,7 +1,7 @@
 """Store backends side by side: SciFact quality and speed, BM25 exactness, and 100k synthetic chunks.
 
 Usage: flock /tmp/ragstream-heavy.lock python bench/backends.py [--dataset ../shared/data/scifact]
-       [--source-index /work/idx/scifact] [--synthetic 100000] [--max-queries N]
+       [--source-index /work/idx/scifact] [--synthetic 100000] [--max-queries N] [--bm25-only [--store KEY=VALUE]]
 
 Per backend (qdrant_edge; postgres on the bundled PostgreSQL 18 + pgvector, started in a
 temporary directory; qdrant on ``--qdrant-url`` or, without one, qdrant-client's local mode), on
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ranx import Qrels, Run, evaluate
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import evaluate_retrieval, load_beir
@@ -283,10 +284,12 @@ def synthetic(backend: str, data_dir: Path, url: str | None, corpus: Corpus) -> 
             "dense_filtered_top10_ms": filtered_ms, "disk_mb": round(size / 2**20, 1), "store": info}
 
 
-def bm25_only(backend: str, data_dir: Path, url: str | None, dataset: Any, max_queries: int | None) -> dict[str, Any]:
+def bm25_only(backend: str, data_dir: Path, url: str | None, dataset: Any, max_queries: int | None,
+              settings: dict[str, str] | None = None) -> dict[str, Any]:
     """BM25 alone, light enough to run beside other work: every corpus document is one chunk (title and
-    abstract) with a placeholder dense vector; top-10 agreement with exact BM25 and BM25 p50/p95/p99."""
-    config = load_config(data_dir=data_dir, store=store_section(backend, url))
+    abstract) with a placeholder dense vector; top-10 agreement with exact BM25, NDCG@10 against the
+    judgements, and BM25 p50/p95/p99 (``settings``: store settings for the run)."""
+    config = load_config(data_dir=data_dir, store=store_section(backend, url, **(settings or {})))
     catalog, store = open_backend(config, lambda catalog: BM25_ONLY_DIMENSIONS)
     try:
         chunks = []
@@ -306,12 +309,16 @@ def bm25_only(backend: str, data_dir: Path, url: str | None, dataset: Any, max_q
         queries = [dataset.queries[q] for q in sorted(dataset.queries)][:max_queries]
         terms = Bm25Terms(config.store.bm25_k1, config.store.bm25_b, config.store.bm25_language)
         agreement = bm25_agreement(store, ExactBm25(chunks, terms), queries)
-        _, timing = timed([partial(store.search_bm25, q, 10, None, ALL) for q in queries])
+        results, timing = timed([partial(store.search_bm25, q, 10, None, ALL) for q in queries])
     finally:
         store.close()
         catalog.close()
+    query_ids = sorted(dataset.queries)[:max_queries]
+    run = {qid: {chunk.metadata.document_id.split(":", 1)[1]: float(len(hits) - rank) for rank, (chunk, _) in enumerate(hits)}
+           or {"__none__": 0.0} for qid, hits in zip(query_ids, results, strict=True)}
+    ndcg = evaluate(Qrels({qid: dataset.qrels[qid] for qid in query_ids}), Run(run), "ndcg@10")
     return {"chunks": len(chunks), "write_seconds": round(written, 1), "bm25_top10_agreement_vs_exact": agreement,
-            "bm25_top10_ms": timing}
+            "ndcg@10": round(float(ndcg), 4), "bm25_top10_ms": timing, "store_settings": settings or {}}
 
 
 def main() -> None:
@@ -328,8 +335,11 @@ def main() -> None:
     parser.add_argument("--skip-scifact", action="store_true", help="Only the synthetic part.")
     parser.add_argument("--bm25-only", action="store_true",
                         help="Only BM25 on SciFact, one chunk per document, no embedding model (light).")
+    parser.add_argument("--store", action="append", default=[], metavar="KEY=VALUE",
+                        help="With --bm25-only: a store setting for the run (repeatable), e.g. --store bm25_max_candidates=260.")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.store)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still stop the bundled PostgreSQL
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
@@ -349,7 +359,7 @@ def main() -> None:
                 for backend in backends:
                     url = new_database(pg.url, "bm25") if backend == "postgres" and pg else None
                     report.setdefault("bm25_only", {})[backend] = bm25_only(backend, root / f"bm25-{backend}", url, dataset,
-                                                                             args.max_queries)
+                                                                             args.max_queries, settings)
                 args.skip_scifact, args.synthetic = True, 0
             for backend in [] if args.skip_scifact else backends:
                 url = backend_url(backend, pg, args.qdrant_url, root, "scifact")

@@ -1,7 +1,8 @@
 """The stores at scale: synthetic chunks (100k, 1M, ...) before and after the HNSW build, embedded and PostgreSQL.
 
 Usage: python bench/scale.py [--sizes 100000,1000000] [--backends embedded,postgres] [--json] [--queries 200]
-       [--clients 1,8] [--http-workers 2] [--postgres-url URL] [--output FILE]
+       [--clients 1,8] [--http-workers 2] [--postgres-url URL] [--pg-build-memory-mb MB] [--reader-pause-ms MS]
+       [--edge-process auto|on|off] [--store KEY=VALUE ...] [--output FILE]
 
 For each size, a fresh Qdrant Edge store in a temporary folder (the class ragstream runs for
 ``store.edge_process``, ``--edge-process``: ``EdgeProcessStore``, or ``QdrantEdgeStore`` for ``off``;
@@ -187,10 +188,11 @@ def _store_clients(store: VectorStore, queries: np.ndarray, texts: list[str], de
             for count in clients}
 
 
-def _during(store: VectorStore, queries: np.ndarray, depth: int,
-            action: Callable[[], object]) -> tuple[object, float, list[float], float]:
-    """Run ``action`` while a reader thread searches; what it returned, its seconds, the reader's latencies (ms)
-    and the longest time (ms) between two of its answers (or from the start to the first, the last to the end)."""
+def _during(store: VectorStore, queries: np.ndarray, depth: int, action: Callable[[], object],
+            pause: float = 0.0) -> tuple[object, float, list[float], float]:
+    """Run ``action`` while a reader thread searches (resting ``pause`` seconds after each answer, so it does not
+    take a core from the build); what it returned, its seconds, the reader's latencies (ms) and the longest time
+    (ms) it waited for an answer: from the start to the first, and between two answers less the rest."""
     during: list[float] = []
     answered: list[float] = []
     stop = threading.Event()
@@ -203,6 +205,7 @@ def _during(store: VectorStore, queries: np.ndarray, depth: int,
             answered.append(time.perf_counter())
             during.append((answered[-1] - started) * 1000)
             index += 1
+            stop.wait(pause)
 
     thread = threading.Thread(target=reader)
     started = time.perf_counter()
@@ -213,9 +216,9 @@ def _during(store: VectorStore, queries: np.ndarray, depth: int,
         seconds = time.perf_counter() - started
         stop.set()
         thread.join()
-    moments = [started, *answered]
-    gap = max((later - earlier for earlier, later in itertools.pairwise(moments)), default=seconds)
-    return outcome, seconds, during, round(gap * 1000, 3)
+    waits = [answered[0] - started] if answered else [seconds]
+    waits += [later - earlier - pause for earlier, later in itertools.pairwise(answered)]
+    return outcome, seconds, during, round(max(waits) * 1000, 3)
 
 
 def _built_and_settled(store: VectorStore) -> bool:
@@ -273,13 +276,14 @@ def _measure(store: VectorStore, queries: np.ndarray, texts: list[str], exact: n
 
 def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: Callable[[dict], None],
              clients: list[int] | None = None, edge_process: str = "auto",
-             build_timeout: float = StoreConfig().optimize_timeout_seconds) -> dict:
+             build_timeout: float = StoreConfig().optimize_timeout_seconds, settings: dict | None = None,
+             reader_pause: float = 0.0) -> dict:
     """Fill, measure exact, build under a reading thread, measure HNSW; one size (``progress`` gets each phase's result)."""
     centres, rng = _centres()
     path = workdir / f"qdrant-{size}"
     # the bench calls maybe_optimize once, after the fill (nothing else does): build whatever the store holds
-    config = StoreConfig(optimize_min_points=1, optimize_min_new_points=1, edge_process=edge_process,  # type: ignore[arg-type]
-                         optimize_timeout_seconds=build_timeout)
+    config = StoreConfig(**{**(settings or {}), "optimize_min_points": 1, "optimize_min_new_points": 1,
+                            "edge_process": edge_process, "optimize_timeout_seconds": build_timeout})
     sampler = _MemorySampler(os.getpid())
     sampler.__enter__()
     store: QdrantEdgeStore | EdgeProcessStore = (QdrantEdgeStore(path, DIMENSIONS, config) if edge_process == "off"
@@ -294,7 +298,8 @@ def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: C
     result["exact"] = _measure(store, queries, query_texts, exact, depth)
     progress(result)
 
-    built, build_seconds, during, longest_gap = _during(store, queries, depth, lambda: _built_and_settled(store))
+    built, build_seconds, during, longest_gap = _during(store, queries, depth, lambda: _built_and_settled(store),
+                                                        reader_pause)
     child_peak_mb = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     after = _measure(store, queries, query_texts, exact, depth)
     after["hybrid_store_clients_ms"] = _store_clients(store, queries, query_texts, depth, clients or [1])
@@ -445,7 +450,8 @@ def _http_clients(base: str, texts: list[str], clients: list[int]) -> dict:
 
 
 def run_postgres(size: int, query_count: int, depth: int, clients: list[int], http_workers: int, server_url: str,
-                 postmaster: int | None, workdir: Path, progress: Callable[[dict], None]) -> dict:
+                 postmaster: int | None, workdir: Path, progress: Callable[[dict], None],
+                 build_memory_mb: int = StoreConfig().hnsw_build_memory_mb, reader_pause: float = 0.0) -> dict:
     """The same phases on the postgres backend: fill, exact, HNSW build under a reader, HNSW, clients."""
     from ragstream.store.factory import postgres_catalog
     from ragstream.store.postgres import open_store
@@ -453,7 +459,7 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
     centres, rng = _centres()
     result: dict = {"chunks": size}
     with _database(server_url, f"ragstream_scale_{size}_{os.getpid()}") as url, _MemorySampler(postmaster) as memory:
-        config = StoreConfig(backend="postgres", url=url, optimize_min_points=size + 1)
+        config = StoreConfig(backend="postgres", url=url, optimize_min_points=size + 1, hnsw_build_memory_mb=build_memory_mb)
         catalog = postgres_catalog(config)
         store = open_store(config, catalog, DIMENSIONS)
         try:
@@ -465,8 +471,9 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
             result["exact"] = _measure(store, queries, query_texts, exact, depth)
             progress(result)
             build = store.build_ann_index  # type: ignore[attr-defined]
-            built, build_seconds, during, longest_gap = _during(store, queries, depth, build)
+            built, build_seconds, during, longest_gap = _during(store, queries, depth, build, reader_pause)
             result["build"] = {"built": built, "seconds": round(build_seconds, 1), "server_peak_pss_mb": memory.peak_mb,
+                               "maintenance_work_mem_mb": build_memory_mb,
                                "reader_during_build": {"searches": len(during), **_percentiles(during),
                                                        "longest_gap_ms": longest_gap}}
             result["hnsw"] = _measure(store, queries, query_texts, exact, depth)
@@ -535,6 +542,14 @@ def main() -> None:
     parser.add_argument("--build-timeout", type=float, default=BUILD_TIMEOUT_SECONDS,
                         help="embedded: store.optimize_timeout_seconds for the bench's build (a 1M build on a busy "
                         "2-core machine ran past the default hour and was abandoned).")
+    parser.add_argument("--pg-build-memory-mb", type=int, default=StoreConfig().hnsw_build_memory_mb,
+                        help="postgres: store.hnsw_build_memory_mb (maintenance_work_mem) for the HNSW build; pgvector "
+                        "builds several times faster when the graph fits (about 2 GB per million 384-d chunks).")
+    parser.add_argument("--store", action="append", default=[], metavar="KEY=VALUE",
+                        help="embedded: a store setting for the run (repeatable), e.g. --store edge_hnsw_ef_construct=64.")
+    parser.add_argument("--reader-pause-ms", type=float, default=0.0,
+                        help="The reader thread rests this long after each answer during the build (0: it searches back "
+                        "to back, taking most of a core from a build on 2 cores); its waits are counted without the rest.")
     parser.add_argument("--depth", type=int, default=RetrievalConfig().candidates)
     parser.add_argument("--workdir", type=Path, default=None, help="Where the temporary shards go (default: the system temp dir).")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "scale.json")
@@ -543,8 +558,11 @@ def main() -> None:
     if unknown := set(backends) - {"embedded", "postgres"}:
         parser.error(f"unknown backends: {', '.join(sorted(unknown))} (embedded, postgres)")
     clients = [int(value) for value in args.clients.split(",")]
+    settings = dict(item.split("=", 1) for item in args.store)
+    StoreConfig(**settings)  # a bad name or value fails here, before any fill
     out = sys.stderr if args.json else sys.stdout
-    report: dict = {"benchmark": "scale", "dimensions": DIMENSIONS, "depth": args.depth, "queries": args.queries,
+    report: dict = {"benchmark": "scale", "store_settings": settings, "dimensions": DIMENSIONS, "depth": args.depth,
+                    "queries": args.queries, "reader_pause_ms": args.reader_pause_ms,
                     "cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()], "sizes": []}
     summaries: list[dict] = []
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -569,11 +587,12 @@ def main() -> None:
 
                     if backend == "embedded":
                         result = run_size(size, args.queries, args.depth, Path(scratch), progress, clients,
-                                          args.edge_process, args.build_timeout)
+                                          args.edge_process, args.build_timeout, settings, args.reader_pause_ms / 1000)
                     else:
                         assert server_url is not None
                         result = run_postgres(size, args.queries, args.depth, clients, args.http_workers, server_url,
-                                              postmaster, Path(scratch), progress)
+                                              postmaster, Path(scratch), progress, args.pg_build_memory_mb,
+                                              args.reader_pause_ms / 1000)
                     progress(result)
                     summaries.append({**summary(backend, result), "load_average_before": load_before,
                                       "load_average_after": [round(x, 2) for x in os.getloadavg()]})
