@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -90,6 +91,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "pg_bm25.json")
     args = parser.parse_args()
     caps = [int(value) for value in args.caps.split(",") if value]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still stop the bundled PostgreSQL
     report: dict = {"benchmark": "pg_bm25", "size": args.size, "queries": args.queries, "depth": args.depth,
                     "cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
     queries = _queries(args.size, args.queries)
