@@ -282,7 +282,7 @@ class PostgresStore:
                     source = f"chunks {where}"
                 rows = conn.execute(f"SELECT {columns}, -(bm25 <#> %s) AS score FROM {source} "
                                     "ORDER BY score DESC LIMIT %s", (query, *params, limit)).fetchall()
-                threshold = float(rows[-1][3]) if len(rows) == limit else 0.0
+                threshold = float(rows[-1][3]) if rows and len(rows) == limit else 0.0
                 needed = min(terms_needed(order, weights, self._config.bm25_k1 + 1.0, threshold), allowed)
                 if needed <= taken:
                     return rows
