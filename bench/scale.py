@@ -274,6 +274,20 @@ def _measure(store: VectorStore, queries: np.ndarray, texts: list[str], exact: n
             "dense_recall@10": round(float(np.mean(recalls)), 4)}
 
 
+def _dense_recall(store: VectorStore, queries: np.ndarray, exact: np.ndarray, depth: int) -> dict:
+    """Dense search alone at ``depth``: latency and recall@10 against exact search (``store`` is closed after)."""
+    times, recalls = [], []
+    try:
+        for vector, truth in zip(queries, exact, strict=True):
+            started = time.perf_counter()
+            dense = store.rank_dense(vector, depth, None, ALL)
+            times.append((time.perf_counter() - started) * 1000)
+            recalls.append(len({int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]} & set(truth.tolist())) / 10)
+    finally:
+        store.close()
+    return {"dense_ms": _percentiles(times), "dense_recall@10": round(float(np.mean(recalls)), 4)}
+
+
 def run_size(size: int, query_count: int, depth: int, workdir: Path, progress: Callable[[dict], None],
              clients: list[int] | None = None, edge_process: str = "auto",
              build_timeout: float = StoreConfig().optimize_timeout_seconds, settings: dict | None = None,
@@ -451,7 +465,8 @@ def _http_clients(base: str, texts: list[str], clients: list[int]) -> dict:
 
 def run_postgres(size: int, query_count: int, depth: int, clients: list[int], http_workers: int, server_url: str,
                  postmaster: int | None, workdir: Path, progress: Callable[[dict], None],
-                 build_memory_mb: int = StoreConfig().hnsw_build_memory_mb, reader_pause: float = 0.0) -> dict:
+                 build_memory_mb: int = StoreConfig().hnsw_build_memory_mb, reader_pause: float = 0.0,
+                 ef_search: list[int] | None = None) -> dict:
     """The same phases on the postgres backend: fill, exact, HNSW build under a reader, HNSW, clients."""
     from ragstream.store.factory import postgres_catalog
     from ragstream.store.postgres import open_store
@@ -478,6 +493,10 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
                                                        "longest_gap_ms": longest_gap}}
             result["hnsw"] = _measure(store, queries, query_texts, exact, depth)
             result["hnsw"]["hybrid_store_clients_ms"] = _store_clients(store, queries, query_texts, depth, clients)
+            if ef_search:
+                result["hnsw_by_ef_search"] = {str(ef): _dense_recall(open_store(config.model_copy(update={"hnsw_ef_search": ef}),
+                                                                                 catalog, DIMENSIONS), queries, exact, depth)
+                                               for ef in ef_search}
             progress(result)
             catalog.versions.raise_generation(1)  # the server's snapshots see the synthetic chunks' generation
             catalog.settings.set_setting("vector_size", DIMENSIONS)
@@ -547,6 +566,9 @@ def main() -> None:
                         "builds several times faster when the graph fits (about 2 GB per million 384-d chunks).")
     parser.add_argument("--store", action="append", default=[], metavar="KEY=VALUE",
                         help="embedded: a store setting for the run (repeatable), e.g. --store edge_hnsw_ef_construct=64.")
+    parser.add_argument("--pg-ef-search", type=lambda text: [int(v) for v in text.split(",") if v], default=[],
+                        help="postgres: after the build, dense recall@10 and latency at each of these store.hnsw_ef_search "
+                        "values (comma-separated).")
     parser.add_argument("--reader-pause-ms", type=float, default=0.0,
                         help="The reader thread rests this long after each answer during the build (0: it searches back "
                         "to back, taking most of a core from a build on 2 cores); its waits are counted without the rest.")
@@ -592,7 +614,7 @@ def main() -> None:
                         assert server_url is not None
                         result = run_postgres(size, args.queries, args.depth, clients, args.http_workers, server_url,
                                               postmaster, Path(scratch), progress, args.pg_build_memory_mb,
-                                              args.reader_pause_ms / 1000)
+                                              args.reader_pause_ms / 1000, args.pg_ef_search)
                     progress(result)
                     summaries.append({**summary(backend, result), "load_average_before": load_before,
                                       "load_average_after": [round(x, 2) for x in os.getloadavg()]})
