@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import ALL, DIMENSIONS, SEED, _database, _fill, _percentiles, _stored, _texts
+from scale import ALL, DIMENSIONS, SEED, _centres, _database, _fill, _percentiles, _stored, _texts
 
 from ragstream.config import RetrievalConfig, StoreConfig
 from ragstream.store.factory import postgres_catalog
@@ -46,8 +46,7 @@ def _queries(size: int, count: int) -> list[str]:
 
 def run(url: str, size: int, queries: list[str], depth: int, caps: list[int]) -> dict:
     """Fill, then rank every query under every variant; latencies and agreement with the all-terms ranking."""
-    centres = np.random.default_rng(SEED).standard_normal((1_000, DIMENSIONS)).astype(np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    centres, _ = _centres()
     everything = 10 * size + 1
     variants = {"all_terms": {"bm25_first_pass_chunks": everything, "bm25_max_candidates": everything},
                 **{f"cap={cap}": {"bm25_max_candidates": cap} for cap in caps}}

@@ -268,10 +268,14 @@ def _measure(store: VectorStore, queries: np.ndarray, texts: list[str], exact: n
         dense_ms.append((dense_done - started) * 1000)
         bm25_ms.append((bm25_done - dense_done) * 1000)
         hybrid_ms.append((time.perf_counter() - started) * 1000)
-        found = {int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]}
-        recalls.append(len(found & set(truth.tolist())) / 10)
+        recalls.append(_recall_at_10(dense, truth))
     return {"dense_ms": _percentiles(dense_ms), "bm25_ms": _percentiles(bm25_ms), "hybrid_store_ms": _percentiles(hybrid_ms),
             "dense_recall@10": round(float(np.mean(recalls)), 4)}
+
+
+def _recall_at_10(dense: list[RankedId], truth: np.ndarray) -> float:
+    """The share of the exact top 10 (chunk numbers) among the first 10 of ``dense``."""
+    return len({int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]} & set(truth.tolist())) / 10
 
 
 def _dense_recall(store: VectorStore, queries: np.ndarray, exact: np.ndarray, depth: int) -> dict:
@@ -282,7 +286,7 @@ def _dense_recall(store: VectorStore, queries: np.ndarray, exact: np.ndarray, de
             started = time.perf_counter()
             dense = store.rank_dense(vector, depth, None, ALL)
             times.append((time.perf_counter() - started) * 1000)
-            recalls.append(len({int(hit.chunk_id.rsplit("-", 1)[1]) for hit in dense[:10]} & set(truth.tolist())) / 10)
+            recalls.append(_recall_at_10(dense, truth))
     finally:
         store.close()
     return {"dense_ms": _percentiles(times), "dense_recall@10": round(float(np.mean(recalls)), 4)}
