@@ -2,7 +2,7 @@
 
 Usage: python bench/scale.py [--sizes 100000,1000000] [--backends embedded,postgres] [--json] [--queries 200]
        [--clients 1,8] [--http-workers 2] [--postgres-url URL] [--pg-build-memory-mb MB] [--reader-pause-ms MS]
-       [--edge-process auto|on|off] [--store KEY=VALUE ...] [--output FILE]
+       [--pg-ef-search N,...] [--pg-rebuild M:EF_CONSTRUCTION,...] [--edge-process auto|on|off] [--store KEY=VALUE ...] [--output FILE]
 
 For each size, a fresh Qdrant Edge store in a temporary folder (the class ragstream runs for
 ``store.edge_process``, ``--edge-process``: ``EdgeProcessStore``, or ``QdrantEdgeStore`` for ``off``;
@@ -470,8 +470,9 @@ def _http_clients(base: str, texts: list[str], clients: list[int]) -> dict:
 def run_postgres(size: int, query_count: int, depth: int, clients: list[int], http_workers: int, server_url: str,
                  postmaster: int | None, workdir: Path, progress: Callable[[dict], None],
                  build_memory_mb: int = StoreConfig().hnsw_build_memory_mb, reader_pause: float = 0.0,
-                 ef_search: list[int] | None = None) -> dict:
-    """The same phases on the postgres backend: fill, exact, HNSW build under a reader, HNSW, clients."""
+                 ef_search: list[int] | None = None, rebuilds: list[tuple[int, int]] | None = None) -> dict:
+    """The same phases on the postgres backend: fill, exact, HNSW build under a reader, HNSW, clients; then, for
+    each ``(hnsw_m, hnsw_ef_construction)`` of ``rebuilds``, the index dropped, built again and measured."""
     from ragstream.store.factory import postgres_catalog
     from ragstream.store.postgres import open_store
 
@@ -502,6 +503,11 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
                                                                                  catalog, DIMENSIONS), queries, exact, depth)
                                                for ef in ef_search}
             progress(result)
+            for m, ef_construction in rebuilds or []:
+                result.setdefault("hnsw_by_build", {})[f"m={m},ef_construction={ef_construction}"] = _rebuilt(
+                    config.model_copy(update={"hnsw_m": m, "hnsw_ef_construction": ef_construction}), catalog, url,
+                    queries, exact, depth, ef_search or [config.hnsw_ef_search], memory)
+                progress(result)
             catalog.versions.raise_generation(1)  # the server's snapshots see the synthetic chunks' generation
             catalog.settings.set_setting("vector_size", DIMENSIONS)
         finally:
@@ -513,6 +519,30 @@ def run_postgres(size: int, query_count: int, depth: int, clients: list[int], ht
         result["server_peak_pss_mb"] = memory.peak_mb
     result["memory_mb"] = {"bench_process_peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     return result
+
+
+def _rebuilt(config: StoreConfig, catalog: Any, url: str, queries: np.ndarray, exact: np.ndarray, depth: int,
+             ef_search: list[int], memory: _MemorySampler) -> dict:
+    """Drop the HNSW index, build it again with ``config``'s graph parameters (timed, nothing reading), and
+    measure dense recall@10 and latency at each ``ef_search``."""
+    import psycopg
+
+    from ragstream.store.postgres import open_store
+    from ragstream.store.postgres.store import HNSW_INDEX
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+    store = open_store(config, catalog, DIMENSIONS)
+    try:
+        started = time.perf_counter()
+        built = store.build_ann_index()  # type: ignore[attr-defined]
+        seconds = time.perf_counter() - started
+    finally:
+        store.close()
+    return {"built": built, "seconds": round(seconds, 1), "server_peak_pss_mb_so_far": memory.peak_mb,
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "by_ef_search": {str(ef): _dense_recall(open_store(config.model_copy(update={"hnsw_ef_search": ef}), catalog,
+                                                               DIMENSIONS), queries, exact, depth) for ef in ef_search}}
 
 
 def summary(backend: str, result: dict) -> dict:
@@ -573,6 +603,11 @@ def main() -> None:
     parser.add_argument("--pg-ef-search", type=lambda text: [int(v) for v in text.split(",") if v], default=[],
                         help="postgres: after the build, dense recall@10 and latency at each of these store.hnsw_ef_search "
                         "values (comma-separated).")
+    parser.add_argument("--pg-rebuild", type=lambda text: [tuple(int(v) for v in pair.split(":")) for pair in text.split(",") if pair],
+                        default=[], metavar="M:EF_CONSTRUCTION,...",
+                        help="postgres: after the measurements, drop the HNSW index and build it again with each of these "
+                        "store.hnsw_m : store.hnsw_ef_construction pairs (one fill), timing the build and measuring dense "
+                        "recall@10 at each --pg-ef-search value (default: store.hnsw_ef_search).")
     parser.add_argument("--reader-pause-ms", type=float, default=0.0,
                         help="The reader thread rests this long after each answer during the build (0: it searches back "
                         "to back, taking most of a core from a build on 2 cores); its waits are counted without the rest.")
@@ -618,7 +653,7 @@ def main() -> None:
                         assert server_url is not None
                         result = run_postgres(size, args.queries, args.depth, clients, args.http_workers, server_url,
                                               postmaster, Path(scratch), progress, args.pg_build_memory_mb,
-                                              args.reader_pause_ms / 1000, args.pg_ef_search)
+                                              args.reader_pause_ms / 1000, args.pg_ef_search, args.pg_rebuild)
                     progress(result)
                     summaries.append({**summary(backend, result), "load_average_before": load_before,
                                       "load_average_after": [round(x, 2) for x in os.getloadavg()]})
