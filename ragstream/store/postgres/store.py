@@ -74,9 +74,12 @@ CREATE TABLE IF NOT EXISTS bm25_terms (
 """
 _COLLECTIONS_MARK = "chunk_collections"
 """Set once the chunks of a database from before collections were put in the default collection."""
-_HNSW_VALID = ("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+_HNSW_STATE = ("SELECT i.indisvalid, c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace")
-"""Whether the HNSW index is built (true), being built or left unfinished by a killed build (false), or absent."""
+"""Whether the HNSW index is built (true), being built or left unfinished by a killed build (false), or absent
+(no row); and its build options (``['m=32', 'ef_construction=128']``)."""
+_HNSW_NEXT = f"{HNSW_INDEX}_next"
+"""The index a rebuild with other graph settings builds beside the one in use, renamed to ``HNSW_INDEX`` once built."""
 _HNSW_BUILDER = "ragstream.hnsw_build"
 """The advisory lock a process holds while it builds the HNSW index: one builder among all processes."""
 _COLUMNS = "chunk_id, document_id, generation, chunk_index, text, payload, embedding, bm25, terms, length, bm25_avgdl"
@@ -166,29 +169,49 @@ class PostgresStore:
         chunk length drifted; whether anything was done."""
         with self._db.read() as conn:
             points = _scalar(conn, "SELECT count(*) FROM chunks")
-            valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
+            state = conn.execute(_HNSW_STATE, (HNSW_INDEX,)).fetchone()
         built = False
-        if points >= self._config.optimize_min_points and not (valid and valid[0]):
+        if points >= self._config.optimize_min_points and not self._current(state):
             built = self.build_ann_index()
         return self.reweigh() > 0 or built
+
+    def _current(self, state: tuple[Any, ...] | None) -> bool:
+        """Whether ``state`` (a row of ``_HNSW_STATE``) is a built index with the configured graph settings."""
+        if not (state and state[0]):
+            return False
+        options = dict(option.split("=", 1) for option in state[1] or [])
+        return options.get("m") == str(self._config.hnsw_m) and \
+            options.get("ef_construction") == str(self._config.hnsw_ef_construction)
 
     def build_ann_index(self) -> bool:
         """Create the HNSW index on the dense vectors (concurrently: writers are not blocked); whether this call
         built it. One process builds at a time (others return at once); an unfinished index left by a build that
-        was killed or cancelled (PostgreSQL keeps it, invalid, never used by queries) is dropped and built again."""
+        was killed or cancelled (PostgreSQL keeps it, invalid, never used by queries) is dropped and built again.
+        An index built with other ``store.hnsw_m`` / ``hnsw_ef_construction`` is rebuilt beside itself: searches
+        keep using it until the new one is built and takes its name."""
         with self._db.pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
             if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (_HNSW_BUILDER,)).fetchone()[0]:  # type: ignore[index]
                 return False
             try:
-                valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
-                if valid and valid[0]:
+                state = conn.execute(_HNSW_STATE, (HNSW_INDEX,)).fetchone()
+                following = conn.execute(_HNSW_STATE, (_HNSW_NEXT,)).fetchone()
+                if state is None and self._current(following):  # a rebuild killed between its drop and its rename
+                    conn.execute(f"ALTER INDEX {_HNSW_NEXT} RENAME TO {HNSW_INDEX}")
+                    return True
+                if self._current(state):
                     return False
-                if valid:
+                if following:  # left by a rebuild that was killed or built other settings
+                    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {_HNSW_NEXT}")
+                if state and not state[0]:
                     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {HNSW_INDEX}")
+                replacing = bool(state and state[0])
                 conn.execute(f"SET maintenance_work_mem = '{int(self._config.hnsw_build_memory_mb)}MB'")
-                conn.execute(f"CREATE INDEX CONCURRENTLY {HNSW_INDEX} ON chunks USING hnsw "
-                             f"(embedding vector_cosine_ops) WITH (m = {int(self._config.hnsw_m)}, "
+                conn.execute(f"CREATE INDEX CONCURRENTLY {_HNSW_NEXT if replacing else HNSW_INDEX} ON chunks USING "
+                             f"hnsw (embedding vector_cosine_ops) WITH (m = {int(self._config.hnsw_m)}, "
                              f"ef_construction = {int(self._config.hnsw_ef_construction)})")
+                if replacing:
+                    conn.execute(f"DROP INDEX CONCURRENTLY {HNSW_INDEX}")
+                    conn.execute(f"ALTER INDEX {_HNSW_NEXT} RENAME TO {HNSW_INDEX}")
                 return True
             finally:
                 conn.execute("RESET maintenance_work_mem")
@@ -314,10 +337,11 @@ class PostgresStore:
     def info(self) -> Mapping[str, Any]:
         with self._db.read() as conn:
             points = _scalar(conn, "SELECT count(*) FROM chunks")
-            valid = conn.execute(_HNSW_VALID, (HNSW_INDEX,)).fetchone()
-            indexed = bool(valid and valid[0])
+            state = conn.execute(_HNSW_STATE, (HNSW_INDEX,)).fetchone()
+            indexed = bool(state and state[0])
             size = _scalar(conn, "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('bm25_terms')")
         return {"backend": "postgres", "points": points, "hnsw_index": indexed,
+                "hnsw_options": list(state[1] or []) if indexed and state else [],
                 "hnsw_ef_search": self._config.hnsw_ef_search, "disk_bytes": size}
 
     def close(self) -> None:
