@@ -14,7 +14,9 @@ SciFact (train queries):
 * BM25 top-10 agreement with an exact BM25 computed here in numpy (the same tokens, the corpus's
   true average chunk length, IDF ln(1 + (N - df + 0.5) / (df + 0.5))): the share of the exact top
   10 the store returns, averaged over queries;
-* postgres: dense recall@10 of the HNSW index (``store.hnsw_ef_search``) against exact search.
+* postgres: dense recall@10 of the HNSW index (``store.hnsw_ef_search``) against exact search; with
+  ``--pg-graphs M:EF,...`` also per graph setting (``store.hnsw_m`` / ``hnsw_ef_construction``), rebuilt on
+  the same chunks: build seconds and recall@10 by ``ef_search``.
 
 Then ``--synthetic`` random chunks (Zipf-distributed words, clustered 384-d unit vectors) are written
 straight to each store, ANN indexes built (``maybe_optimize``), and dense and BM25 query p50/p95/p99,
@@ -169,6 +171,25 @@ def ef_sweep(config: Any, catalog: Any, ids: list[str], matrix: np.ndarray, quer
     return sweep
 
 
+def graph_sweep(config: Any, catalog: Any, ids: list[str], matrix: np.ndarray, queries: np.ndarray,
+                graphs: list[tuple[int, int]]) -> dict[str, Any]:
+    """postgres: per ``(store.hnsw_m, store.hnsw_ef_construction)``, the index built again with them (beside the
+    one in use, which it replaces), its seconds, and :func:`ef_sweep` on it."""
+    sweep: dict[str, Any] = {}
+    for m, ef_construction in graphs:
+        graph = config.model_copy(update={"store": config.store.model_copy(
+            update={"hnsw_m": m, "hnsw_ef_construction": ef_construction})})
+        store = open_store(graph, catalog, matrix.shape[1])
+        started = time.perf_counter()
+        try:
+            store.build_ann_index()  # type: ignore[attr-defined]
+        finally:
+            store.close()
+        sweep[f"m={m},ef_construction={ef_construction}"] = {"build_seconds": round(time.perf_counter() - started, 1),
+                                                              **ef_sweep(graph, catalog, ids, matrix, queries)}
+    return sweep
+
+
 # -- SciFact ---------------------------------------------------------------------------------
 
 def cached_embeddings(index: Path | None) -> tuple[str, list[tuple[str, bytes]]] | None:
@@ -182,7 +203,8 @@ def cached_embeddings(index: Path | None) -> tuple[str, list[tuple[str, bytes]]]
 
 
 def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: tuple[str, list[tuple[str, bytes]]] | None,
-            max_queries: int | None) -> tuple[dict[str, Any], tuple[str, list[tuple[str, bytes]]] | None]:
+            max_queries: int | None, graphs: list[tuple[int, int]] | None = None
+            ) -> tuple[dict[str, Any], tuple[str, list[tuple[str, bytes]]] | None]:
     config = load_config(data_dir=data_dir, store=store_section(backend, url, **qdrant_collection(backend, "scifact")))
     with Ragstream(config) as rs:
         if cache is not None:
@@ -215,6 +237,9 @@ def scifact(backend: str, data_dir: Path, url: str | None, dataset: Any, cache: 
                                           "hnsw": {"recall@10": hnsw_recall, "ms": hnsw_ms, "build_seconds": round(build, 1),
                                                    "ef_search": config.store.hnsw_ef_search},
                                           "hnsw_by_ef_search": sweep}
+            if graphs:
+                report["dense_store_only"]["hnsw_by_build"] = graph_sweep(config, rs.catalog, [c.chunk_id for c in chunks],
+                                                                          matrix, query_vectors, graphs)
         primed = cache or (embedder.model_id, [(h, v.astype(np.float32).tobytes()) for h, v in vectors.items()])
     return report, primed
 
@@ -337,6 +362,10 @@ def main() -> None:
                         help="Only BM25 on SciFact, one chunk per document, no embedding model (light).")
     parser.add_argument("--store", action="append", default=[], metavar="KEY=VALUE",
                         help="With --bm25-only: a store setting for the run (repeatable), e.g. --store bm25_max_candidates=260.")
+    parser.add_argument("--pg-graphs", type=lambda text: [tuple(int(v) for v in pair.split(":")) for pair in text.split(",")
+                                                          if pair], default=[], metavar="M:EF_CONSTRUCTION,...",
+                        help="postgres, SciFact: also build the HNSW index with each of these store.hnsw_m : "
+                        "store.hnsw_ef_construction pairs, timing each build and sweeping ef_search on it.")
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results") / "backends.json")
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.store)
@@ -364,7 +393,7 @@ def main() -> None:
             for backend in [] if args.skip_scifact else backends:
                 url = backend_url(backend, pg, args.qdrant_url, root, "scifact")
                 report["scifact"][backend], cache = scifact(backend, root / f"scifact-{backend}", url, dataset, cache,
-                                                            args.max_queries)
+                                                            args.max_queries, args.pg_graphs)
                 print(json.dumps({backend: report["scifact"][backend]}), file=sys.stderr, flush=True)
             if args.synthetic:
                 corpus = synthetic_corpus(args.synthetic)
