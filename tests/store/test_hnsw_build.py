@@ -196,3 +196,10 @@ def test_the_build_uses_the_configured_hnsw_parameters(tmp_path: Path):
     store.close()
     built = json.loads((hnsw_build.active_path(tmp_path / "qdrant") / "edge_config.json").read_text())
     assert built["hnsw_config"] == {"m": 8, "ef_construct": 32, "full_scan_threshold": 500, "max_indexing_threads": 1}
+    # other settings later (as after an upgrade that changed a default): the built shard still opens and serves
+    reopened = QdrantEdgeStore(tmp_path / "qdrant", DIMENSIONS, config.model_copy(update={"edge_hnsw_ef_construct": 48}))
+    try:
+        assert reopened.count() == POINTS
+        assert len(reopened.search_dense(np.ones(DIMENSIONS, dtype=np.float32), 10, None, ALL)) == 10
+    finally:
+        reopened.close()
