@@ -118,6 +118,11 @@ class StoreConfig(ConfigSection):
         description="qdrant_edge: chunk ids whose document and position a hybrid ranking remembers (about 250 "
         "bytes each), so a query does not read those payload fields again (docs/performance.md); a chunk id names "
         "one immutable version, so a remembered place never goes stale (0: read them with every query).")
+    sqlite_wal_limit_bytes: int = Field(
+        1024 * 1024, ge=64 * 1024,
+        description="The SQLite catalog (qdrant_edge; qdrant without catalog_url): its write-ahead log is copied "
+        "into the database once it holds this many bytes, and cut back to them after, so the catalog on disk is its "
+        "database plus at most about this much (docs/configuration.md). Lower: a smaller file, more checkpoints.")
     bm25_k1: float = Field(1.2, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(0.75, description="BM25 length normalisation (0: none, 1: full).")
     bm25_avg_len: float = Field(256.0, description="BM25 expected average chunk length in tokens.")

@@ -34,11 +34,12 @@ class Backend:
     """Why several processes may not open this backend's index at once (None: they may)."""
 
 
-def sqlite_catalog(path: Path) -> Catalog:
-    """The SQLite catalog at ``path`` (created if new; read-only on a full disk): every role over one connection."""
+def sqlite_catalog(path: Path, config: StoreConfig | None = None) -> Catalog:
+    """The SQLite catalog at ``path`` (created if new; read-only on a full disk): every role over one connection;
+    ``config`` (default: the defaults) bounds its write-ahead log."""
     from ragstream.store import sqlite_catalog as sqlite
 
-    connection = sqlite.SqliteConnection(path)
+    connection = sqlite.SqliteConnection(path, (config or StoreConfig()).sqlite_wal_limit_bytes)
     return Catalog(connection=connection, documents=sqlite.SqliteDocuments(connection),
                    versions=sqlite.SqliteVersions(connection), reads=sqlite.SqliteReads(connection),
                    roots=sqlite.SqliteRoots(connection), settings=sqlite.SqliteSettings(connection),
@@ -69,7 +70,7 @@ def postgres_catalog(config: StoreConfig) -> Catalog:
 def _sqlite_catalog(config: RagstreamConfig) -> Catalog:
     data_dir = Path(config.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    return sqlite_catalog(data_dir / SQLITE_CATALOG_FILE)
+    return sqlite_catalog(data_dir / SQLITE_CATALOG_FILE, config.store)
 
 
 def _qdrant_edge_store(config: RagstreamConfig, catalog: Catalog, dimensions: int) -> VectorStore:

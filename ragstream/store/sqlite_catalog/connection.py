@@ -26,14 +26,15 @@ class SqliteConnection:
     """The :class:`~ragstream.store.catalog_base.CatalogConnection` of the catalog database at ``path``
     (thread-safe: every statement runs under :attr:`lock`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, wal_limit_bytes: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._path = path
+        self._wal_limit_bytes = wal_limit_bytes
         self.read_only = False
         """True when the catalog could only be opened read-only (e.g. a full disk): reads work, writes raise
         InsufficientStorageError."""
         try:
-            self.db = _open_writable(path)
+            self.db = _open_writable(path, wal_limit_bytes)
             """The connection (replaced when a read-only catalog opens for writing: read it under :attr:`lock`)."""
         except sqlite3.OperationalError as error:
             if not path.is_file():
@@ -54,7 +55,7 @@ class SqliteConnection:
                 return
             ensure_free_space([self._path.parent], 0, min_free_bytes)
             try:
-                writable = _open_writable(self._path)
+                writable = _open_writable(self._path, self._wal_limit_bytes)
             except sqlite3.OperationalError as error:
                 raise InsufficientStorageError(f"the catalog still cannot be opened for writing: {error}") from error
             old, self.db = self.db, writable
@@ -108,11 +109,16 @@ class SqliteRole:
         self._connection = connection
 
 
-def _open_writable(path: Path) -> sqlite3.Connection:
+def _open_writable(path: Path, wal_limit_bytes: int) -> sqlite3.Connection:
+    """The catalog for writing; its write-ahead log is checkpointed at ``wal_limit_bytes`` and cut back to them
+    after each checkpoint (SQLite would leave it at its largest, 4 MB by default, however small the database)."""
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA journal_size_limit={int(wal_limit_bytes)}")
+        page_bytes = int(db.execute("PRAGMA page_size").fetchone()[0])
+        db.execute(f"PRAGMA wal_autocheckpoint={max(1, wal_limit_bytes // page_bytes)}")
         db.executescript(SCHEMA)
         migrate(db)
         db.executescript(INDEXES)
