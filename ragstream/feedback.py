@@ -1,4 +1,6 @@
 """What askers say about answers: helpful or not (with an optional comment), and the citations they open.
+One rating per answer (a re-rating replaces it in place) and one open per citation of it, however often
+the asker rates it or opens the citation.
 
 Every answer given is kept with its message id, its asker and its question (the catalog's ``Feedback``
 role), so only the asker rates it or counts a citation opened, however old the answer; the summary
@@ -130,11 +132,20 @@ class AnswerFeedback:
         metrics.record_rating(rating)
         return Rated(message_id=message_id, rating=rating, comment=comment)
 
-    def citation_opened(self, message_id: str, *, user: str | None = None) -> None:
-        """Count one citation of ``user``'s answer ``message_id`` opened; MessageNotFoundError as :meth:`rate`."""
-        if not self._feedback.record_citation_open(message_id, user):
+    def citation_opened(self, message_id: str, citation: int | None = None, *, user: str | None = None) -> bool:
+        """Count the citation ``[citation]`` of ``user``'s answer ``message_id`` opened, once however often it is
+        opened (None: a citation the caller did not name; all such count as one): True when counted now, False
+        when counted before. InvalidFeedbackError for a citation number outside 1..``max_citation_number``;
+        MessageNotFoundError as :meth:`rate`."""
+        limit = self._config.max_citation_number
+        if citation is not None and (isinstance(citation, bool) or not 1 <= citation <= limit):
+            raise InvalidFeedbackError(f"citation must be a number between 1 and {limit}, not {citation!r}")
+        counted = self._feedback.record_citation_open(message_id, user, citation)
+        if counted is None:
             raise _not_found(message_id)
-        metrics.record_citation_open()
+        if counted:
+            metrics.record_citation_open()
+        return counted
 
     def summary(self, days: int | None = None, worst: int | None = None) -> FeedbackSummary:
         """The last ``days`` days (today included) and the ``worst`` most often not-helpful questions."""

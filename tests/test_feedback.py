@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ragstream import metrics
 from ragstream.answer.models import DoneEvent
 from ragstream.cli import app
 from ragstream.errors import InvalidFeedbackError, MessageNotFoundError
@@ -73,3 +74,29 @@ def test_the_cli_prints_the_summary(tmp_path: Path, monkeypatch, hash_embedder_b
     assert text.exit_code == 0 and "not helpful 1x" in text.stdout
     bad = runner.invoke(app, ["feedback", "summary", "--worst", "-1"])
     assert bad.exit_code == 2 and "invalid_feedback" in bad.output
+
+
+def test_a_citation_opened_again_counts_once(make_fast_index, tmp_path: Path) -> None:
+    """Issue 41 item 5: through the facade, 1,000 opens of one citation by its asker count once (in the summary
+    and in ragstream_citation_opens_total); each other citation once more; a bad citation is refused."""
+    (tmp_path / "timeouts.md").write_text(PAGE, encoding="utf-8")
+    rs = make_fast_index()
+    rs.ingest([tmp_path / "timeouts.md"])
+    message_id = rs.ask("How long does the client wait for a response?", user="alice").metadata["message_id"]
+    counted = metrics.CITATION_OPENS._value.get()
+    for _ in range(FACADE_OPENS):
+        rs.feedback.citation_opened(message_id, user="alice")
+    assert rs.feedback.summary().days[0].citation_opens == 1
+    assert rs.feedback.citation_opened(message_id, 1, user="alice")
+    assert not any(rs.feedback.citation_opened(message_id, 1, user="alice") for _ in range(FACADE_OPENS))
+    assert rs.feedback.citation_opened(message_id, 2, user="alice")
+    assert rs.feedback.summary().days[0].citation_opens == 3
+    assert metrics.CITATION_OPENS._value.get() - counted == 3
+    for bad in (0, -3, rs.config.answer.feedback.max_citation_number + 1):
+        with pytest.raises(InvalidFeedbackError):
+            rs.feedback.citation_opened(message_id, bad, user="alice")
+    with pytest.raises(MessageNotFoundError):
+        rs.feedback.citation_opened(message_id, 1, user="bob")
+
+
+FACADE_OPENS = 1_000

@@ -12,6 +12,10 @@ class FeedbackConfig(ConfigSection):
 
     max_comment_chars: int = Field(
         2000, ge=0, description="Longest comment a rating may carry, in characters (longer: 422 invalid_feedback).")
+    max_citation_number: int = Field(
+        100, ge=1, description="Highest citation number (the n of [n]) a citation open may name (more, or below 1: "
+        "422 invalid_feedback), so an answer counts at most this many citations opened, plus one an open did not name "
+        "(as many as server.max_top_k lets an answer cite).")
     summary_days: int = Field(
         30, ge=1, description="The feedback summary covers this many days (UTC, today included) unless told otherwise.")
     max_summary_days: int = Field(

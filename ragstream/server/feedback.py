@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from ragstream.errors import PermissionDeniedError
 from ragstream.feedback import FeedbackSummary, Rated
@@ -31,11 +31,17 @@ class CitationOpenRequest(BaseModel):
     """A citation of one of the caller's answers, opened."""
 
     message_id: str = Field(description="The answer whose citation was opened.")
+    citation: StrictInt | None = Field(None, description="The citation's number, the n of its [n] marker: 1 to "
+                                       "answer.feedback.max_citation_number (else 422 invalid_feedback; not an "
+                                       "integer: 422 validation_error). Omitted (clients before it): one unnamed "
+                                       "citation, however often.")
 
 
 class CitationOpened(BaseModel):
     message_id: str
-    recorded: bool = True
+    citation: int | None = None
+    recorded: bool = Field(True, description="False: this citation of the answer was counted opened before (each "
+                           "counts once).")
 
 
 @router.post("", response_model=Rated, responses=ERRORS, summary="Rate an answer")
@@ -49,9 +55,10 @@ def rate(body: FeedbackRequest, state: ServerState = Depends(get_state), caller:
 @router.post("/citation-open", response_model=CitationOpened, responses=ERRORS, summary="Count a citation opened")
 def citation_open(body: CitationOpenRequest, state: ServerState = Depends(get_state),
                   caller: Caller = Depends(get_caller)) -> CitationOpened:
-    """Counts one citation of the caller's answer opened (404 as for a rating)."""
-    state.rs.feedback.citation_opened(body.message_id, user=caller.user)
-    return CitationOpened(message_id=body.message_id)
+    """Counts the citation ``citation`` of the caller's answer opened, once however often (404 as for a rating;
+    422 ``invalid_feedback`` for a citation number out of range)."""
+    recorded = state.rs.feedback.citation_opened(body.message_id, body.citation, user=caller.user)
+    return CitationOpened(message_id=body.message_id, citation=body.citation, recorded=recorded)
 
 
 @router.get("/summary", response_model=FeedbackSummary, responses={**ERRORS, 403: {"model": ErrorResponse}},

@@ -51,7 +51,8 @@ class FeedbackRow(NamedTuple):
     rating: str | None
     comment: str | None
     rated_at: str | None
-    citation_opens: int
+    opened_citations: tuple[int, ...]
+    """The citations its asker opened, each once, sorted (0: one an open did not name)."""
     collections: tuple[str, ...]
 
 
@@ -71,8 +72,10 @@ class Feedback(Protocol):
         has no answer with that id (another user's counts as none)."""
         ...
 
-    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
-        """Count one citation of ``owner``'s answer opened; False as :meth:`rate_answer`."""
+    def record_citation_open(self, message_id: str, owner: str | None, citation: int | None = None) -> bool | None:
+        """Count the citation number ``citation`` (None: one the open did not name) of ``owner``'s answer opened,
+        once however often it is opened: True when counted now, False when counted before; None when ``owner``
+        has no answer with that id (another user's counts as none)."""
         ...
 
     def feedback_days(self, since: str) -> list[FeedbackDay]:

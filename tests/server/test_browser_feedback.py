@@ -1,6 +1,6 @@
 """Feedback buttons on the Chat page, in headless Chromium against a real ``ragstream serve`` process (hash
 embedder): an answer is rated helpful, then not helpful with a comment, and opening its citation is counted;
-the server's summary shows what the page sent."""
+the server's summary shows what the page sent (the citation opened twice, once)."""
 
 from __future__ import annotations
 
@@ -53,9 +53,14 @@ def test_an_answer_is_rated_and_its_citation_open_counted(page: Any, server: Run
     bar.get_by_role("button", name="Send comment").click()
     expect(bar.locator(".feedback-status")).to_have_text("Thanks: comment sent.")
 
-    with page.expect_response(re.compile(r"/api/feedback/citation-open$")) as opened:
-        answer.locator("a.cite").first.click()
-    assert opened.value.status == 200
+    cite = answer.locator("a.cite").first
+    for again in (False, True):  # the same citation opened twice counts once
+        with page.expect_response(re.compile(r"/api/feedback/citation-open$")) as opened:
+            cite.click()
+        assert opened.value.status == 200
+        number = int(cite.get_attribute("data-number") or "0")
+        assert opened.value.request.post_data_json == {"message_id": message_id, "citation": number}
+        assert opened.value.json() == {"message_id": message_id, "citation": number, "recorded": not again}
 
     summary = httpx.get(f"{server.url}/api/feedback/summary", timeout=60.0).json()
     [today] = summary["days"]

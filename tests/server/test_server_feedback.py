@@ -94,3 +94,33 @@ def test_the_mcp_ask_result_carries_the_message_id_its_asker_rates(server: Runni
                           ).status_code == 404
         rated = bob.post("/api/feedback", json={"message_id": result["message_id"], "rating": "helpful"})
         assert rated.status_code == 200, rated.text
+
+
+def test_a_citation_opened_again_counts_once(server: RunningServer) -> None:
+    """Issue 41 item 5: hundreds of opens of one citation by its asker count once, over HTTP; each other citation
+    once more; an open naming no citation (an older client) counts as one citation; a bad citation is 422."""
+    with client(server, ALICE_KEY) as alice, client(server, ADMIN_KEY) as admin:
+        message_id = alice.post("/api/query", json={"query": "Can I change the timeout?"}).json()["metadata"]["message_id"]
+        before = _citation_opens(admin)
+        for _ in range(HTTP_OPENS):
+            assert alice.post("/api/feedback/citation-open", json={"message_id": message_id}).status_code == 200
+        assert _citation_opens(admin) - before == 1
+        for _ in range(HTTP_OPENS):
+            opened = alice.post("/api/feedback/citation-open", json={"message_id": message_id, "citation": 1})
+            assert opened.status_code == 200, opened.text
+        assert opened.json() == {"message_id": message_id, "citation": 1, "recorded": False}
+        second = alice.post("/api/feedback/citation-open", json={"message_id": message_id, "citation": 2}).json()
+        assert second == {"message_id": message_id, "citation": 2, "recorded": True}
+        assert _citation_opens(admin) - before == 3
+        for bad, code in ((0, "invalid_feedback"), (-1, "invalid_feedback"), (101, "invalid_feedback"),
+                          (True, "validation_error"), ("1", "validation_error"), (1.5, "validation_error")):
+            refused = alice.post("/api/feedback/citation-open", json={"message_id": message_id, "citation": bad})
+            assert refused.status_code == 422 and refused.json()["error"]["code"] == code, (bad, refused.text)
+        assert _citation_opens(admin) - before == 3
+
+
+HTTP_OPENS = 300
+
+
+def _citation_opens(admin: httpx.Client) -> int:
+    return sum(day["citation_opens"] for day in admin.get("/api/feedback/summary").json()["days"])

@@ -168,14 +168,15 @@ $("new-chat").addEventListener("click", () => {
 });
 // A source's document link opened counts as a citation opened.
 $("sources").addEventListener("click", (event) => {
-  if (event.target.closest("a") && shownAnswer) citationOpened(messageIds.get(shownAnswer));
+  const link = event.target.closest("a");
+  if (link && shownAnswer) citationOpened(messageIds.get(shownAnswer), link.closest("li")?.dataset.number);
 });
 // A citation link shows that answer's sources and moves the focus to the cited entry.
 $("messages").addEventListener("click", (event) => {
   const link = event.target.closest("a.cite");
   if (!link) return;
   event.preventDefault();
-  citationOpened(messageIds.get(link.dataset.answer));
+  citationOpened(messageIds.get(link.dataset.answer), link.dataset.number);
   if (shownAnswer !== link.dataset.answer) showSources(link.dataset.answer);
   const item = document.getElementById(sourceId(link.dataset.answer, link.dataset.number));
   if (!item) return;

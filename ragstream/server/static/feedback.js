@@ -1,6 +1,7 @@
 // Feedback on an answer (Chat page): "Helpful" / "Not helpful" buttons and an optional comment, sent to
 // POST /api/feedback with the answer's message id; citation opens are counted with
-// POST /api/feedback/citation-open. A later rating of the same answer replaces the earlier one.
+// POST /api/feedback/citation-open (each citation of an answer counts once). A later rating of the same answer
+// replaces the earlier one.
 import { api, describe, el } from "./api.js";
 
 const LABELS = { helpful: "Helpful", not_helpful: "Not helpful" };
@@ -36,8 +37,11 @@ export function feedbackBar(messageId) {
     el("span", { class: "muted" }, "Was this helpful?"), ...buttons, comment, send, status);
 }
 
-/** Count one citation of the answer `messageId` opened (best effort: a failure is not shown). */
-export function citationOpened(messageId) {
+/** Count the citation [`number`] of the answer `messageId` opened, once however often (best effort: a failure
+ * is not shown). */
+export function citationOpened(messageId, number) {
   if (!messageId) return;
-  api("/api/feedback/citation-open", { method: "POST", body: { message_id: messageId } }).catch(() => {});
+  const citation = Number.parseInt(number, 10);
+  const body = Number.isInteger(citation) ? { message_id: messageId, citation } : { message_id: messageId };
+  api("/api/feedback/citation-open", { method: "POST", body }).catch(() => {});
 }

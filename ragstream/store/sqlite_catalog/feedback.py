@@ -28,10 +28,16 @@ class SqliteFeedback(SqliteRole):
         with self._connection.transaction() as db:
             return db.execute(sql.RATE, (rating, comment, rated_at, message_id, owner or NO_OWNER)).rowcount > 0
 
-    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
-        """Count one citation of ``owner``'s answer opened; False when ``owner`` has no answer with that id."""
+    def record_citation_open(self, message_id: str, owner: str | None, citation: int | None = None) -> bool | None:
+        """Count the citation ``citation`` of ``owner``'s answer opened, once: True now, False before; None when
+        ``owner`` has no answer with that id."""
         with self._connection.transaction() as db:
-            return db.execute(sql.OPEN, (message_id, owner or NO_OWNER)).rowcount > 0
+            if db.execute(sql.ASKED, (message_id, owner or NO_OWNER)).fetchone() is None:
+                return None
+            if db.execute(sql.OPEN, (message_id, sql.UNNAMED_CITATION if citation is None else citation)).rowcount == 0:
+                return False
+            db.execute(sql.COUNT_OPEN, (message_id,))
+            return True
 
     def feedback_days(self, since: str) -> list[FeedbackDay]:
         """Per day from ``since`` on, oldest first: answers, ratings and citation opens."""
@@ -55,14 +61,17 @@ class SqliteFeedback(SqliteRole):
             db = self._connection.db
             rows = db.execute(sql.ROWS.format(collate=""), (after or "", limit)).fetchall()
             ids = [row[0] for row in rows]
-            memberships = db.execute(sql.ROW_COLLECTIONS.format(marks=", ".join("?" * len(ids))), ids).fetchall() \
-                if ids else []
-        return sql.feedback_rows(rows, memberships)
+            marks = ", ".join("?" * len(ids))
+            memberships = db.execute(sql.ROW_COLLECTIONS.format(marks=marks), ids).fetchall() if ids else []
+            opens = db.execute(sql.ROW_OPENS.format(marks=marks), ids).fetchall() if ids else []
+        return sql.feedback_rows(rows, memberships, opens)
 
     def import_feedback(self, rows: Sequence[FeedbackRow]) -> None:
         """Store answers' rows exactly as given (an existing message id is replaced, its collections too)."""
-        answers, forget, collections = sql.import_params(rows)
+        params = sql.import_params(rows)
         with self._connection.transaction() as db:
-            db.executemany(sql.IMPORT, answers)
-            db.executemany(sql.FORGET_COLLECTIONS, forget)
-            db.executemany(sql.RECORD_COLLECTION, collections)
+            db.executemany(sql.IMPORT, params.answers)
+            db.executemany(sql.FORGET_COLLECTIONS, params.forget)
+            db.executemany(sql.FORGET_OPENS, params.forget)
+            db.executemany(sql.RECORD_COLLECTION, params.collections)
+            db.executemany(sql.OPEN, params.opens)

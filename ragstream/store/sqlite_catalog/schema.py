@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from ragstream.models import DEFAULT_COLLECTION_ID
+from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
 DEFAULT_DESCRIPTION = "Every document that names no collection (and every document of an index made before collections)."
@@ -117,7 +118,8 @@ CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(own
 
 def migrate(db: sqlite3.Connection) -> None:
     """Bring catalogs written by earlier versions up to the current schema (documents written before
-    owners existed are shared and belong to no synced root; conversations, held for no user)."""
+    owners existed are shared and belong to no synced root; conversations, held for no user; an answer's
+    citation opens counted before they were named, one open)."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversation_turns)")}
     if "incomplete" not in columns:
         db.execute("ALTER TABLE conversation_turns ADD COLUMN incomplete INTEGER NOT NULL DEFAULT 0")
@@ -141,4 +143,10 @@ def migrate(db: sqlite3.Connection) -> None:
         db.execute(DEFAULT_COLLECTION, (DEFAULT_COLLECTION_ID, DEFAULT_COLLECTION_ID, DEFAULT_DESCRIPTION))
         db.execute("INSERT OR IGNORE INTO collection_documents (collection_id, document_id) SELECT ?, document_id "
                    "FROM documents", (DEFAULT_COLLECTION_ID,))
+        db.execute("COMMIT")
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'answer_citation_opens'").fetchone() is None:
+        # catalogs before opens named their citation counted every open: each answer's become one (once; atomic)
+        db.execute("BEGIN IMMEDIATE")
+        for statement in OPENS_MIGRATION:
+            db.execute(statement)
         db.execute("COMMIT")

@@ -34,10 +34,17 @@ class PostgresFeedback(PostgresRole):
         with self._db.write() as conn:
             return conn.execute(_pg(sql.RATE), (rating, comment, rated_at, message_id, owner or NO_OWNER)).rowcount > 0
 
-    def record_citation_open(self, message_id: str, owner: str | None) -> bool:
-        """Count one citation of ``owner``'s answer opened; False when ``owner`` has no answer with that id."""
+    def record_citation_open(self, message_id: str, owner: str | None, citation: int | None = None) -> bool | None:
+        """Count the citation ``citation`` of ``owner``'s answer opened, once: True now, False before (two processes
+        opening it at once: one counts it); None when ``owner`` has no answer with that id."""
         with self._db.write() as conn:
-            return conn.execute(_pg(sql.OPEN), (message_id, owner or NO_OWNER)).rowcount > 0
+            if conn.execute(_pg(sql.ASKED), (message_id, owner or NO_OWNER)).fetchone() is None:
+                return None
+            if conn.execute(_pg(sql.OPEN), (message_id, sql.UNNAMED_CITATION if citation is None else citation)
+                            ).rowcount == 0:
+                return False
+            conn.execute(_pg(sql.COUNT_OPEN), (message_id,))
+            return True
 
     def feedback_days(self, since: str) -> list[FeedbackDay]:
         """Per day from ``since`` on, oldest first: answers, ratings and citation opens."""
@@ -60,17 +67,21 @@ class PostgresFeedback(PostgresRole):
         with self._db.read() as conn:
             rows = conn.execute(_pg(sql.ROWS.format(collate='COLLATE "C"')), (after or "", limit)).fetchall()
             ids = [row[0] for row in rows]
-            memberships = conn.execute(_pg(sql.ROW_COLLECTIONS.format(marks=", ".join("?" * len(ids)))), ids).fetchall() \
-                if ids else []
-        return sql.feedback_rows(rows, memberships)
+            marks = ", ".join("?" * len(ids))
+            memberships = conn.execute(_pg(sql.ROW_COLLECTIONS.format(marks=marks)), ids).fetchall() if ids else []
+            opens = conn.execute(_pg(sql.ROW_OPENS.format(marks=marks)), ids).fetchall() if ids else []
+        return sql.feedback_rows(rows, memberships, opens)
 
     def import_feedback(self, rows: Sequence[FeedbackRow]) -> None:
         """Store answers' rows exactly as given (an existing message id is replaced, its collections too)."""
         if not rows:
             return
-        answers, forget, collections = sql.import_params(rows)
+        params = sql.import_params(rows)
         with self._db.write() as conn, conn.cursor() as cursor:
-            cursor.executemany(_pg(sql.IMPORT), answers)
-            cursor.executemany(_pg(sql.FORGET_COLLECTIONS), forget)
-            if collections:
-                cursor.executemany(_pg(sql.RECORD_COLLECTION), collections)
+            cursor.executemany(_pg(sql.IMPORT), params.answers)
+            cursor.executemany(_pg(sql.FORGET_COLLECTIONS), params.forget)
+            cursor.executemany(_pg(sql.FORGET_OPENS), params.forget)
+            if params.collections:
+                cursor.executemany(_pg(sql.RECORD_COLLECTION), params.collections)
+            if params.opens:
+                cursor.executemany(_pg(sql.OPEN), params.opens)

@@ -3,6 +3,7 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
 SCHEMA = """
@@ -121,3 +122,11 @@ DO $$ BEGIN
 END $$;
 """
 SCHEMA += FEEDBACK_TABLE
+SCHEMA += f"""
+DO $$ BEGIN
+    IF to_regclass('answer_citation_opens') IS NULL THEN
+        -- databases before opens named their citation counted every open: each answer's become one (once)
+        {"; ".join(OPENS_MIGRATION)};
+    END IF;
+END $$;
+"""
