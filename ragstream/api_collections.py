@@ -75,8 +75,8 @@ class CollectionsFacade:
         return self.collection_service.for_writing(name, user, admin)
 
     def may_change_document(self, document_id: str, *, user: str | None = None, admin: bool = False) -> bool:
-        """Whether ``user`` may delete or re-ingest a document: their own, or one whose every collection they may
-        edit (never only by being in the default collection, which every user edits with their own documents)."""
+        """Whether ``user`` may delete or re-ingest a document: their own upload, one uploaded into a collection they
+        may edit (its home), and a shared one only as an admin; which collections it sits in now grants nothing."""
         return self.collection_service.may_change(document_id, user, admin)
 
     def collect_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:

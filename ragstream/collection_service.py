@@ -36,6 +36,7 @@ from ragstream.models import (
     IngestReport,
     LoadedDocument,
     QuestionScope,
+    collection_home,
 )
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog_base import Catalog
@@ -160,6 +161,11 @@ class CollectionService:
                 only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
                 records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
                            if r.document_id in only_here]
+                foreign = [r.document_id for r in records if not self._owns(r, user, admin)]
+                if foreign:
+                    raise PermissionDeniedError(
+                        f"collection {name!r} is the only collection of {len(foreign)} document(s) you may not delete "
+                        "(shared ones, or another user's upload): an admin or their owner must move or delete them")
                 deleted = self._ingestor.delete_many(records)
                 # under the commit lock no ingest commits between these steps: its next commit finds the collection
                 # gone (collection_not_found), so a delete does not starve behind a running ingest
@@ -181,10 +187,13 @@ class CollectionService:
 
     def remove_documents(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
                          admin: bool = False) -> list[str]:
-        """Take documents out of a collection ``user`` may edit, without re-embedding; InvalidCollectionError when
-        one would belong to no collection. The ids removed."""
+        """Take documents out of a collection ``user`` may edit, without re-embedding: its manager may take out any
+        of its documents, an editor only those they may change (:meth:`may_change`; PermissionDeniedError otherwise);
+        InvalidCollectionError when one would belong to no collection. The ids removed."""
         record = self._editable(name, user, admin)
-        self._changeable(document_ids, user, admin, require_edit=False)
+        # its manager curates what the collection holds; anybody else (an editor, any user in the default collection)
+        # takes out only a document they have the right to change, so nobody hides a document from its readers
+        self._changeable(document_ids, user, admin, require_edit=False, require_owner=not record.managed_by(user, admin))
         return self._move(lambda: self._registry.remove_documents(record.collection_id, list(document_ids)))
 
     def include(self, collection_id: str | None, document_ids: Sequence[str]) -> list[str]:
@@ -210,13 +219,21 @@ class CollectionService:
         if user is None or admin:
             return True
         record = self._catalog.documents.get(document_id, user)
-        if record is None:
-            return False
-        if record.owner == user:
+        return record is not None and self._owns(record, user)
+
+    def _owns(self, record: DocumentRecord, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` has the right to change the document ``record`` wherever it is (docs/collections.md):
+        a user's own upload is theirs; a document uploaded into a collection belongs to the editors of that
+        collection (its home, from its source); a shared one (ingested by the CLI, synced, watched, or uploaded by an
+        admin with ``shared``) to admins alone. Which collections it sits in now never grants the right: a user could
+        otherwise move a shared document into a collection of theirs and so make it theirs."""
+        if user is None or admin:
             return True
-        editable = {r.collection_id for r in self._registry.list() if r.editable_by(user)}
-        members = set(record.collections)
-        return bool(members) and DEFAULT_COLLECTION_ID not in members and members <= editable
+        if record.owner is not None:
+            return record.owner == user
+        home_id = collection_home(record)
+        home = self._registry.get(home_id) if home_id is not None else None
+        return home is not None and home.collection_id != DEFAULT_COLLECTION_ID and home.editable_by(user)
 
     def remember_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
         """With a ``collection`` named (a name): each synced or watched root of ``paths`` remembers it, and the
@@ -276,9 +293,11 @@ class CollectionService:
             raise PermissionDeniedError(f"you may read collection {name!r} but not add or remove its documents")
         return record
 
-    def _changeable(self, document_ids: Sequence[str], user: str | None, admin: bool, *, require_edit: bool = True) -> None:
+    def _changeable(self, document_ids: Sequence[str], user: str | None, admin: bool, *, require_edit: bool = True,
+                    require_owner: bool = False) -> None:
         """Each document exists and ``user`` may see it; with ``require_edit``, it is in a collection ``user`` may
-        edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads)."""
+        edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads);
+        with ``require_owner``, ``user`` has the right to change it (:meth:`_owns`)."""
         if len(document_ids) > self._config.max_scope * self._config.max_users:
             raise InvalidCollectionError("too many documents in one request")
         editable = {r.collection_id for r in self._registry.list() if r.editable_by(user, admin) or r.access == "all"}
@@ -290,6 +309,9 @@ class CollectionService:
                 raise DocumentNotFoundError(f"no document with id {document_id!r}")
             if require_edit and not set(found.collections) & editable:
                 raise PermissionDeniedError(f"document {document_id!r} is only in collections you may read, not change")
+            if require_owner and not self._owns(found, user, admin):
+                raise PermissionDeniedError(f"document {document_id!r} is not yours to take out of this collection: a "
+                                            "shared document only an admin may move, a user's upload only that user")
 
     def _readable(self, collection_id: str, user: str) -> bool:
         record = self._registry.get(collection_id)

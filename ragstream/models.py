@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -88,6 +89,8 @@ class ChunkMetadata(BaseModel):
 PRIVATE_METADATA_PREFIX = "_"
 """Document metadata keys starting with it are kept in the catalog for ragstream's own use (where
 an upload is stored) and never copied to chunks, offered as filters or shown over HTTP."""
+UPLOAD_PATH_KEY = f"{PRIVATE_METADATA_PREFIX}upload_path"
+"""Private document metadata key holding an uploaded file's stored path relative to the upload directory."""
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -166,6 +169,24 @@ class DocumentRecord(BaseModel):
     first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
     root: str | None = Field(None, description="The synced or watched root the document belongs to (None: none).")
     collections: list[str] = Field(default_factory=list, description="Ids of the collections the document belongs to.")
+
+
+COLLECTION_HOME_FOLDER = "collection-{collection_id}"
+"""The folder of a document uploaded into a collection (its stored file ``collection-ID/...``; MCP's inline
+documents have the source ``mcp://collection-ID/name``): that collection is the document's home, whose editors may
+change it."""
+_HOME_IN_SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*://collection-([0-9a-f]{8,64})/")
+_HOME_IN_UPLOAD_PATH = re.compile(r"^collection-([0-9a-f]{8,64})/")
+
+
+def collection_home(record: DocumentRecord) -> str | None:
+    """The id of the collection a shared document was uploaded into (its home); None for one ingested by the CLI,
+    synced, watched or shared by an admin."""
+    found = _HOME_IN_SOURCE.match(record.source)
+    path = record.metadata.get(UPLOAD_PATH_KEY)
+    if found is None and isinstance(path, str):
+        found = _HOME_IN_UPLOAD_PATH.match(path)
+    return found.group(1) if found else None
 
 
 class FileFailure(BaseModel):

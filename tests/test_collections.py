@@ -290,3 +290,28 @@ def test_a_conversation_stops_reading_a_collection_its_user_lost(two):
     handbook = {record.document_id for record in rs.documents(collections=["handbook"])}
     assert later.sources and not {source.document_id for source in later.sources} & handbook
     assert not {doc.document_id for doc in later.relatedDocs} & handbook
+
+
+def test_a_document_ingested_by_the_cli_is_changed_only_by_an_admin(two):
+    """Moves grant nothing: a user who puts a CLI-ingested document in a collection of theirs may neither take it out of
+    the collections it was in nor delete it; their own upload stays theirs wherever it sits."""
+    rs, _ = two
+    [board] = [r for r in rs.documents() if r.source.endswith("board.md")]  # synced into ``minutes`` (access all)
+    rs.create_collection("bob-hide", user="bob")
+    assert rs.add_to_collection("bob-hide", [board.document_id], user="bob") == [board.document_id]
+    with pytest.raises(PermissionDeniedError):
+        rs.remove_from_collection("minutes", [board.document_id], user="bob")
+    assert not rs.may_change_document(board.document_id, user="bob")
+    with pytest.raises(PermissionDeniedError):
+        rs.delete(board.document_id, user="bob", allow_shared=rs.may_change_document(board.document_id, user="bob"))
+    assert rs.remove_from_collection("bob-hide", [board.document_id], user="bob") == [board.document_id]  # his own
+    rs.add_to_collection("bob-hide", [board.document_id])
+    rs.remove_from_collection("minutes", [board.document_id])  # the CLI moves it: still not Bob's
+    assert not rs.may_change_document(board.document_id, user="bob")
+    with pytest.raises(PermissionDeniedError):
+        rs.delete_collection("bob-hide", delete_documents=True, user="bob")
+    assert rs.document(board.document_id).collections == [rs.collection("bob-hide").collection_id]  # not deleted
+    mine = rs.ingest_bytes(b"# Mine\n\nBob's own note on the notice period.\n", "mine.md", source="upload://bob/mine.md",
+                           owner="bob")
+    assert rs.may_change_document(mine.document_ids[0], user="bob")
+    assert not rs.may_change_document(mine.document_ids[0], user="dan")

@@ -285,3 +285,33 @@ def test_the_websocket_keeps_the_scope_of_api_chat(server: RunningServer, docs):
     assert [e["event"] for e in private] == ["error"] and private[0]["data"]["code"] == "collection_not_found"
     unscoped = _ws_chat(server, BOB_KEY, {"message": f"What does the {WORDS['private']} protocol require?"})
     assert docs["private"] not in _answered_from(unscoped[-1]["data"]["response"])
+
+
+def test_a_user_can_neither_hide_nor_delete_a_shared_document(alice, bob, admin, docs):
+    """The sequence of issue 41: an admin shares a document; Bob puts it in a collection of his, takes it out of the
+    default collection and deletes it. Only the harmless first step may succeed; Alice still finds it afterwards."""
+    shared = _upload(admin, "handbook.md", b"# Handbook\n\nThe okapiharvest rule binds every team.\n", shared="true")
+    assert shared.status_code == 201, shared.text
+    document_id = shared.json()["files"][0]["document_id"]
+
+    def alice_finds() -> bool:
+        hits = alice.post("/api/search", json={"query": "okapiharvest rule", "mode": "bm25", "top_k": 10}).json()["hits"]
+        return document_id in {hit["chunk"]["metadata"]["document_id"] for hit in hits}
+
+    assert bob.post("/api/collections", json={"name": "bob-hide"}).status_code == 201
+    assert bob.put(f"/api/collections/bob-hide/documents/{document_id}").status_code == 200  # adding hides nothing
+    _error(bob.delete(f"/api/collections/default/documents/{document_id}"), 403, "forbidden")
+    _error(bob.delete(f"/api/documents/{document_id}"), 403, "forbidden")
+    assert alice_finds()
+    # Bob curates his own collection: the document leaves it and stays where the admin put it
+    assert bob.delete(f"/api/collections/bob-hide/documents/{document_id}").json()["changed"] is True
+    assert alice_finds()
+    # a move by the admin does not make it Bob's either
+    assert admin.put(f"/api/collections/bob-hide/documents/{document_id}").status_code == 200
+    assert admin.delete(f"/api/collections/default/documents/{document_id}").json()["changed"] is True
+    _error(bob.delete(f"/api/documents/{document_id}"), 403, "forbidden")
+    _error(bob.delete("/api/collections/bob-hide", params={"delete_documents": "true"}), 403, "forbidden")
+    assert admin.put(f"/api/collections/default/documents/{document_id}").status_code == 200
+    assert bob.delete("/api/collections/bob-hide", params={"delete_documents": "true"}).json()["documents_deleted"] == []
+    assert alice_finds()
+    assert admin.delete(f"/api/documents/{document_id}").status_code == 200
