@@ -38,7 +38,7 @@ from ragstream.models import (
     QuestionScope,
 )
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import Catalog
+from ragstream.store.catalog_base import Catalog, CollectionRegistry
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -83,23 +83,26 @@ class CollectionService:
                                              "(collections.max_scope)")
             records = [self.get(name, user, admin) for name in dict.fromkeys(names)]
             instructions = tuple(f"{r.name}: {r.instructions.strip()}" for r in records if r.instructions.strip())
-            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions)
+            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions,
+                                 names=tuple((r.collection_id, r.name) for r in records))
         if user is None or admin:
             return QuestionScope()
-        return QuestionScope(collections=tuple(record.collection_id for record in self._registry.list()
-                                               if record.readable_by(user, admin)))
+        readable = [record for record in self._registry.list() if record.readable_by(user, admin)]
+        return QuestionScope(collections=tuple(record.collection_id for record in readable),
+                             names=tuple((record.collection_id, record.name) for record in readable))
 
-    def labels(self, document_ids: Iterable[str], scope: QuestionScope | None, user: str | None = None,
-               admin: bool = False) -> dict[str, list[str]]:
-        """document_id -> the names of the collections it came from: those of the scope it belongs to, or, without
-        a scope, those ``user`` may read (never the name of one ``user`` may not read)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
-            return {}
+    def labeller(self, scope: QuestionScope) -> CollectionLabels:
+        """The collection names of one answer's documents, within ``scope`` (docs/collections.md)."""
+        return CollectionLabels(self._registry, scope)
+
+    def named(self, records: Sequence[DocumentRecord], user: str | None = None,
+              admin: bool = False) -> list[DocumentRecord]:
+        """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (one catalog read)."""
+        if not records:
+            return []
         names = {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
-        allowed = set(scope.collections) if scope is not None and scope.collections is not None else set(names)
-        return {document_id: sorted(names[c] for c in members if c in allowed and c in names)
-                for document_id, members in self._registry.memberships(ids).items()}
+        return [record.model_copy(update={"collections": sorted(names[c] for c in record.collections if c in names)})
+                for record in records]
 
     def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
         """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
@@ -320,3 +323,34 @@ class CollectionService:
                 raise InvalidCollectionError(f"{label} holds a blank user id, or one with spaces around it or control "
                                              "characters")
         return record.model_copy(update={"readers": sorted(set(record.readers)), "editors": sorted(set(record.editors))})
+
+
+class CollectionLabels:
+    """document_id -> the names of the collections an answer's document came from, among those of its scope (never
+    one the reader may not read: the scope holds only those). The id -> name map is read once (only when the scope
+    does not carry it) and each document's memberships once, however many citations and sources name it."""
+
+    def __init__(self, registry: CollectionRegistry, scope: QuestionScope) -> None:
+        self._registry = registry
+        self._scope = scope
+        self._names: dict[str, str] | None = None
+        self._known: dict[str, list[str]] = {}
+
+    def __call__(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The names of each of ``document_ids``' collections ([] for one in none of the scope's)."""
+        ids = list(dict.fromkeys(document_ids))
+        missing = [document_id for document_id in ids if document_id not in self._known]
+        if missing:
+            names = self._id_names()
+            allowed = self._scope.collections
+            members = self._registry.memberships(missing)
+            for document_id in missing:
+                self._known[document_id] = sorted(names[c] for c in members.get(document_id, ())
+                                                  if c in names and (allowed is None or c in allowed))
+        return {document_id: self._known[document_id] for document_id in ids}
+
+    def _id_names(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = (dict(self._scope.names) if self._scope.names is not None
+                           else {record.collection_id: record.name for record in self._registry.list()})
+        return self._names
