@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragstream.collection_service import CollectionLabels, CollectionService
-from ragstream.models import CollectionRecord, DocumentRecord, QuestionScope
+from ragstream.models import Chunk, CollectionRecord, DocumentRecord, QuestionScope, SearchResult
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, StreamEvent
@@ -89,6 +89,19 @@ class CollectionsFacade:
         """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (ids in the
         catalog), one catalog read for them all: how HTTP and the CLI show a document's collections."""
         return self.collection_service.named(records, user, admin)
+
+    def chunks_with_collection_names(self, chunks: Sequence[Chunk], *, user: str | None = None,
+                                     admin: bool = False) -> list[Chunk]:
+        """``chunks`` with their metadata's ``collections`` the names of those ``user`` may read, as
+        :meth:`with_collection_names` shows a record's."""
+        return self.collection_service.named_chunks(chunks, user, admin)
+
+    def search_with_collection_names(self, result: SearchResult, *, user: str | None = None,
+                                     admin: bool = False) -> SearchResult:
+        """``result`` with each hit's ``collections`` the names of those ``user`` may read (one catalog read)."""
+        chunks = self.chunks_with_collection_names([hit.chunk for hit in result.hits], user=user, admin=admin)
+        return result.model_copy(update={"hits": [hit.model_copy(update={"chunk": chunk})
+                                                  for hit, chunk in zip(result.hits, chunks, strict=True)]})
 
     def collection_scope(self, names: Sequence[str] | None, *, user: str | None = None,
                          admin: bool = False) -> QuestionScope:

@@ -30,6 +30,7 @@ from ragstream.errors import (
 from ragstream.ingestion import Ingestor
 from ragstream.models import (
     DEFAULT_COLLECTION_ID,
+    Chunk,
     CollectionAccess,
     CollectionRecord,
     DocumentRecord,
@@ -100,9 +101,20 @@ class CollectionService:
         """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (one catalog read)."""
         if not records:
             return []
-        names = {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
-        return [record.model_copy(update={"collections": sorted(names[c] for c in record.collections if c in names)})
-                for record in records]
+        names = self._reader_names(user, admin)
+        return [record.model_copy(update={"collections": _named(record.collections, names)}) for record in records]
+
+    def named_chunks(self, chunks: Sequence[Chunk], user: str | None = None, admin: bool = False) -> list[Chunk]:
+        """``chunks`` as a reader sees them: their metadata's ``collections`` the names of those ``user`` may read."""
+        if not chunks:
+            return []
+        names = self._reader_names(user, admin)
+        return [chunk.model_copy(update={"metadata": chunk.metadata.model_copy(
+            update={"collections": tuple(_named(chunk.metadata.collections, names))})}) for chunk in chunks]
+
+    def _reader_names(self, user: str | None, admin: bool) -> dict[str, str]:
+        """id -> name of every collection ``user`` may read."""
+        return {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
 
     def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
         """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
@@ -325,6 +337,11 @@ class CollectionService:
         return record.model_copy(update={"readers": sorted(set(record.readers)), "editors": sorted(set(record.editors))})
 
 
+def _named(collection_ids: Iterable[str], names: dict[str, str]) -> list[str]:
+    """The names of those of ``collection_ids`` in ``names`` (the others: collections the reader may not read)."""
+    return sorted(names[c] for c in collection_ids if c in names)
+
+
 class CollectionLabels:
     """document_id -> the names of the collections an answer's document came from, among those of its scope (never
     one the reader may not read: the scope holds only those). The id -> name map is read once (only when the scope
@@ -345,8 +362,8 @@ class CollectionLabels:
             allowed = self._scope.collections
             members = self._registry.memberships(missing)
             for document_id in missing:
-                self._known[document_id] = sorted(names[c] for c in members.get(document_id, ())
-                                                  if c in names and (allowed is None or c in allowed))
+                self._known[document_id] = _named((c for c in members.get(document_id, ())
+                                                   if allowed is None or c in allowed), names)
         return {document_id: self._known[document_id] for document_id in ids}
 
     def _id_names(self) -> dict[str, str]:

@@ -69,6 +69,10 @@ class RemoteIndex:
         """``records`` as they are: the server's records name their collections already."""
         return list(records)
 
+    def search_with_collection_names(self, result: SearchResult) -> SearchResult:
+        """``result`` as it is: the server's hits name their collections already."""
+        return result
+
     def filter_fields(self) -> set[str]:
         """Metadata fields a search filter may name (as :meth:`ragstream.Ragstream.filter_fields`)."""
         from ragstream.models import filter_fields

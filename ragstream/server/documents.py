@@ -215,7 +215,8 @@ def get_document(document_id: str, include_chunks: bool = False, state: ServerSt
     (404 for another user's document, as for one that does not exist)."""
     if include_chunks:
         record, chunks = state.rs.document_with_chunks(document_id, user=caller.user, admin=caller.admin)
-        return DocumentDetail(document=_shown(state, caller, [record])[0], chunks=chunks)
+        return DocumentDetail(document=_shown(state, caller, [record])[0],
+                              chunks=state.rs.chunks_with_collection_names(chunks, user=caller.user, admin=caller.admin))
     record = state.rs.document(document_id, user=caller.user, admin=caller.admin)
     return DocumentDetail(document=_shown(state, caller, [record])[0], chunks=None)
 
@@ -230,7 +231,8 @@ def _shown(state: ServerState, caller: Caller, records: Sequence[DocumentRecord]
 def get_chunks(document_id: str, state: ServerState = Depends(get_state),
                caller: Caller = Depends(get_caller)) -> list[Chunk]:
     """The live chunks of one document, in order."""
-    return state.rs.document_chunks(document_id, user=caller.user, admin=caller.admin)
+    return state.rs.chunks_with_collection_names(state.rs.document_chunks(document_id, user=caller.user, admin=caller.admin),
+                                                 user=caller.user, admin=caller.admin)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")

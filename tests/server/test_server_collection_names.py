@@ -42,6 +42,8 @@ class Index:
     draft_id: str
     direct_table: subprocess.CompletedProcess[str]
     direct_json: list[dict[str, Any]]
+    direct_answer: dict[str, Any]
+    direct_search: dict[str, Any]
 
 
 def _run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +76,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     listed = json.loads(_cli(data_dir, "docs", "list", "--json"))
     spec_id = next(d["document_id"] for d in listed if SPEC_WORD in d["title"])
     draft_id = next(d["document_id"] for d in listed if "draft" in d["title"])
-    return Index(data_dir, spec_id, draft_id, _run(data_dir, "docs", "list"), listed)
+    answer = json.loads(_cli(data_dir, "ask", SPEC_QUESTION, "--collection", "specs", "--json"))
+    found = json.loads(_cli(data_dir, "search", SPEC_WORD, "--mode", "bm25", "--json"))
+    return Index(data_dir, spec_id, draft_id, _run(data_dir, "docs", "list"), listed, answer, found)
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +196,43 @@ def test_document_records_over_http_show_readable_collection_names(server, index
         assert [d["collections"] for d in bob.get("/api/documents", params={"collection": "team"}).json()] == [["team"]]
         assert ["default"] in [d["collections"] for d in bob.get("/api/documents").json()]
         assert bob.get(f"/api/documents/{index.draft_id}").status_code == 404  # specs is no collection of Bob's
+
+
+def _hit_labels(result: dict[str, Any], document_id: str) -> list[list[str]]:
+    """The ``collections`` of each search hit of ``document_id`` (at least one must be there)."""
+    return _spec_labels([hit["chunk"]["metadata"] for hit in result["hits"]], document_id)
+
+
+def test_search_hits_and_chunks_name_readable_collections(server, index):
+    """A hit's or a chunk's ``collections`` are the names of the collections the reader may read (as a record's)."""
+    shown = {}
+    for who, key in (("admin", ADMIN_KEY), ("user", BOB_KEY)):
+        with key_client(server.url, key) as api:
+            for scope in (None, ["team"]):
+                body = {"query": SPEC_WORD, "mode": "bm25", **({} if scope is None else {"collections": scope})}
+                shown[f"{who} search {scope}"] = _hit_labels(api.post("/api/search", json=body).json(), index.spec_id)
+            detail = api.get(f"/api/documents/{index.spec_id}", params={"include_chunks": "true"}).json()
+            shown[f"{who} record chunks"] = [chunk["metadata"]["collections"] for chunk in detail["chunks"]]
+            listed = api.get(f"/api/documents/{index.spec_id}/chunks").json()
+            shown[f"{who} chunks"] = [chunk["metadata"]["collections"] for chunk in listed]
+            created = api.post("/api/pipeline", json={"text": SPEC_QUESTION}).json()
+            ran = api.post(f"/api/pipeline/{created['id']}/auto", json={"until": "retrieval"}).json()
+            shown[f"{who} pipeline chunks"] = _spec_labels(
+                [chunk["metadata"] for chunk in ran["superprompt"]["base_context_chunks"]], index.spec_id)
+    shown["cli search through the server"] = _hit_labels(
+        json.loads(_cli(index.data_dir, "search", SPEC_WORD, "--mode", "bm25", "--json")), index.spec_id)
+    shown["cli search opened directly"] = _hit_labels(index.direct_search, index.spec_id)
+    expected = {surface: ["team"] if surface.startswith("user") else ["specs"] if "directly" in surface
+                else ["specs", "team"] for surface in shown}
+    assert {surface: found for surface, found in shown.items() if found != [expected[surface]] * len(found)} == {}
+
+
+def test_cli_ask_names_collections_opened_directly_and_through_a_running_server(server, index):
+    through = json.loads(_cli(index.data_dir, "ask", SPEC_QUESTION, "--collection", "specs", "--json"))
+    unscoped = json.loads(_cli(index.data_dir, "ask", SPEC_QUESTION, "--json"))
+    assert _spec_labels(index.direct_answer["sources"], index.spec_id)[0] == ["specs"]
+    assert _spec_labels(through["sources"], index.spec_id)[0] == ["specs"]
+    assert _spec_labels(unscoped["sources"], index.spec_id)[0] == ["specs", "team"]
 
 
 def test_docs_list_opened_directly_shows_collection_names(index):
