@@ -140,12 +140,12 @@ class CollectionsFacade:
         ids = [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources]
         if not ids:  # nothing to label (an answer without retrieval: the catalog may be down)
             return answer
-        found = scope() if callable(scope) else scope
-        named = (labels or self._labels(found))()(ids)
+        labeller = (labels or self._labels(scope))()
+        named = labeller(ids)
         message_id = answer.metadata.get("message_id")
         if message_id:  # the collections it drew on, as they are now: its rating counts for them (docs/feedback.md)
-            self.feedback.record_collections(str(message_id), self.collection_service.drawn_on(
-                [c.document_id for c in answer.citations if c.document_id and c.matched], found))
+            self.feedback.record_collections(str(message_id), labeller.drawn_on(
+                [c.document_id for c in answer.citations if c.document_id and c.matched]))
         return answer.model_copy(update={
             "citations": [c.model_copy(update={"collections": named.get(c.document_id or "", [])}) for c in answer.citations],
             "sources": [s.model_copy(update={"collections": named.get(s.document_id, [])}) for s in answer.sources]})

@@ -116,16 +116,6 @@ class CollectionService:
         """id -> name of every collection ``user`` may read."""
         return {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
 
-    def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
-        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
-        within ``scope`` when it limits the collections (the answer's feedback keeps them, docs/feedback.md)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
-            return []
-        allowed = scope.collections if scope is not None else None
-        return sorted({c for members in self._registry.memberships(ids).values() for c in members
-                       if allowed is None or c in allowed})
-
     # -- collections -------------------------------------------------------------------------
 
     def create(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
@@ -343,28 +333,37 @@ def _named(collection_ids: Iterable[str], names: dict[str, str]) -> list[str]:
 
 
 class CollectionLabels:
-    """document_id -> the names of the collections an answer's document came from, among those of its scope (never
-    one the reader may not read: the scope holds only those). The id -> name map is read once (only when the scope
-    does not carry it) and each document's memberships once, however many citations and sources name it."""
+    """What one answer's documents came from, within its scope: the names of their collections (never one the reader
+    may not read: the scope holds only those) and, for its feedback, their ids. The id -> name map is read once (only
+    when the scope does not carry it) and each document's memberships once, however many citations name it."""
 
     def __init__(self, registry: CollectionRegistry, scope: QuestionScope) -> None:
         self._registry = registry
         self._scope = scope
         self._names: dict[str, str] | None = None
-        self._known: dict[str, list[str]] = {}
+        self._members: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
-        """The names of each of ``document_ids``' collections ([] for one in none of the scope's)."""
+        """document_id -> the names of its collections ([] for one in none of the scope's)."""
+        names = self._id_names()
+        return {document_id: _named(members, names) for document_id, members in self._scoped(document_ids).items()}
+
+    def drawn_on(self, document_ids: Iterable[str]) -> list[str]:
+        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
+        within the scope (the answer's feedback keeps them, docs/feedback.md)."""
+        return sorted({c for members in self._scoped(document_ids).values() for c in members})
+
+    def _scoped(self, document_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """document_id -> the ids of its collections within the scope, each document read once."""
         ids = list(dict.fromkeys(document_ids))
-        missing = [document_id for document_id in ids if document_id not in self._known]
+        missing = [document_id for document_id in ids if document_id not in self._members]
         if missing:
-            names = self._id_names()
             allowed = self._scope.collections
-            members = self._registry.memberships(missing)
+            found = self._registry.memberships(missing)
             for document_id in missing:
-                self._known[document_id] = _named((c for c in members.get(document_id, ())
-                                                   if allowed is None or c in allowed), names)
-        return {document_id: self._known[document_id] for document_id in ids}
+                self._members[document_id] = tuple(c for c in found.get(document_id, ())
+                                                   if allowed is None or c in allowed)
+        return {document_id: self._members[document_id] for document_id in ids}
 
     def _id_names(self) -> dict[str, str]:
         if self._names is None:
