@@ -21,6 +21,7 @@ from support.link_folders import run_cli
 from support.mcp_client import connected, http_session
 from support.server_process import RunningServer, running_server
 from support.user_keys import ADMIN_KEY, BOB_KEY, key_client, keys_json
+from support.ws_chat import ws_chat
 
 OPERATOR_KEY = "operator-key-0123456789abcdef"
 """``server.api_key``: the admin key the CLI presents to the running server (as an operator's config would)."""
@@ -142,7 +143,7 @@ def _answer_routes(server: RunningServer, key: str, scope: list[str] | None) -> 
         assert streamed.status_code == 200, streamed.text
         last = [data for _, data in _sse(streamed.text) if isinstance(data, dict) and "ragstream" in data][-1]
         found["v1 streamed sources"] = last["ragstream"]["sources"]
-    ws = _ws_chat(server, key, {"message": SPEC_QUESTION, **extra})
+    ws = ws_chat(server, key, {"message": SPEC_QUESTION, **extra})
     found["ws citation events"] = [e["data"] for e in ws if e["event"] == "citation"]
     found["ws done sources"] = ws[-1]["data"]["response"]["sources"]
     with connected(http_session(server.url, key)) as mcp:
@@ -150,22 +151,6 @@ def _answer_routes(server: RunningServer, key: str, scope: list[str] | None) -> 
     found["mcp ask sources"] = asked["sources"]
     found["mcp ask citations"] = asked["citations"]
     return found
-
-
-def _ws_chat(server: RunningServer, key: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every ``{"event", "data"}`` message of one /ws/chat answer, until the server closes."""
-    from websockets.exceptions import ConnectionClosed
-    from websockets.sync.client import connect
-
-    url = server.url.replace("http://", "ws://") + "/ws/chat"
-    events: list[dict[str, Any]] = []
-    with connect(url, additional_headers={"Authorization": f"Bearer {key}"}, open_timeout=180) as ws:
-        ws.send(json.dumps(body))
-        try:
-            while True:
-                events.append(json.loads(ws.recv(timeout=180)))
-        except ConnectionClosed:
-            return events
 
 
 @pytest.mark.parametrize("case", list(CASES))
