@@ -30,6 +30,7 @@ from ragstream.errors import (
 from ragstream.ingestion import Ingestor
 from ragstream.models import (
     DEFAULT_COLLECTION_ID,
+    Chunk,
     CollectionAccess,
     CollectionRecord,
     DocumentRecord,
@@ -39,7 +40,7 @@ from ragstream.models import (
     collection_home,
 )
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import Catalog
+from ragstream.store.catalog_base import Catalog, CollectionRegistry
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -84,33 +85,37 @@ class CollectionService:
                                              "(collections.max_scope)")
             records = [self.get(name, user, admin) for name in dict.fromkeys(names)]
             instructions = tuple(f"{r.name}: {r.instructions.strip()}" for r in records if r.instructions.strip())
-            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions)
+            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions,
+                                 names=tuple((r.collection_id, r.name) for r in records))
         if user is None or admin:
             return QuestionScope()
-        return QuestionScope(collections=tuple(record.collection_id for record in self._registry.list()
-                                               if record.readable_by(user, admin)))
+        readable = [record for record in self._registry.list() if record.readable_by(user, admin)]
+        return QuestionScope(collections=tuple(record.collection_id for record in readable),
+                             names=tuple((record.collection_id, record.name) for record in readable))
 
-    def labels(self, document_ids: Iterable[str], scope: QuestionScope | None, user: str | None = None,
-               admin: bool = False) -> dict[str, list[str]]:
-        """document_id -> the names of the collections it came from: those of the scope it belongs to, or, without
-        a scope, those ``user`` may read (never the name of one ``user`` may not read)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
-            return {}
-        names = {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
-        allowed = set(scope.collections) if scope is not None and scope.collections is not None else set(names)
-        return {document_id: sorted(names[c] for c in members if c in allowed and c in names)
-                for document_id, members in self._registry.memberships(ids).items()}
+    def labeller(self, scope: QuestionScope) -> CollectionLabels:
+        """The collection names of one answer's documents, within ``scope`` (docs/collections.md)."""
+        return CollectionLabels(self._registry, scope)
 
-    def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
-        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
-        within ``scope`` when it limits the collections (the answer's feedback keeps them, docs/feedback.md)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
+    def named(self, records: Sequence[DocumentRecord], user: str | None = None,
+              admin: bool = False) -> list[DocumentRecord]:
+        """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (one catalog read)."""
+        if not records:
             return []
-        allowed = scope.collections if scope is not None else None
-        return sorted({c for members in self._registry.memberships(ids).values() for c in members
-                       if allowed is None or c in allowed})
+        names = self._reader_names(user, admin)
+        return [record.model_copy(update={"collections": _named(record.collections, names)}) for record in records]
+
+    def named_chunks(self, chunks: Sequence[Chunk], user: str | None = None, admin: bool = False) -> list[Chunk]:
+        """``chunks`` as a reader sees them: their metadata's ``collections`` the names of those ``user`` may read."""
+        if not chunks:
+            return []
+        names = self._reader_names(user, admin)
+        return [chunk.model_copy(update={"metadata": chunk.metadata.model_copy(
+            update={"collections": tuple(_named(chunk.metadata.collections, names))})}) for chunk in chunks]
+
+    def _reader_names(self, user: str | None, admin: bool) -> dict[str, str]:
+        """id -> name of every collection ``user`` may read."""
+        return {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
 
     # -- collections -------------------------------------------------------------------------
 
@@ -342,3 +347,48 @@ class CollectionService:
                 raise InvalidCollectionError(f"{label} holds a blank user id, or one with spaces around it or control "
                                              "characters")
         return record.model_copy(update={"readers": sorted(set(record.readers)), "editors": sorted(set(record.editors))})
+
+
+def _named(collection_ids: Iterable[str], names: dict[str, str]) -> list[str]:
+    """The names of those of ``collection_ids`` in ``names`` (the others: collections the reader may not read)."""
+    return sorted(names[c] for c in collection_ids if c in names)
+
+
+class CollectionLabels:
+    """What one answer's documents came from, within its scope: the names of their collections (never one the reader
+    may not read: the scope holds only those) and, for its feedback, their ids. The id -> name map is read once (only
+    when the scope does not carry it) and each document's memberships once, however many citations name it."""
+
+    def __init__(self, registry: CollectionRegistry, scope: QuestionScope) -> None:
+        self._registry = registry
+        self._scope = scope
+        self._names: dict[str, str] | None = None
+        self._members: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
+        """document_id -> the names of its collections ([] for one in none of the scope's)."""
+        names = self._id_names()
+        return {document_id: _named(members, names) for document_id, members in self._scoped(document_ids).items()}
+
+    def drawn_on(self, document_ids: Iterable[str]) -> list[str]:
+        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
+        within the scope (the answer's feedback keeps them, docs/feedback.md)."""
+        return sorted({c for members in self._scoped(document_ids).values() for c in members})
+
+    def _scoped(self, document_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """document_id -> the ids of its collections within the scope, each document read once."""
+        ids = list(dict.fromkeys(document_ids))
+        missing = [document_id for document_id in ids if document_id not in self._members]
+        if missing:
+            allowed = self._scope.collections
+            found = self._registry.memberships(missing)
+            for document_id in missing:
+                self._members[document_id] = tuple(c for c in found.get(document_id, ())
+                                                   if allowed is None or c in allowed)
+        return {document_id: self._members[document_id] for document_id in ids}
+
+    def _id_names(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = (dict(self._scope.names) if self._scope.names is not None
+                           else {record.collection_id: record.name for record in self._registry.list()})
+        return self._names

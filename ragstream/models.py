@@ -168,7 +168,9 @@ class DocumentRecord(BaseModel):
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
     first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
     root: str | None = Field(None, description="The synced or watched root the document belongs to (None: none).")
-    collections: list[str] = Field(default_factory=list, description="Ids of the collections the document belongs to.")
+    collections: list[str] = Field(default_factory=list, description="The collections the document belongs to: ids in "
+                                   "the catalog; names, those the reader may read, wherever a record is shown "
+                                   "(HTTP, CLI).")
 
 
 COLLECTION_HOME_FOLDER = "collection-{collection_id}"
@@ -269,6 +271,8 @@ class QuestionScope(BaseModel):
     collections: tuple[str, ...] | None = Field(None, description="Collection ids every search is limited to "
                                                 "(None: no limit beyond the user's own visibility).")
     instructions: tuple[str, ...] = Field((), description="'name: text' of each scoped collection with instructions.")
+    names: tuple[tuple[str, str], ...] | None = Field(None, description="(id, name) of each collection the question "
+                                                      "may read, its sources' labels (None: every collection).")
 
 
 CollectionAccess = Literal["private", "readers", "all"]

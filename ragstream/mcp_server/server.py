@@ -257,7 +257,7 @@ class _Handlers:
 
     def _resource_text(self, document_id: str, chunk_id: str | None, who: Principal) -> str:
         if chunk_id is None:
-            record, text = self.tools.rs.document_text(document_id, user=who.user)
+            record, text = self.tools.rs.document_text(document_id, user=who.user, admin=who.admin)
             return f"# {record.title}\n\nsource: {record.source}\n\n{text}"
         found = self.tools.read(ReadArguments(document_id=document_id, chunk_id=chunk_id, neighbours=0), who)
         chunk = found.chunks[0]

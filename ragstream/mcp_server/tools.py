@@ -78,7 +78,7 @@ def _public(record: DocumentRecord) -> DocumentRecord:
 
 
 def _default_delete(rs: Ragstream, document_id: str, who: Principal) -> DocumentRecord:
-    return rs.delete(document_id, user=who.user, allow_shared=who.admin)
+    return rs.delete(document_id, user=who.user, allow_shared=who.admin, admin=who.admin)
 
 
 class Tools:
@@ -129,7 +129,7 @@ class Tools:
 
     def read(self, args: ReadArguments, who: Principal) -> ReadResult:
         """A page of a document's chunks, or one chunk with its neighbours."""
-        record, chunks = self.rs.document_with_chunks(args.document_id, user=who.user)
+        record, chunks = self.rs.document_with_chunks(args.document_id, user=who.user, admin=who.admin)
         if args.chunk_id is None:
             limit = self._limit(args.limit)
             shown = chunks[args.offset:args.offset + limit]

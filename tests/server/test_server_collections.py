@@ -15,6 +15,7 @@ import httpx
 import pytest
 from support.server_process import RunningServer, running_server
 from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_json
+from support.ws_chat import ws_chat
 
 WORDS = {"private": "zanzibarquokka", "read": "pelicanharbour", "edit": "marmosetlantern"}
 COLLECTIONS = {"private": "alice-private", "read": "team-read", "edit": "team-edit"}
@@ -259,31 +260,15 @@ def test_deleting_a_collection(alice, bob, admin, docs):
     assert "alice-private" not in [c["name"] for c in alice.get("/api/collections").json()]
 
 
-def _ws_chat(server: RunningServer, key: str, body: dict) -> list[dict]:
-    """Every ``{"event", "data"}`` message of one /ws/chat answer, until the server closes."""
-    from websockets.exceptions import ConnectionClosed
-    from websockets.sync.client import connect
-
-    url = server.url.replace("http://", "ws://") + "/ws/chat"
-    events: list[dict] = []
-    with connect(url, additional_headers={"Authorization": f"Bearer {key}"}, open_timeout=180) as ws:
-        ws.send(json.dumps(body))
-        try:
-            while True:
-                events.append(json.loads(ws.recv(timeout=180)))
-        except ConnectionClosed:
-            return events
-
-
 def test_the_websocket_keeps_the_scope_of_api_chat(server: RunningServer, docs):
     question = f"What does the {WORDS['edit']} protocol require before a launch?"
-    scoped = _ws_chat(server, BOB_KEY, {"message": question, "collections": ["team-read"]})
+    scoped = ws_chat(server, BOB_KEY, {"message": question, "collections": ["team-read"]})
     assert scoped[-1]["event"] == "done"
     read = _answered_from(scoped[-1]["data"]["response"])
     assert docs["edit"] not in read and docs["private"] not in read
-    private = _ws_chat(server, BOB_KEY, {"message": f"{WORDS['private']} protocol", "collections": ["alice-private"]})
+    private = ws_chat(server, BOB_KEY, {"message": f"{WORDS['private']} protocol", "collections": ["alice-private"]})
     assert [e["event"] for e in private] == ["error"] and private[0]["data"]["code"] == "collection_not_found"
-    unscoped = _ws_chat(server, BOB_KEY, {"message": f"What does the {WORDS['private']} protocol require?"})
+    unscoped = ws_chat(server, BOB_KEY, {"message": f"What does the {WORDS['private']} protocol require?"})
     assert docs["private"] not in _answered_from(unscoped[-1]["data"]["response"])
 
 
