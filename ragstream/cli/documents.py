@@ -61,6 +61,8 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
     with reading_index(config, data_dir, need_documents=False) as rs:
         try:
             records = rs.documents(collections=collection)
+            # read while the index is open: a Ragstream opened here is closed when the block ends
+            names = {c.collection_id: c.name for c in rs.collections()} if hasattr(rs, "collections") else {}
         except RagstreamError as error:
             fail(error)
     if json_output:
@@ -68,7 +70,6 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
         return
     from rich.table import Table
 
-    names = {c.collection_id: c.name for c in rs.collections()} if hasattr(rs, "collections") else {}
     table = Table("document_id", "title", "source", "mime", "chunks", "ingested", "collections")
     for record in records:
         table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at,
