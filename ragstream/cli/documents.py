@@ -60,7 +60,8 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
     """List ingested documents (of one or more collections with --collection)."""
     with reading_index(config, data_dir, need_documents=False) as rs:
         try:
-            records = rs.with_collection_names(rs.documents(collections=collection))  # names, never ids
+            # names, never ids; read while the index is open (a Ragstream opened here is closed when the block ends)
+            records = rs.with_collection_names(rs.documents(collections=collection))
         except RagstreamError as error:
             fail(error)
     if json_output:

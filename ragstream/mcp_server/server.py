@@ -42,7 +42,7 @@ from ragstream.mcp_server.schemas import (
     SearchArguments,
     SearchResult,
 )
-from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools
+from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
 from ragstream.observability import request_id_scope
 
 logger = logging.getLogger("ragstream.mcp")
@@ -206,7 +206,7 @@ class _Handlers:
             raise UnknownToolError(f"no tool {params.name!r}; the tools are "
                                    f"{', '.join(s.name for s in TOOLS if who.admin or not s.admin)}")
         if spec.admin and not who.admin:
-            raise PermissionDeniedError(f"the {spec.name} tool needs an admin key")
+            raise admin_refusal(spec.name, who)
         args = _arguments(spec, params.arguments or {})
         if spec.name == "ask":
             result: BaseModel = await self.tools.ask(args, who, _progress(ctx))  # type: ignore[arg-type]

@@ -73,6 +73,16 @@ class Principal:
     local: bool = False
 
 
+def admin_refusal(tool: str, who: Principal) -> PermissionDeniedError:
+    """Why ``who`` may not run the admin-only ``tool``: over stdio, which has no keys, how to turn the admin tools
+    on; over HTTP, that it needs an admin key."""
+    if who.local:
+        return PermissionDeniedError(f"the {tool} tool is off in this ragstream mcp (stdio has no keys): start it as "
+                                     "`ragstream mcp --admin-tools`, or set mcp.stdio_admin_tools = true "
+                                     "(RAGSTREAM_MCP__STDIO_ADMIN_TOOLS=true)")
+    return PermissionDeniedError(f"the {tool} tool needs an admin key")
+
+
 def _public(record: DocumentRecord) -> DocumentRecord:
     return record.model_copy(update={"metadata": public_metadata(record.metadata)})
 
@@ -212,7 +222,7 @@ class Tools:
     @staticmethod
     def _admin(who: Principal, tool: str) -> None:
         if not who.admin:
-            raise PermissionDeniedError(f"the {tool} tool needs an admin key")
+            raise admin_refusal(tool, who)
 
     # -- ask -------------------------------------------------------------------------------------
 
