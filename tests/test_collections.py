@@ -15,6 +15,8 @@ from support.index_fixtures import FAST_DEFAULTS
 
 from ragstream import Ragstream, load_config
 from ragstream.errors import (
+    CollectionAmbiguousError,
+    CollectionExistsError,
     CollectionNotEmptyError,
     CollectionNotFoundError,
     DocumentNotFoundError,
@@ -208,6 +210,76 @@ def test_bad_collection_input_is_a_clear_error(two):
         rs.create_collection("fine", readers=[" bob"])
     with pytest.raises(CollectionNotFoundError):
         rs.ingest([Path("missing")], collection="nope")
+
+
+def test_names_are_per_owner_and_a_bare_name_picks_the_callers_own_then_the_unowned(two):
+    """Alice's private ``specs`` does not keep Bob from making his; a bare name resolves to the caller's own, else
+    the unowned one, else the only readable one; several readable ones are ambiguous (409), listing only those."""
+    rs, _ = two
+    [notice] = [r.document_id for r in rs.documents() if r.source.endswith("notice.md")]
+    [board] = [r.document_id for r in rs.documents() if r.source.endswith("board.md")]
+    alice = rs.create_collection("specs", user="alice")
+    bob = rs.create_collection("specs", user="bob")  # not Alice's business: hers is private
+    assert (alice.qualified_name, bob.qualified_name) == ("alice:specs", "bob:specs")
+    rs.add_to_collection("specs", [notice], user="alice")
+    rs.add_to_collection("specs", [board], user="bob")
+    assert rs.search(QUESTION, top_k=10, user="alice", collections=["specs"]).hits
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="alice",
+                                                            collections=["specs"]).hits} == {notice}
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="bob",
+                                                            collections=["SPECS"]).hits} == {board}
+    with pytest.raises(CollectionNotFoundError):  # Dan reads neither
+        rs.collection("specs", user="dan")
+    with pytest.raises(CollectionNotFoundError):  # a qualified name is exact, and 404 when not readable
+        rs.collection("alice:specs", user="bob")
+    assert rs.collection("bob:specs", user="bob").collection_id == bob.collection_id
+    with pytest.raises(CollectionAmbiguousError, match="alice:specs.*bob:specs"):  # the CLI reads both
+        rs.collection("specs")
+    rs.edit_collection("alice:specs", access="readers", readers=["cy"], user="alice")
+    rs.edit_collection("bob:specs", access="readers", readers=["cy"], user="bob")
+    with pytest.raises(CollectionAmbiguousError):
+        rs.search(QUESTION, user="cy", collections=["specs"])
+    rs.create_collection("specs", access="readers", readers=["cy"])  # an unowned one wins over other owners'
+    assert rs.collection("specs", user="cy").owner is None
+    assert rs.collection(":specs", user="cy").owner is None
+    assert rs.collection("specs", user="alice").collection_id == alice.collection_id  # her own first
+    models = {c.qualified_name for c in rs.collections(user="cy")}
+    assert {"alice:specs", "bob:specs", "specs"} <= models
+
+
+def test_look_alike_names_are_refused(two):
+    rs, _ = two
+    rs.create_collection("alice-priv", user="alice")
+    rs.create_collection("team", access="readers", readers=["alice"], user="bob")
+    for taken in ("DEFAULT", "Alice-Priv", "\uff41lice-priv", "TEAM"):  # the default, her own, one she reads
+        with pytest.raises(CollectionExistsError):
+            rs.create_collection(taken, user="alice")
+    for bad in ("alice-priv.", "alice-priv ", "alice-priv-", "a:b", "alice_"):
+        with pytest.raises(InvalidCollectionError):
+            rs.create_collection(bad, user="alice")
+    with pytest.raises(CollectionExistsError):
+        rs.edit_collection("handbook", new_name="Minutes")
+    with pytest.raises(InvalidCollectionError):
+        rs.edit_collection("handbook", new_name="handbook.")
+    assert rs.edit_collection("alice-priv", new_name="Alice-Priv", user="alice").name == "Alice-Priv"  # its own key
+    assert rs.create_collection("alice-priv", user="dan").owner == "dan"  # Dan reads none of these
+
+
+def test_sharing_with_everyone_needs_an_admin_or_the_switch(two, tmp_path: Path):
+    rs, embedder = two
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        rs.create_collection("bobs", access="all", user="bob")
+    shared = rs.create_collection("bobs", access="readers", readers=["alice"], user="bob")  # named readers: open
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        rs.edit_collection("bobs", access="all", user="bob")
+    assert rs.edit_collection("bobs", description="still named readers", access="readers", user="bob").access == "readers"
+    assert rs.edit_collection("bob:bobs", access="all", user="root", admin=True).access == "all"
+    assert rs.edit_collection("bobs", description="kept", access="all", user="bob").access == "all"  # unchanged
+    assert rs.create_collection("everyone-2", access="all").access == "all"  # the CLI may
+    assert shared.owner == "bob"
+    config = load_config(data_dir=tmp_path / "switch", **{**FAST_DEFAULTS, "collections": {"users_may_share_with_all": True}})
+    with Ragstream(config, embedder=embedder) as opened:
+        assert opened.create_collection("bobs-all", access="all", user="bob").access == "all"
 
 
 def _downgrade_to_before_collections(rs: Ragstream) -> None:
