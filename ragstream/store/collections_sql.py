@@ -42,6 +42,22 @@ FORGET_ROOT = "DELETE FROM root_collections WHERE root = ?"
 SET_ROOT = "INSERT INTO root_collections (root, collection_id) VALUES (?, ?)"
 ROOT = "SELECT collection_id FROM root_collections WHERE root = ?"
 PENDING = "SELECT document_id FROM collection_payloads ORDER BY document_id"
+TABLE = """
+CREATE TABLE IF NOT EXISTS {table} (
+    collection_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    instructions TEXT NOT NULL DEFAULT '',
+    owner TEXT,
+    access TEXT NOT NULL DEFAULT 'private',
+    readers TEXT NOT NULL DEFAULT '[]',
+    editors TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL,
+    name_key TEXT NOT NULL
+);
+"""
+"""The collections table of both backends (``{table}``: its name): names unique per owner by key
+(:data:`UNIQUE_KEY_INDEX`; PostgreSQL's schema step and SQLite's migration add it after migrating older tables)."""
 UNIQUE_KEY = "collections_by_owner_and_key"
 """The unique index of names per owner (none: ''), by key; a migration replaced the global UNIQUE(name) with it."""
 UNIQUE_KEY_INDEX = f"CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_KEY} ON collections ((COALESCE(owner, '')), name_key)"

@@ -13,6 +13,7 @@ from ragstream.config import StoreConfig
 from ragstream.errors import CollectionExistsError, CollectionNotEmptyError, CollectionNotFoundError, InvalidCollectionError
 from ragstream.models import DEFAULT_COLLECTION_ID, CollectionRecord, name_key
 from ragstream.store.catalog_base import Catalog
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
 from ragstream.store.factory import postgres_catalog, sqlite_catalog
 
 
@@ -199,17 +200,8 @@ def test_a_catalog_from_before_collections_puts_every_document_in_the_default_on
         upgraded.close()
 
 
-_OLD_COLLECTIONS = """CREATE TABLE collections (
-    collection_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    description TEXT NOT NULL DEFAULT '',
-    instructions TEXT NOT NULL DEFAULT '',
-    owner TEXT,
-    access TEXT NOT NULL DEFAULT 'private',
-    readers TEXT NOT NULL DEFAULT '[]',
-    editors TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL
-)"""
+_OLD_COLLECTIONS = (COLLECTIONS_TABLE.format(table="collections").replace("name TEXT NOT NULL,", "name TEXT NOT NULL UNIQUE,")
+                    .replace(",\n    name_key TEXT NOT NULL", ""))
 """The collections table as catalogs before name keys have it: names unique as written (``Specs`` beside ``specs``)."""
 
 

@@ -6,27 +6,13 @@ from __future__ import annotations
 import sqlite3
 
 from ragstream.models import DEFAULT_COLLECTION_ID, name_key
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
 from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
 DEFAULT_DESCRIPTION = "Every document that names no collection (and every document of an index made before collections)."
 DEFAULT_COLLECTION = ("INSERT INTO collections (collection_id, name, name_key, description, access, created_at) "
                       "VALUES (?, ?, ?, ?, 'all', '')")
-COLLECTIONS_TABLE = """
-CREATE TABLE IF NOT EXISTS {table} (
-    collection_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    instructions TEXT NOT NULL DEFAULT '',
-    owner TEXT,
-    access TEXT NOT NULL DEFAULT 'private',
-    readers TEXT NOT NULL DEFAULT '[]',
-    editors TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL,
-    name_key TEXT NOT NULL
-);
-"""
-"""The collections table: names unique per owner by key (:data:`UNIQUE_KEY_INDEX`, made after :func:`migrate`)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (

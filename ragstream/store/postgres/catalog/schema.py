@@ -3,6 +3,7 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
 from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
@@ -86,18 +87,7 @@ CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
     sequence BIGINT NOT NULL,
     expires_at DOUBLE PRECISION NOT NULL
 );
-CREATE TABLE IF NOT EXISTS collections (
-    collection_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    instructions TEXT NOT NULL DEFAULT '',
-    owner TEXT,
-    access TEXT NOT NULL DEFAULT 'private',
-    readers TEXT NOT NULL DEFAULT '[]',
-    editors TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL,
-    name_key TEXT NOT NULL
-);
+@COLLECTIONS_TABLE@
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'collections' AND column_name = 'name_key') THEN
@@ -139,4 +129,5 @@ DO $$ BEGIN
     END IF;
 END $$;
 """
-SCHEMA = SCHEMA.replace("@UNIQUE_KEY_INDEX@", UNIQUE_KEY_INDEX) + FEEDBACK_TABLE
+SCHEMA = (SCHEMA.replace("@COLLECTIONS_TABLE@", COLLECTIONS_TABLE.format(table="collections"))
+          .replace("@UNIQUE_KEY_INDEX@", UNIQUE_KEY_INDEX) + FEEDBACK_TABLE)
