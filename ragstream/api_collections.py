@@ -30,16 +30,22 @@ class CollectionsFacade:
 
     def create_collection(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
                           readers: Sequence[str] = (), editors: Sequence[str] = (),
-                          user: str | None = None) -> CollectionRecord:
+                          user: str | None = None, admin: bool = False) -> CollectionRecord:
         """A new collection owned by ``user``: access ``private`` (its owner and editors), ``readers`` (also the
-        listed readers) or ``all``; ``instructions`` reach the answering model for questions scoped to it.
-        Raises CollectionExistsError for a taken name, InvalidCollectionError for a bad name or list."""
+        listed readers) or ``all`` (an admin or the CLI only, unless ``collections.users_may_share_with_all``);
+        ``instructions`` reach the answering model for questions scoped to it. Raises CollectionExistsError for a
+        name taken for ``user``, InvalidCollectionError for a bad name or list, PermissionDeniedError for ``all``."""
         return self.collection_service.create(name, description=description, instructions=instructions,
-                                              access=access, readers=readers, editors=editors, user=user)
+                                              access=access, readers=readers, editors=editors, user=user, admin=admin)
 
     def collections(self, *, user: str | None = None, admin: bool = False) -> list[CollectionRecord]:
         """The collections ``user`` may read, by name, with the count of their documents ``user`` may see."""
         return self.collection_service.readable(user, admin)
+
+    def collection_references(self, *, user: str | None = None, admin: bool = False) -> list[str]:
+        """For each collection ``user`` may read, a name that resolves to it for ``user`` (bare when that is
+        unambiguous, else ``OWNER:NAME``)."""
+        return self.collection_service.references(user, admin)
 
     def collection(self, name: str, *, user: str | None = None, admin: bool = False) -> CollectionRecord:
         """One collection ``user`` may read; CollectionNotFoundError for an unknown or unreadable one."""

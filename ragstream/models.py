@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 
 class Page(BaseModel):
@@ -276,13 +277,32 @@ class QuestionScope(BaseModel):
 
 
 CollectionAccess = Literal["private", "readers", "all"]
+QUALIFIER = ":"
+"""What separates the owner from the name in a qualified collection name ``OWNER:NAME`` (``:NAME``: no owner)."""
+
+
+def name_key(name: str) -> str:
+    """How collection names compare (docs/collections.md): NFKC-normalized, then case-folded."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def qualified_name(owner: str | None, name: str, key: str) -> str:
+    """The name that names exactly this collection: ``OWNER:NAME``, or NAME for one of no owner (NAME is the key
+    itself for a collection whose key a migration had to make unique, ``specs~<id>``)."""
+    part = name if name_key(name) == key else key
+    return part if owner is None else f"{owner}{QUALIFIER}{part}"
 
 
 class CollectionRecord(BaseModel):
     """A named body of documents with its own instructions and access (docs/collections.md)."""
 
     collection_id: str
-    name: str = Field(description="Unique; how commands, routes and scoped questions name it.")
+    name: str = Field(description="Unique per owner (compared NFKC-normalized and case-folded); how commands, routes "
+                      "and scoped questions name it.")
+    name_key: str = Field("", exclude=True, description="The name as names compare (:func:`name_key`), unique per "
+                          "owner; made unique with ``~<collection_id>`` for a later name a migration found taken.")
+    qualified_name: str = Field("", description="OWNER:NAME (NAME for a collection of no owner; :NAME when the "
+                                "caller owns one of that name too): names exactly this collection.")
     description: str = ""
     instructions: str = Field("", description="Text added to the answering model's instructions whenever a "
                               "question is scoped to this collection.")
@@ -293,6 +313,20 @@ class CollectionRecord(BaseModel):
     editors: list[str] = Field(default_factory=list, description="Users who may read it and add or remove documents.")
     created_at: str = ""
     documents: int = Field(0, description="Live documents in it (of those the asking user may see).")
+
+    @model_validator(mode="after")
+    def _keyed(self) -> CollectionRecord:
+        """Its name key and qualified name, from its name and owner unless given."""
+        if not self.name_key:
+            self.name_key = name_key(self.name)
+        if not self.qualified_name:
+            self.qualified_name = qualified_name(self.owner, self.name, self.name_key)
+        return self
+
+    def renamed(self, name: str) -> CollectionRecord:
+        """This collection under a new ``name`` (its key and qualified name follow)."""
+        return self.model_copy(update={"name": name, "name_key": name_key(name),
+                                       "qualified_name": qualified_name(self.owner, name, name_key(name))})
 
     def readable_by(self, user: str | None, admin: bool = False) -> bool:
         """Whether ``user`` may search it (None or an admin: anyone may)."""
