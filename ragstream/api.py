@@ -190,28 +190,32 @@ class Ragstream(PipelineFacade):
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
         return [cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
-    def document(self, document_id: str, *, user: str | None = None) -> DocumentRecord:
-        """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see)."""
-        return _found(document_id, self.catalog.documents.get(document_id, user, collections=self._scope(None, user).collections))
+    def document(self, document_id: str, *, user: str | None = None, admin: bool = False) -> DocumentRecord:
+        """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see; an ``admin``
+        sees the shared documents of every collection, as in :meth:`documents`)."""
+        return _found(document_id, self.catalog.documents.get(document_id, user,
+                                                              collections=self._scope(None, user, admin).collections))
 
-    def document_with_chunks(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, list[Chunk]]:
+    def document_with_chunks(self, document_id: str, *, user: str | None = None,
+                             admin: bool = False) -> tuple[DocumentRecord, list[Chunk]]:
         """One document's record and the chunks of that very version, from one snapshot.
 
         Both are read inside the catalog's read transaction: on a store in the catalog's database (postgres) that
         is one database snapshot, so another process deleting the version meanwhile cannot take its chunks away.
         """
         def read() -> tuple[DocumentRecord, list[Chunk]]:
-            found = self.document(document_id, user=user)
+            found = self.document(document_id, user=user, admin=admin)
             return found, self.store.chunks_of(document_id, found.generation)
 
         with self.snapshots.open_with(read) as (_, record_and_chunks):
             return record_and_chunks
 
-    def document_text(self, document_id: str, *, user: str | None = None) -> tuple[DocumentRecord, str]:
+    def document_text(self, document_id: str, *, user: str | None = None,
+                      admin: bool = False) -> tuple[DocumentRecord, str]:
         """One document's record and its whole text as extracted at ingest (pages joined by blank lines), from
         one snapshot; raises DocumentNotFoundError (also for one ``user`` may not see)."""
         def read() -> tuple[DocumentRecord, str]:
-            found = self.document(document_id, user=user)
+            found = self.document(document_id, user=user, admin=admin)
             stored = self.catalog.documents.stored_document(document_id)
             return found, stored.text if stored is not None else ""
 
@@ -226,18 +230,19 @@ class Ragstream(PipelineFacade):
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
         return filter_fields(self.documents(user=user))
 
-    def document_chunks(self, document_id: str, *, user: str | None = None) -> list[Chunk]:
+    def document_chunks(self, document_id: str, *, user: str | None = None, admin: bool = False) -> list[Chunk]:
         """The live chunks of one document, in order."""
-        return self.document_with_chunks(document_id, user=user)[1]
+        return self.document_with_chunks(document_id, user=user, admin=admin)[1]
 
-    def delete(self, document_id: str, *, user: str | None = None, allow_shared: bool = True) -> DocumentRecord:
+    def delete(self, document_id: str, *, user: str | None = None, allow_shared: bool = True,
+               admin: bool = False) -> DocumentRecord:
         """Delete a document and every chunk of it; the record it had.
 
         With ``user``: only a document that user may see (else DocumentNotFoundError), and a shared
         one only when ``allow_shared`` (else PermissionDeniedError).
         """
         if user is not None:
-            record = self.document(document_id, user=user)
+            record = self.document(document_id, user=user, admin=admin)
             if record.owner is None and not allow_shared:
                 raise PermissionDeniedError(f"document {document_id!r} is shared; only an admin may delete it")
         self._changed = True
@@ -415,7 +420,7 @@ class Ragstream(PipelineFacade):
         continues ``user``'s conversation of that id, in ``collections`` if given (checked for ``user``, or an admin,
         inside the answer's attempt, so a store down while checking them is answered without retrieval too)."""
         scope = self._lazy_scope(collections, user, admin)  # found in the pipeline's attempt, then reused
-        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, user, scope), scope, user)
+        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, user, scope), scope)
 
     def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
                       user: str | None = None, collections: Scope = None, admin: bool = False) -> Iterator[StreamEvent]:
@@ -423,7 +428,7 @@ class Ragstream(PipelineFacade):
         committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
         scope = self._lazy_scope(collections, user, admin)
         return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, user, scope),
-                                     scope, user)
+                                     scope)
 
     def conversation(self, conversation_id: str, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s conversation's kept turns, oldest first (``incomplete`` marks answers cut short);

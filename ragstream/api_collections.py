@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragstream.collection_service import CollectionService
-from ragstream.models import CollectionRecord, DocumentRecord, QuestionScope
+from ragstream.collection_service import CollectionLabels, CollectionService
+from ragstream.models import Chunk, CollectionRecord, DocumentRecord, QuestionScope, SearchResult
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, StreamEvent
@@ -30,16 +30,22 @@ class CollectionsFacade:
 
     def create_collection(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
                           readers: Sequence[str] = (), editors: Sequence[str] = (),
-                          user: str | None = None) -> CollectionRecord:
+                          user: str | None = None, admin: bool = False) -> CollectionRecord:
         """A new collection owned by ``user``: access ``private`` (its owner and editors), ``readers`` (also the
-        listed readers) or ``all``; ``instructions`` reach the answering model for questions scoped to it.
-        Raises CollectionExistsError for a taken name, InvalidCollectionError for a bad name or list."""
+        listed readers) or ``all`` (an admin or the CLI only, unless ``collections.users_may_share_with_all``);
+        ``instructions`` reach the answering model for questions scoped to it. Raises CollectionExistsError for a
+        name taken for ``user``, InvalidCollectionError for a bad name or list, PermissionDeniedError for ``all``."""
         return self.collection_service.create(name, description=description, instructions=instructions,
-                                              access=access, readers=readers, editors=editors, user=user)
+                                              access=access, readers=readers, editors=editors, user=user, admin=admin)
 
     def collections(self, *, user: str | None = None, admin: bool = False) -> list[CollectionRecord]:
         """The collections ``user`` may read, by name, with the count of their documents ``user`` may see."""
         return self.collection_service.readable(user, admin)
+
+    def collection_references(self, *, user: str | None = None, admin: bool = False) -> list[str]:
+        """For each collection ``user`` may read, a name that resolves to it for ``user`` (bare when that is
+        unambiguous, else ``OWNER:NAME``)."""
+        return self.collection_service.references(user, admin)
 
     def collection(self, name: str, *, user: str | None = None, admin: bool = False) -> CollectionRecord:
         """One collection ``user`` may read; CollectionNotFoundError for an unknown or unreadable one."""
@@ -75,14 +81,33 @@ class CollectionsFacade:
         return self.collection_service.for_writing(name, user, admin)
 
     def may_change_document(self, document_id: str, *, user: str | None = None, admin: bool = False) -> bool:
-        """Whether ``user`` may delete or re-ingest a document: their own, or one whose every collection they may
-        edit (never only by being in the default collection, which every user edits with their own documents)."""
+        """Whether ``user`` may delete or re-ingest a document: their own upload, one uploaded into a collection they
+        may edit (its home), and a shared one only as an admin; which collections it sits in now grants nothing."""
         return self.collection_service.may_change(document_id, user, admin)
 
     def collect_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
         """With ``collection`` (a name): the synced or watched roots of ``paths`` remember it; the documents they
         hold join it now, and those their syncs and watchers write later join it as they are written."""
         self.collection_service.remember_roots(paths, collection)
+
+    def with_collection_names(self, records: Sequence[DocumentRecord], *, user: str | None = None,
+                              admin: bool = False) -> list[DocumentRecord]:
+        """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (ids in the
+        catalog), one catalog read for them all: how HTTP and the CLI show a document's collections."""
+        return self.collection_service.named(records, user, admin)
+
+    def chunks_with_collection_names(self, chunks: Sequence[Chunk], *, user: str | None = None,
+                                     admin: bool = False) -> list[Chunk]:
+        """``chunks`` with their metadata's ``collections`` the names of those ``user`` may read, as
+        :meth:`with_collection_names` shows a record's."""
+        return self.collection_service.named_chunks(chunks, user, admin)
+
+    def search_with_collection_names(self, result: SearchResult, *, user: str | None = None,
+                                     admin: bool = False) -> SearchResult:
+        """``result`` with each hit's ``collections`` the names of those ``user`` may read (one catalog read)."""
+        chunks = self.chunks_with_collection_names([hit.chunk for hit in result.hits], user=user, admin=admin)
+        return result.model_copy(update={"hits": [hit.model_copy(update={"chunk": chunk})
+                                                  for hit, chunk in zip(result.hits, chunks, strict=True)]})
 
     def collection_scope(self, names: Sequence[str] | None, *, user: str | None = None,
                          admin: bool = False) -> QuestionScope:
@@ -110,32 +135,39 @@ class CollectionsFacade:
         sp.collection_instructions = list(scope.instructions)
         return scope
 
-    def _labelled(self, answer: Answer, scope: QuestionScope | Callable[[], QuestionScope], user: str | None) -> Answer:
+    def _labels(self, scope: QuestionScope | Callable[[], QuestionScope]) -> Callable[[], CollectionLabels]:
+        """How to label one answer's documents with the names of their collections, made once when first asked
+        (``scope`` is found only then: only an answer that cites a document needs it)."""
+        return functools.cache(lambda: self.collection_service.labeller(scope() if callable(scope) else scope))
+
+    def _labelled(self, answer: Answer, scope: QuestionScope | Callable[[], QuestionScope],
+                  labels: Callable[[], CollectionLabels] | None = None) -> Answer:
         """``answer`` with the collection names of each cited document (``scope`` is found only when it cites one)."""
         ids = [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources]
         if not ids:  # nothing to label (an answer without retrieval: the catalog may be down)
             return answer
-        found = scope() if callable(scope) else scope
-        labels = self.collection_service.labels(ids, found, user)
+        labeller = (labels or self._labels(scope))()
+        named = labeller(ids)
         message_id = answer.metadata.get("message_id")
         if message_id:  # the collections it drew on, as they are now: its rating counts for them (docs/feedback.md)
-            self.feedback.record_collections(str(message_id), self.collection_service.drawn_on(
-                [c.document_id for c in answer.citations if c.document_id and c.matched], found))
+            self.feedback.record_collections(str(message_id), labeller.drawn_on(
+                [c.document_id for c in answer.citations if c.document_id and c.matched]))
         return answer.model_copy(update={
-            "citations": [c.model_copy(update={"collections": labels.get(c.document_id or "", [])}) for c in answer.citations],
-            "sources": [s.model_copy(update={"collections": labels.get(s.document_id, [])}) for s in answer.sources]})
+            "citations": [c.model_copy(update={"collections": named.get(c.document_id or "", [])}) for c in answer.citations],
+            "sources": [s.model_copy(update={"collections": named.get(s.document_id, [])}) for s in answer.sources]})
 
-    def _labelled_events(self, events: Iterator[StreamEvent], scope: QuestionScope | Callable[[], QuestionScope],
-                         user: str | None) -> Iterator[StreamEvent]:
-        """The stream with the collection names of each cited document on its citation events and the answer."""
+    def _labelled_events(self, events: Iterator[StreamEvent],
+                         scope: QuestionScope | Callable[[], QuestionScope]) -> Iterator[StreamEvent]:
+        """The stream with the collection names of each cited document on its citation events and the answer
+        (the names are read once for the whole answer, not once per citation)."""
         from ragstream.answer.models import CitationEvent, DoneEvent
 
+        labels = self._labels(scope)
         for event in events:
             if isinstance(event, CitationEvent) and event.citation.document_id:
-                names = self.collection_service.labels([event.citation.document_id],
-                                                       scope() if callable(scope) else scope, user)
+                names = labels()([event.citation.document_id])
                 event = event.model_copy(update={"citation": event.citation.model_copy(
-                    update={"collections": names.get(event.citation.document_id, [])})})
+                    update={"collections": names[event.citation.document_id]})})
             elif isinstance(event, DoneEvent):
-                event = event.model_copy(update={"response": self._labelled(event.response, scope, user)})
+                event = event.model_copy(update={"response": self._labelled(event.response, scope, labels)})
             yield event

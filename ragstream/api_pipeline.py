@@ -79,7 +79,7 @@ class PipelineFacade(CollectionsFacade):
         scope = functools.cache(lambda: self._scope(collections, user))
         built = controller.working_copy(sp)
         return self._labelled_events(self.answers().stream_answer(built.user_text, None, built.selected_text, user,
-                                                                  scope, built=built), scope, user)
+                                                                  scope, built=built), scope)
 
     def _turn(self, sp: SuperPrompt, snapshot: Snapshot, user: str | None, collections: Scope) -> tuple[SuperPrompt, StageContext]:
         """``sp`` with its scope's instructions; the stage context of one question (deadline, snapshot, user, scope)."""

@@ -8,7 +8,8 @@ more match-any filter inside the store (dense and BM25 alike), like the owner fi
 under the ingestor's commit lock: the catalog first (marking the documents pending), then the payloads of every
 stored point of those documents, then the pending mark is cleared; :meth:`CollectionService.recover` finishes a
 change a crash cut short. An unknown collection and one the caller may not read are the same error
-(CollectionNotFoundError), so names do not leak.
+(CollectionNotFoundError), so names do not leak. Names are unique per owner by key (NFKC, case-folded);
+:meth:`CollectionService.resolve` turns a name, bare or qualified (``OWNER:NAME``), into one collection.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from ragstream.config import CollectionsConfig
 from ragstream.errors import (
+    CollectionAmbiguousError,
+    CollectionExistsError,
     CollectionNotEmptyError,
     CollectionNotFoundError,
     DocumentNotFoundError,
@@ -30,17 +33,21 @@ from ragstream.errors import (
 from ragstream.ingestion import Ingestor
 from ragstream.models import (
     DEFAULT_COLLECTION_ID,
+    QUALIFIER,
+    Chunk,
     CollectionAccess,
     CollectionRecord,
     DocumentRecord,
     IngestReport,
     LoadedDocument,
     QuestionScope,
+    collection_home,
+    name_key,
 )
 from ragstream.store.base import VectorStore
-from ragstream.store.catalog_base import Catalog
+from ragstream.store.catalog_base import Catalog, CollectionRegistry
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 ACCESS_VALUES: tuple[CollectionAccess, ...] = ("private", "readers", "all")
 
@@ -61,14 +68,46 @@ class CollectionService:
     # -- reads -------------------------------------------------------------------------------
 
     def readable(self, user: str | None = None, admin: bool = False) -> list[CollectionRecord]:
-        """The collections ``user`` may read, by name, each with the count of its documents ``user`` may see."""
-        return [record for record in self._registry.list(user) if record.readable_by(user, admin)]
+        """The collections ``user`` may read, by name, each with the count of its documents ``user`` may see (an
+        unowned one whose name ``user`` has too is qualified ``:NAME``, the name that resolves to it)."""
+        records = [record for record in self._registry.list(user) if record.readable_by(user, admin)]
+        own = {record.name_key for record in records if user is not None and record.owner == user}
+        return [record.model_copy(update={"qualified_name": QUALIFIER + record.qualified_name})
+                if record.owner is None and record.name_key in own else record for record in records]
+
+    def references(self, user: str | None = None, admin: bool = False) -> list[str]:
+        """A name for each collection ``user`` may read that resolves to it for ``user``: its bare name when that
+        names it alone, else its qualified one (``/v1/models``)."""
+        records = self.readable(user, admin)
+        by_key: dict[str, list[CollectionRecord]] = {}
+        for record in records:
+            by_key.setdefault(record.name_key, []).append(record)
+        return [record.name if name_key(record.name) == record.name_key
+                and _picked(by_key[record.name_key], None, user) == [record] else record.qualified_name
+                for record in records]
+
+    def resolve(self, name: str, user: str | None = None, admin: bool = False) -> CollectionRecord:
+        """The collection ``name`` means for ``user``. ``OWNER:NAME`` (``:NAME``: the one of no owner) is exact;
+        a bare name picks, among those of its key ``user`` may read, ``user``'s own, else the unowned one, else the
+        only one: CollectionAmbiguousError (naming only readable ones) when several remain,
+        CollectionNotFoundError when none does (an unknown name and an unreadable one alike)."""
+        if not isinstance(name, str) or not name:
+            raise CollectionNotFoundError(f"no collection named {name!r}")
+        owner, qualified, bare = name.rpartition(QUALIFIER)
+        readable = [r for r in self._registry.by_key(name_key(bare)) if r.readable_by(user, admin)]
+        found = _picked(readable, owner if qualified else None, user)
+        if not found:
+            raise CollectionNotFoundError(f"no collection named {name!r}")
+        if len(found) > 1:
+            raise CollectionAmbiguousError(
+                f"{name!r} names {len(found)} collections you may read: "
+                f"{', '.join(sorted(r.qualified_name for r in found))}; name one of them as OWNER{QUALIFIER}NAME")
+        return found[0]
 
     def get(self, name: str, user: str | None = None, admin: bool = False) -> CollectionRecord:
-        """One collection ``user`` may read; CollectionNotFoundError for an unknown one and an unreadable one."""
-        record = self._registry.by_name(name) if isinstance(name, str) else None
-        if record is None or not record.readable_by(user, admin):
-            raise CollectionNotFoundError(f"no collection named {name!r}")
+        """One collection ``user`` may read (:meth:`resolve`); CollectionNotFoundError for an unknown one and an
+        unreadable one."""
+        record = self.resolve(name, user, admin)
         if user is not None:
             record = record.model_copy(update={"documents": len(self._catalog.documents.list(
                 user, collections=[record.collection_id]))})
@@ -81,46 +120,54 @@ class CollectionService:
             if len(names) > self._config.max_scope:
                 raise InvalidCollectionError(f"a question may be scoped to at most {self._config.max_scope} collections "
                                              "(collections.max_scope)")
-            records = [self.get(name, user, admin) for name in dict.fromkeys(names)]
+            records = list({r.collection_id: r for r in (self.get(name, user, admin) for name in dict.fromkeys(names))}.values())
             instructions = tuple(f"{r.name}: {r.instructions.strip()}" for r in records if r.instructions.strip())
-            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions)
+            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions,
+                                 names=tuple((r.collection_id, r.name) for r in records))
         if user is None or admin:
             return QuestionScope()
-        return QuestionScope(collections=tuple(record.collection_id for record in self._registry.list()
-                                               if record.readable_by(user, admin)))
+        readable = [record for record in self._registry.list() if record.readable_by(user, admin)]
+        return QuestionScope(collections=tuple(record.collection_id for record in readable),
+                             names=tuple((record.collection_id, record.name) for record in readable))
 
-    def labels(self, document_ids: Iterable[str], scope: QuestionScope | None, user: str | None = None,
-               admin: bool = False) -> dict[str, list[str]]:
-        """document_id -> the names of the collections it came from: those of the scope it belongs to, or, without
-        a scope, those ``user`` may read (never the name of one ``user`` may not read)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
-            return {}
-        names = {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
-        allowed = set(scope.collections) if scope is not None and scope.collections is not None else set(names)
-        return {document_id: sorted(names[c] for c in members if c in allowed and c in names)
-                for document_id, members in self._registry.memberships(ids).items()}
+    def labeller(self, scope: QuestionScope) -> CollectionLabels:
+        """The collection names of one answer's documents, within ``scope`` (docs/collections.md)."""
+        return CollectionLabels(self._registry, scope)
 
-    def drawn_on(self, document_ids: Iterable[str], scope: QuestionScope | None) -> list[str]:
-        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
-        within ``scope`` when it limits the collections (the answer's feedback keeps them, docs/feedback.md)."""
-        ids = list(dict.fromkeys(document_ids))
-        if not ids:
+    def named(self, records: Sequence[DocumentRecord], user: str | None = None,
+              admin: bool = False) -> list[DocumentRecord]:
+        """``records`` as a reader sees them: ``collections`` the names of those ``user`` may read (one catalog read)."""
+        if not records:
             return []
-        allowed = scope.collections if scope is not None else None
-        return sorted({c for members in self._registry.memberships(ids).values() for c in members
-                       if allowed is None or c in allowed})
+        names = self._reader_names(user, admin)
+        return [record.model_copy(update={"collections": _named(record.collections, names)}) for record in records]
+
+    def named_chunks(self, chunks: Sequence[Chunk], user: str | None = None, admin: bool = False) -> list[Chunk]:
+        """``chunks`` as a reader sees them: their metadata's ``collections`` the names of those ``user`` may read."""
+        if not chunks:
+            return []
+        names = self._reader_names(user, admin)
+        return [chunk.model_copy(update={"metadata": chunk.metadata.model_copy(
+            update={"collections": tuple(_named(chunk.metadata.collections, names))})}) for chunk in chunks]
+
+    def _reader_names(self, user: str | None, admin: bool) -> dict[str, str]:
+        """id -> name of every collection ``user`` may read."""
+        return {r.collection_id: r.name for r in self._registry.list() if r.readable_by(user, admin)}
 
     # -- collections -------------------------------------------------------------------------
 
     def create(self, name: str, *, description: str = "", instructions: str = "", access: str = "private",
-               readers: Sequence[str] = (), editors: Sequence[str] = (), user: str | None = None) -> CollectionRecord:
+               readers: Sequence[str] = (), editors: Sequence[str] = (), user: str | None = None,
+               admin: bool = False) -> CollectionRecord:
         """A new collection owned by ``user`` (None: by no user; admins and the CLI manage it);
-        CollectionExistsError when the name is taken, InvalidCollectionError for a bad name, access or user list."""
+        CollectionExistsError when the name is taken for ``user`` (:meth:`_refuse_taken`), InvalidCollectionError
+        for a bad name, access or user list, PermissionDeniedError for access ``all`` from a user who may not."""
+        self._check_name(name)
         record = self._checked(CollectionRecord(
             collection_id=uuid.uuid4().hex, name=name, description=description, instructions=instructions, owner=user,
-            access=self._access(access), readers=list(readers), editors=list(editors),
+            access=self._access(access, None, user, admin), readers=list(readers), editors=list(editors),
             created_at=datetime.now(UTC).isoformat(timespec="seconds")))
+        self._refuse_taken(record, user, admin)
         self._registry.create(record)
         return record
 
@@ -133,11 +180,15 @@ class CollectionService:
         if record.collection_id == DEFAULT_COLLECTION_ID and (new_name not in (None, record.name) or access is not None):
             raise InvalidCollectionError("the default collection keeps its name and stays readable by every user")
         changes = {key: value for key, value in (
-            ("name", new_name), ("description", description), ("instructions", instructions),
-            ("access", None if access is None else self._access(access)),
+            ("description", description), ("instructions", instructions),
+            ("access", None if access is None else self._access(access, record, user, admin)),
             ("readers", None if readers is None else list(readers)),
             ("editors", None if editors is None else list(editors))) if value is not None}
         changed = self._checked(record.model_copy(update=changes))
+        if new_name is not None and new_name != record.name:  # a name kept as it is is not checked again
+            self._check_name(new_name)
+            changed = changed.renamed(new_name)
+            self._refuse_taken(changed, user, admin)
         self._registry.update(changed)
         self._on_change()
         return self._registry.get(changed.collection_id) or changed
@@ -160,6 +211,11 @@ class CollectionService:
                 only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
                 records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
                            if r.document_id in only_here]
+                foreign = [r.document_id for r in records if not self._owns(r, user, admin)]
+                if foreign:
+                    raise PermissionDeniedError(
+                        f"collection {name!r} is the only collection of {len(foreign)} document(s) you may not delete "
+                        "(shared ones, or another user's upload): an admin or their owner must move or delete them")
                 deleted = self._ingestor.delete_many(records)
                 # under the commit lock no ingest commits between these steps: its next commit finds the collection
                 # gone (collection_not_found), so a delete does not starve behind a running ingest
@@ -181,10 +237,13 @@ class CollectionService:
 
     def remove_documents(self, name: str, document_ids: Sequence[str], *, user: str | None = None,
                          admin: bool = False) -> list[str]:
-        """Take documents out of a collection ``user`` may edit, without re-embedding; InvalidCollectionError when
-        one would belong to no collection. The ids removed."""
+        """Take documents out of a collection ``user`` may edit, without re-embedding: its manager may take out any
+        of its documents, an editor only those they may change (:meth:`may_change`; PermissionDeniedError otherwise);
+        InvalidCollectionError when one would belong to no collection. The ids removed."""
         record = self._editable(name, user, admin)
-        self._changeable(document_ids, user, admin, require_edit=False)
+        # its manager curates what the collection holds; anybody else (an editor, any user in the default collection)
+        # takes out only a document they have the right to change, so nobody hides a document from its readers
+        self._changeable(document_ids, user, admin, require_edit=False, require_owner=not record.managed_by(user, admin))
         return self._move(lambda: self._registry.remove_documents(record.collection_id, list(document_ids)))
 
     def include(self, collection_id: str | None, document_ids: Sequence[str]) -> list[str]:
@@ -210,13 +269,21 @@ class CollectionService:
         if user is None or admin:
             return True
         record = self._catalog.documents.get(document_id, user)
-        if record is None:
-            return False
-        if record.owner == user:
+        return record is not None and self._owns(record, user)
+
+    def _owns(self, record: DocumentRecord, user: str | None, admin: bool = False) -> bool:
+        """Whether ``user`` has the right to change the document ``record`` wherever it is (docs/collections.md):
+        a user's own upload is theirs; a document uploaded into a collection belongs to the editors of that
+        collection (its home, from its source); a shared one (ingested by the CLI, synced, watched, or uploaded by an
+        admin with ``shared``) to admins alone. Which collections it sits in now never grants the right: a user could
+        otherwise move a shared document into a collection of theirs and so make it theirs."""
+        if user is None or admin:
             return True
-        editable = {r.collection_id for r in self._registry.list() if r.editable_by(user)}
-        members = set(record.collections)
-        return bool(members) and DEFAULT_COLLECTION_ID not in members and members <= editable
+        if record.owner is not None:
+            return record.owner == user
+        home_id = collection_home(record)
+        home = self._registry.get(home_id) if home_id is not None else None
+        return home is not None and home.collection_id != DEFAULT_COLLECTION_ID and home.editable_by(user)
 
     def remember_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
         """With a ``collection`` named (a name): each synced or watched root of ``paths`` remembers it, and the
@@ -276,9 +343,11 @@ class CollectionService:
             raise PermissionDeniedError(f"you may read collection {name!r} but not add or remove its documents")
         return record
 
-    def _changeable(self, document_ids: Sequence[str], user: str | None, admin: bool, *, require_edit: bool = True) -> None:
+    def _changeable(self, document_ids: Sequence[str], user: str | None, admin: bool, *, require_edit: bool = True,
+                    require_owner: bool = False) -> None:
         """Each document exists and ``user`` may see it; with ``require_edit``, it is in a collection ``user`` may
-        edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads)."""
+        edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads);
+        with ``require_owner``, ``user`` has the right to change it (:meth:`_owns`)."""
         if len(document_ids) > self._config.max_scope * self._config.max_users:
             raise InvalidCollectionError("too many documents in one request")
         editable = {r.collection_id for r in self._registry.list() if r.editable_by(user, admin) or r.access == "all"}
@@ -290,24 +359,50 @@ class CollectionService:
                 raise DocumentNotFoundError(f"no document with id {document_id!r}")
             if require_edit and not set(found.collections) & editable:
                 raise PermissionDeniedError(f"document {document_id!r} is only in collections you may read, not change")
+            if require_owner and not self._owns(found, user, admin):
+                raise PermissionDeniedError(f"document {document_id!r} is not yours to take out of this collection: a "
+                                            "shared document only an admin may move, a user's upload only that user")
 
     def _readable(self, collection_id: str, user: str) -> bool:
         record = self._registry.get(collection_id)
         return record is not None and record.readable_by(user)
 
-    def _access(self, access: str) -> CollectionAccess:
+    def _access(self, access: str, record: CollectionRecord | None, user: str | None, admin: bool) -> CollectionAccess:
+        """``access`` checked: one of :data:`ACCESS_VALUES`; ``all`` (for a new collection, or one not shared with
+        everyone yet) only for an admin, the CLI, or anyone with ``collections.users_may_share_with_all``."""
         for value in ACCESS_VALUES:
             if access == value:
+                if (value == "all" and (record is None or record.access != "all") and user is not None and not admin
+                        and not self._config.users_may_share_with_all):
+                    raise PermissionDeniedError(
+                        "only an admin may share a collection with every user (access 'all'); name its readers "
+                        "instead (access 'readers'), or ask an admin (collections.users_may_share_with_all)")
                 return value
         raise InvalidCollectionError(f"access must be one of {', '.join(ACCESS_VALUES)}, not {access!r}")
+
+    def _check_name(self, name: str) -> None:
+        """A new name (or a rename): InvalidCollectionError unless it is 1 to ``max_name_chars`` letters, digits,
+        '.', '_', '-', starting and ending with a letter or digit (existing names are not checked again)."""
+        limit = self._config.max_name_chars
+        if not isinstance(name, str) or len(name) > limit or not _NAME.fullmatch(name):
+            raise InvalidCollectionError(
+                f"a collection name is 1 to {limit} letters, digits, '.', '_' or '-', starting and ending with a letter "
+                f"or digit (collections.max_name_chars); not {name!r}")
+
+    def _refuse_taken(self, record: CollectionRecord, user: str | None, admin: bool) -> None:
+        """CollectionExistsError when ``record``'s name key is the default collection's, or that of another
+        collection of its owner or one ``user`` may read. A name only an unreadable collection of another owner has
+        is free: refusing it would tell that collection exists (docs/collections.md)."""
+        if record.name_key == name_key(DEFAULT_COLLECTION_ID) and record.collection_id != DEFAULT_COLLECTION_ID:
+            raise CollectionExistsError(f"{record.name!r} is the default collection's name (names compare case-insensitively)")
+        for other in self._registry.by_key(record.name_key):
+            if other.collection_id != record.collection_id and (other.owner == record.owner or other.readable_by(user, admin)):
+                raise CollectionExistsError(f"collection {other.qualified_name!r} has the name {record.name!r} already "
+                                            "(names compare case-insensitively)")
 
     def _checked(self, record: CollectionRecord) -> CollectionRecord:
         """``record`` with its texts and user lists within the configured bounds; InvalidCollectionError if not."""
         config = self._config
-        if not isinstance(record.name, str) or len(record.name) > config.max_name_chars or not _NAME.fullmatch(record.name):
-            raise InvalidCollectionError(
-                f"a collection name is 1 to {config.max_name_chars} letters, digits, '.', '_' or '-', starting with a "
-                f"letter or digit (collections.max_name_chars); not {record.name!r}")
         for label, text, limit in (("description", record.description, config.max_description_chars),
                                    ("instructions", record.instructions, config.max_instructions_chars)):
             if len(text) > limit:
@@ -320,3 +415,55 @@ class CollectionService:
                 raise InvalidCollectionError(f"{label} holds a blank user id, or one with spaces around it or control "
                                              "characters")
         return record.model_copy(update={"readers": sorted(set(record.readers)), "editors": sorted(set(record.editors))})
+
+
+def _named(collection_ids: Iterable[str], names: dict[str, str]) -> list[str]:
+    """The names of those of ``collection_ids`` in ``names`` (the others: collections the reader may not read)."""
+    return sorted(names[c] for c in collection_ids if c in names)
+
+
+class CollectionLabels:
+    """What one answer's documents came from, within its scope: the names of their collections (never one the reader
+    may not read: the scope holds only those) and, for its feedback, their ids. The id -> name map is read once (only
+    when the scope does not carry it) and each document's memberships once, however many citations name it."""
+
+    def __init__(self, registry: CollectionRegistry, scope: QuestionScope) -> None:
+        self._registry = registry
+        self._scope = scope
+        self._names: dict[str, str] | None = None
+        self._members: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
+        """document_id -> the names of its collections ([] for one in none of the scope's)."""
+        names = self._id_names()
+        return {document_id: _named(members, names) for document_id, members in self._scoped(document_ids).items()}
+
+    def drawn_on(self, document_ids: Iterable[str]) -> list[str]:
+        """The ids of the collections an answer citing ``document_ids`` drew on: those the documents belong to now,
+        within the scope (the answer's feedback keeps them, docs/feedback.md)."""
+        return sorted({c for members in self._scoped(document_ids).values() for c in members})
+
+    def _scoped(self, document_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """document_id -> the ids of its collections within the scope, each document read once."""
+        ids = list(dict.fromkeys(document_ids))
+        missing = [document_id for document_id in ids if document_id not in self._members]
+        if missing:
+            allowed = self._scope.collections
+            found = self._registry.memberships(missing)
+            for document_id in missing:
+                self._members[document_id] = tuple(c for c in found.get(document_id, ())
+                                                   if allowed is None or c in allowed)
+        return {document_id: self._members[document_id] for document_id in ids}
+
+    def _id_names(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = (dict(self._scope.names) if self._scope.names is not None
+                           else {record.collection_id: record.name for record in self._registry.list()})
+        return self._names
+def _picked(readable: Sequence[CollectionRecord], owner: str | None, user: str | None) -> list[CollectionRecord]:
+    """Of the readable collections of one name key: the one of ``owner`` ('' for none) when a qualified name gave
+    it; for a bare name (``owner`` None) ``user``'s own, else the unowned one, else all of them."""
+    if owner is not None:
+        return [r for r in readable if (r.owner or "") == owner]
+    return ([r for r in readable if user is not None and r.owner == user] or [r for r in readable if r.owner is None]
+            or list(readable))

@@ -166,9 +166,17 @@ class CollectionNotFoundError(RagstreamError):
 
 
 class CollectionExistsError(RagstreamError):
-    """A collection of that name exists already (names are unique)."""
+    """A collection of that name exists already: the caller's own, one the caller may read, or the default one
+    (names are unique per owner, compared by their key: docs/collections.md)."""
 
     code = "collection_exists"
+
+
+class CollectionAmbiguousError(RagstreamError):
+    """A bare name that several collections the caller may read have (none of them the caller's own or unowned);
+    the message lists their qualified names ``OWNER:NAME``, one of which to use."""
+
+    code = "collection_ambiguous"
 
 
 class CollectionNotEmptyError(RagstreamError):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 
 class Page(BaseModel):
@@ -88,6 +90,8 @@ class ChunkMetadata(BaseModel):
 PRIVATE_METADATA_PREFIX = "_"
 """Document metadata keys starting with it are kept in the catalog for ragstream's own use (where
 an upload is stored) and never copied to chunks, offered as filters or shown over HTTP."""
+UPLOAD_PATH_KEY = f"{PRIVATE_METADATA_PREFIX}upload_path"
+"""Private document metadata key holding an uploaded file's stored path relative to the upload directory."""
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +169,27 @@ class DocumentRecord(BaseModel):
     owner: str | None = Field(None, description="The user the document belongs to; None: shared with every user.")
     first_ingested_at: str | None = Field(None, description="When the document was first ingested (kept across updates).")
     root: str | None = Field(None, description="The synced or watched root the document belongs to (None: none).")
-    collections: list[str] = Field(default_factory=list, description="Ids of the collections the document belongs to.")
+    collections: list[str] = Field(default_factory=list, description="The collections the document belongs to: ids in "
+                                   "the catalog; names, those the reader may read, wherever a record is shown "
+                                   "(HTTP, CLI).")
+
+
+COLLECTION_HOME_FOLDER = "collection-{collection_id}"
+"""The folder of a document uploaded into a collection (its stored file ``collection-ID/...``; MCP's inline
+documents have the source ``mcp://collection-ID/name``): that collection is the document's home, whose editors may
+change it."""
+_HOME_IN_SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*://collection-([0-9a-f]{8,64})/")
+_HOME_IN_UPLOAD_PATH = re.compile(r"^collection-([0-9a-f]{8,64})/")
+
+
+def collection_home(record: DocumentRecord) -> str | None:
+    """The id of the collection a shared document was uploaded into (its home); None for one ingested by the CLI,
+    synced, watched or shared by an admin."""
+    found = _HOME_IN_SOURCE.match(record.source)
+    path = record.metadata.get(UPLOAD_PATH_KEY)
+    if found is None and isinstance(path, str):
+        found = _HOME_IN_UPLOAD_PATH.match(path)
+    return found.group(1) if found else None
 
 
 class FileFailure(BaseModel):
@@ -248,16 +272,37 @@ class QuestionScope(BaseModel):
     collections: tuple[str, ...] | None = Field(None, description="Collection ids every search is limited to "
                                                 "(None: no limit beyond the user's own visibility).")
     instructions: tuple[str, ...] = Field((), description="'name: text' of each scoped collection with instructions.")
+    names: tuple[tuple[str, str], ...] | None = Field(None, description="(id, name) of each collection the question "
+                                                      "may read, its sources' labels (None: every collection).")
 
 
 CollectionAccess = Literal["private", "readers", "all"]
+QUALIFIER = ":"
+"""What separates the owner from the name in a qualified collection name ``OWNER:NAME`` (``:NAME``: no owner)."""
+
+
+def name_key(name: str) -> str:
+    """How collection names compare (docs/collections.md): NFKC-normalized, then case-folded."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def qualified_name(owner: str | None, name: str, key: str) -> str:
+    """The name that names exactly this collection: ``OWNER:NAME``, or NAME for one of no owner (NAME is the key
+    itself for a collection whose key a migration had to make unique, ``specs~<id>``)."""
+    part = name if name_key(name) == key else key
+    return part if owner is None else f"{owner}{QUALIFIER}{part}"
 
 
 class CollectionRecord(BaseModel):
     """A named body of documents with its own instructions and access (docs/collections.md)."""
 
     collection_id: str
-    name: str = Field(description="Unique; how commands, routes and scoped questions name it.")
+    name: str = Field(description="Unique per owner (compared NFKC-normalized and case-folded); how commands, routes "
+                      "and scoped questions name it.")
+    name_key: str = Field("", exclude=True, description="The name as names compare (:func:`name_key`), unique per "
+                          "owner; made unique with ``~<collection_id>`` for a later name a migration found taken.")
+    qualified_name: str = Field("", description="OWNER:NAME (NAME for a collection of no owner; :NAME when the "
+                                "caller owns one of that name too): names exactly this collection.")
     description: str = ""
     instructions: str = Field("", description="Text added to the answering model's instructions whenever a "
                               "question is scoped to this collection.")
@@ -268,6 +313,20 @@ class CollectionRecord(BaseModel):
     editors: list[str] = Field(default_factory=list, description="Users who may read it and add or remove documents.")
     created_at: str = ""
     documents: int = Field(0, description="Live documents in it (of those the asking user may see).")
+
+    @model_validator(mode="after")
+    def _keyed(self) -> CollectionRecord:
+        """Its name key and qualified name, from its name and owner unless given."""
+        if not self.name_key:
+            self.name_key = name_key(self.name)
+        if not self.qualified_name:
+            self.qualified_name = qualified_name(self.owner, self.name, self.name_key)
+        return self
+
+    def renamed(self, name: str) -> CollectionRecord:
+        """This collection under a new ``name`` (its key and qualified name follow)."""
+        return self.model_copy(update={"name": name, "name_key": name_key(name),
+                                       "qualified_name": qualified_name(self.owner, name, name_key(name))})
 
     def readable_by(self, user: str | None, admin: bool = False) -> bool:
         """Whether ``user`` may search it (None or an admin: anyone may)."""

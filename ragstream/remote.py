@@ -7,7 +7,7 @@ command runs the same way whether the index is open in this process or in the se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -64,6 +64,14 @@ class RemoteIndex:
         """Every live document (in ``collections`` if given)."""
         params = {"collection": collections} if collections else None
         return _DOCUMENTS.validate_python(self._call("GET", "/api/documents", params=params))
+
+    def with_collection_names(self, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+        """``records`` as they are: the server's records name their collections already."""
+        return list(records)
+
+    def search_with_collection_names(self, result: SearchResult) -> SearchResult:
+        """``result`` as it is: the server's hits name their collections already."""
+        return result
 
     def filter_fields(self) -> set[str]:
         """Metadata fields a search filter may name (as :meth:`ragstream.Ragstream.filter_fields`)."""

@@ -15,6 +15,8 @@ from support.index_fixtures import FAST_DEFAULTS
 
 from ragstream import Ragstream, load_config
 from ragstream.errors import (
+    CollectionAmbiguousError,
+    CollectionExistsError,
     CollectionNotEmptyError,
     CollectionNotFoundError,
     DocumentNotFoundError,
@@ -210,6 +212,78 @@ def test_bad_collection_input_is_a_clear_error(two):
         rs.ingest([Path("missing")], collection="nope")
 
 
+def test_names_are_per_owner_and_a_bare_name_picks_the_callers_own_then_the_unowned(two):
+    """Alice's private ``specs`` does not keep Bob from making his; a bare name resolves to the caller's own, else
+    the unowned one, else the only readable one; several readable ones are ambiguous (409), listing only those."""
+    rs, _ = two
+    [notice] = [r.document_id for r in rs.documents() if r.source.endswith("notice.md")]
+    [board] = [r.document_id for r in rs.documents() if r.source.endswith("board.md")]
+    unowned = rs.create_collection("specs", access="readers", readers=["cy"])  # the CLI's, read by Cy only
+    alice = rs.create_collection("specs", user="alice")  # she cannot read the CLI's: the name is free for her
+    bob = rs.create_collection("specs", user="bob")  # not Alice's business either: hers is private
+    assert (unowned.qualified_name, alice.qualified_name, bob.qualified_name) == ("specs", "alice:specs", "bob:specs")
+    rs.add_to_collection("alice:specs", [notice])  # the CLI names each exactly
+    rs.add_to_collection("bob:specs", [board])
+    assert rs.collection("specs").collection_id == unowned.collection_id  # the CLI's own (no owner)
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="alice",
+                                                            collections=["specs"]).hits} == {notice}
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="bob",
+                                                            collections=["SPECS"]).hits} == {board}
+    with pytest.raises(CollectionNotFoundError):  # Dan reads none of them
+        rs.collection("specs", user="dan")
+    with pytest.raises(CollectionNotFoundError):  # a qualified name is exact, and 404 when not readable
+        rs.collection("alice:specs", user="bob")
+    assert rs.collection("bob:specs", user="bob").collection_id == bob.collection_id
+    assert rs.collection("specs", user="bob").collection_id == bob.collection_id  # his own before the unowned one
+    rs.edit_collection("alice:specs", access="readers", readers=["dan", "cy"], user="alice")
+    rs.edit_collection("bob:specs", access="readers", readers=["dan", "cy"], user="bob")
+    assert rs.collection("specs", user="cy").collection_id == unowned.collection_id  # the unowned one first
+    with pytest.raises(CollectionAmbiguousError, match="alice:specs, bob:specs; name one"):  # not the unowned one
+        rs.search(QUESTION, user="dan", collections=["specs"])
+    assert rs.collection(":specs", user="cy").collection_id == unowned.collection_id
+    assert {"alice:specs", "bob:specs"} <= set(rs.collection_references(user="dan"))
+    assert "specs" in rs.collection_references(user="cy") and "specs" in rs.collection_references(user="bob")
+    assert "bob:specs" not in rs.collection_references(user="bob")
+    rs.edit_collection("specs", readers=["cy", "bob"])  # Bob reads the unowned one too: his own shadows it
+    assert {c.qualified_name for c in rs.collections(user="bob") if c.name == "specs"} == {"bob:specs", ":specs"}
+    assert rs.collection(":specs", user="bob").collection_id == unowned.collection_id
+
+
+def test_look_alike_names_are_refused(two):
+    rs, _ = two
+    rs.create_collection("alice-priv", user="alice")
+    rs.create_collection("team", access="readers", readers=["alice"], user="bob")
+    for taken in ("DEFAULT", "Alice-Priv", "TEAM"):  # the default, her own, one she reads
+        with pytest.raises(CollectionExistsError):
+            rs.create_collection(taken, user="alice")
+    for bad in ("alice-priv.", "alice-priv ", "alice-priv-", "a:b", "alice_", "\uff41lice-priv"):  # fullwidth: not ASCII
+        with pytest.raises(InvalidCollectionError):
+            rs.create_collection(bad, user="alice")
+    with pytest.raises(CollectionExistsError):
+        rs.edit_collection("handbook", new_name="Minutes")
+    with pytest.raises(InvalidCollectionError):
+        rs.edit_collection("handbook", new_name="handbook.")
+    assert rs.edit_collection("alice-priv", new_name="Alice-Priv", user="alice").name == "Alice-Priv"  # its own key
+    assert rs.create_collection("alice-priv", user="dan").owner == "dan"  # Dan reads none of these
+
+
+def test_sharing_with_everyone_needs_an_admin_or_the_switch(two, tmp_path: Path):
+    rs, embedder = two
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        rs.create_collection("bobs", access="all", user="bob")
+    shared = rs.create_collection("bobs", access="readers", readers=["alice"], user="bob")  # named readers: open
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        rs.edit_collection("bobs", access="all", user="bob")
+    assert rs.edit_collection("bobs", description="still named readers", access="readers", user="bob").access == "readers"
+    assert rs.edit_collection("bob:bobs", access="all", user="root", admin=True).access == "all"
+    assert rs.edit_collection("bobs", description="kept", access="all", user="bob").access == "all"  # unchanged
+    assert rs.create_collection("everyone-2", access="all").access == "all"  # the CLI may
+    assert shared.owner == "bob"
+    config = load_config(data_dir=tmp_path / "switch", **{**FAST_DEFAULTS, "collections": {"users_may_share_with_all": True}})
+    with Ragstream(config, embedder=embedder) as opened:
+        assert opened.create_collection("bobs-all", access="all", user="bob").access == "all"
+
+
 def _downgrade_to_before_collections(rs: Ragstream) -> None:
     """Turn an open embedded index into one as an ingest before collections wrote it: no collection tables in
     the catalog, no ``collections`` payload or index in the shard (what the upgrade then has to rebuild)."""
@@ -290,3 +364,28 @@ def test_a_conversation_stops_reading_a_collection_its_user_lost(two):
     handbook = {record.document_id for record in rs.documents(collections=["handbook"])}
     assert later.sources and not {source.document_id for source in later.sources} & handbook
     assert not {doc.document_id for doc in later.relatedDocs} & handbook
+
+
+def test_a_document_ingested_by_the_cli_is_changed_only_by_an_admin(two):
+    """Moves grant nothing: a user who puts a CLI-ingested document in a collection of theirs may neither take it out of
+    the collections it was in nor delete it; their own upload stays theirs wherever it sits."""
+    rs, _ = two
+    [board] = [r for r in rs.documents() if r.source.endswith("board.md")]  # synced into ``minutes`` (access all)
+    rs.create_collection("bob-hide", user="bob")
+    assert rs.add_to_collection("bob-hide", [board.document_id], user="bob") == [board.document_id]
+    with pytest.raises(PermissionDeniedError):
+        rs.remove_from_collection("minutes", [board.document_id], user="bob")
+    assert not rs.may_change_document(board.document_id, user="bob")
+    with pytest.raises(PermissionDeniedError):
+        rs.delete(board.document_id, user="bob", allow_shared=rs.may_change_document(board.document_id, user="bob"))
+    assert rs.remove_from_collection("bob-hide", [board.document_id], user="bob") == [board.document_id]  # his own
+    rs.add_to_collection("bob-hide", [board.document_id])
+    rs.remove_from_collection("minutes", [board.document_id])  # the CLI moves it: still not Bob's
+    assert not rs.may_change_document(board.document_id, user="bob")
+    with pytest.raises(PermissionDeniedError):
+        rs.delete_collection("bob-hide", delete_documents=True, user="bob")
+    assert rs.document(board.document_id).collections == [rs.collection("bob-hide").collection_id]  # not deleted
+    mine = rs.ingest_bytes(b"# Mine\n\nBob's own note on the notice period.\n", "mine.md", source="upload://bob/mine.md",
+                           owner="bob")
+    assert rs.may_change_document(mine.document_ids[0], user="bob")
+    assert not rs.may_change_document(mine.document_ids[0], user="dan")

@@ -16,7 +16,8 @@ from ragstream.errors import RagstreamError
 if TYPE_CHECKING:
     from ragstream.models import CollectionRecord
 
-NameArgument = Annotated[str, typer.Argument(help="The collection's name.")]
+NameArgument = Annotated[str, typer.Argument(help="The collection's name (OWNER:NAME for a user's collection whose "
+                                              "name another one has too; :NAME for the one of no owner).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 DescriptionOption = Annotated[str | None, typer.Option("--description", help="What the collection holds.")]
 InstructionsOption = Annotated[str | None, typer.Option(
@@ -38,8 +39,8 @@ def collections_list(config: ConfigOption = None, data_dir: DataDirOption = None
     from rich.table import Table
 
     table = Table("name", "documents", "access", "owner", "description")
-    for record in records:
-        table.add_row(record.name, str(record.documents), record.access, record.owner or "", record.description)
+    for record in records:  # the qualified name (OWNER:NAME) names each exactly
+        table.add_row(record.qualified_name, str(record.documents), record.access, record.owner or "", record.description)
     console.print(table)
 
 

@@ -60,7 +60,8 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
     """List ingested documents (of one or more collections with --collection)."""
     with reading_index(config, data_dir, need_documents=False) as rs:
         try:
-            records = rs.documents(collections=collection)
+            # names, never ids; read while the index is open (a Ragstream opened here is closed when the block ends)
+            records = rs.with_collection_names(rs.documents(collections=collection))
         except RagstreamError as error:
             fail(error)
     if json_output:
@@ -68,11 +69,10 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
         return
     from rich.table import Table
 
-    names = {c.collection_id: c.name for c in rs.collections()} if hasattr(rs, "collections") else {}
     table = Table("document_id", "title", "source", "mime", "chunks", "ingested", "collections")
     for record in records:
         table.add_row(record.document_id, record.title, record.source, record.mime, str(record.chunk_count), record.ingested_at,
-                      ", ".join(names.get(c, c) for c in record.collections))
+                      ", ".join(record.collections))
     console.print(table)
 
 

@@ -43,8 +43,9 @@ def search(
             raise typer.BadParameter(f"unknown filter field {', '.join(map(repr, unknown))}; known fields: {known}",
                                      param_hint="--filter")
         try:
-            result = rs.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
-                               rerank=rerank, collections=collection)
+            result = rs.search_with_collection_names(rs.search(  # collection names, never ids
+                query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
+                rerank=rerank, collections=collection))
         except RagstreamError as error:
             fail(error)
     if json_output:

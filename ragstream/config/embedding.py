@@ -70,6 +70,10 @@ class EmbeddingConfig(ConfigSection):
     gguf_restart_backoff_seconds: float = Field(
         5.0, ge=0, description="provider=gguf: a model process that died is started again on the next call, at most "
         "once per this many seconds.")
+    gguf_max_array_depth: int = Field(
+        8, ge=1, description="provider=gguf: deepest nesting of arrays (an array of arrays is 2) accepted in the "
+        "file's metadata header, which is read before the model is loaded; a deeper one makes the embedder "
+        "unavailable (embedder_unavailable). Real files nest none (llama.cpp reads no array of arrays).")
     batch_size: int = Field(32, description="Texts per embedding call (torch, remote and gguf embedders).")
     onnx_batch_size: int = Field(
         8, ge=1, description="Most texts per ONNX Runtime call; a call holds texts of one token length only, never "

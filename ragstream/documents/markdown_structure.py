@@ -81,11 +81,27 @@ def scan_lines(text: str) -> list[Line]:
             continue
         heading = _HEADING.match(raw)
         if heading:
-            title = strip_attribute_list(heading.group(2) or "")
+            title = plain_title(strip_attribute_list(heading.group(2) or ""))
             lines.append(Line(raw, heading_level=len(heading.group(1)), heading_title=title))
         else:
             lines.append(Line(raw))
     return lines
+
+
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]\n]*)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
+
+
+def plain_title(title: str) -> str:
+    """A heading's title as a person reads it: ``Async Support > [Trio](https://…)`` keeps ``Trio``; images keep
+    their alt text, autolinks their address, ``**strong**`` and ``*emphasis*`` their words (inline code stays)."""
+    title = _IMAGE_OR_LINK.sub(lambda found: found.group(1), title)
+    title = _AUTOLINK.sub(lambda found: found.group(1), title)
+    title = _STRONG.sub(lambda found: found.group(2), title)
+    title = _EMPHASIS.sub(lambda found: found.group(1) or found.group(2), title)
+    return " ".join(title.split())
 
 
 def strip_attribute_list(title: str) -> str:

@@ -20,7 +20,9 @@ def prose_sentences(text: str) -> list[str]:
 
 # -- readable sentences (the extractive answer quotes them) ---------------------------------------
 
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+|[\u2022\u2023\u2043\u25aa\u25cf\u25e6\u25a0\u25cb\u00b7\uf0b7]\s*)(?=\S)")
+"""A list item's marker: Markdown's ``-``, ``*``, ``+`` and ``1.``, and the bullets PDF and office text layers keep
+(``•``, ``▪``, ``◦``, Symbol-font ``\uf0b7``...), so a quoted item never shows its own bullet after the answer's."""
 _BLOCKQUOTE = re.compile(r"^\s*(?:>\s?)+")
 _SKIPPED_LINE = re.compile(
     r"^\s*(?:#|\|"  # headings, table rows

@@ -42,7 +42,7 @@ from ragstream.mcp_server.schemas import (
     SearchArguments,
     SearchResult,
 )
-from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools
+from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
 from ragstream.observability import request_id_scope
 
 logger = logging.getLogger("ragstream.mcp")
@@ -206,7 +206,7 @@ class _Handlers:
             raise UnknownToolError(f"no tool {params.name!r}; the tools are "
                                    f"{', '.join(s.name for s in TOOLS if who.admin or not s.admin)}")
         if spec.admin and not who.admin:
-            raise PermissionDeniedError(f"the {spec.name} tool needs an admin key")
+            raise admin_refusal(spec.name, who)
         args = _arguments(spec, params.arguments or {})
         if spec.name == "ask":
             result: BaseModel = await self.tools.ask(args, who, _progress(ctx))  # type: ignore[arg-type]
@@ -257,7 +257,7 @@ class _Handlers:
 
     def _resource_text(self, document_id: str, chunk_id: str | None, who: Principal) -> str:
         if chunk_id is None:
-            record, text = self.tools.rs.document_text(document_id, user=who.user)
+            record, text = self.tools.rs.document_text(document_id, user=who.user, admin=who.admin)
             return f"# {record.title}\n\nsource: {record.source}\n\n{text}"
         found = self.tools.read(ReadArguments(document_id=document_id, chunk_id=chunk_id, neighbours=0), who)
         chunk = found.chunks[0]

@@ -73,12 +73,22 @@ class Principal:
     local: bool = False
 
 
+def admin_refusal(tool: str, who: Principal) -> PermissionDeniedError:
+    """Why ``who`` may not run the admin-only ``tool``: over stdio, which has no keys, how to turn the admin tools
+    on; over HTTP, that it needs an admin key."""
+    if who.local:
+        return PermissionDeniedError(f"the {tool} tool is off in this ragstream mcp (stdio has no keys): start it as "
+                                     "`ragstream mcp --admin-tools`, or set mcp.stdio_admin_tools = true "
+                                     "(RAGSTREAM_MCP__STDIO_ADMIN_TOOLS=true)")
+    return PermissionDeniedError(f"the {tool} tool needs an admin key")
+
+
 def _public(record: DocumentRecord) -> DocumentRecord:
     return record.model_copy(update={"metadata": public_metadata(record.metadata)})
 
 
 def _default_delete(rs: Ragstream, document_id: str, who: Principal) -> DocumentRecord:
-    return rs.delete(document_id, user=who.user, allow_shared=who.admin)
+    return rs.delete(document_id, user=who.user, allow_shared=who.admin, admin=who.admin)
 
 
 class Tools:
@@ -129,7 +139,7 @@ class Tools:
 
     def read(self, args: ReadArguments, who: Principal) -> ReadResult:
         """A page of a document's chunks, or one chunk with its neighbours."""
-        record, chunks = self.rs.document_with_chunks(args.document_id, user=who.user)
+        record, chunks = self.rs.document_with_chunks(args.document_id, user=who.user, admin=who.admin)
         if args.chunk_id is None:
             limit = self._limit(args.limit)
             shown = chunks[args.offset:args.offset + limit]
@@ -212,7 +222,7 @@ class Tools:
     @staticmethod
     def _admin(who: Principal, tool: str) -> None:
         if not who.admin:
-            raise PermissionDeniedError(f"the {tool} tool needs an admin key")
+            raise admin_refusal(tool, who)
 
     # -- ask -------------------------------------------------------------------------------------
 

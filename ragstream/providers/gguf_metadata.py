@@ -4,7 +4,9 @@ A GGUF file starts with ``GGUF``, a version (2 or 3), the tensor count, the meta
 metadata: each a string key, a type code and a value. Only scalar and string values are returned;
 arrays (the tokenizer's vocabulary, its scores and merges) are skipped over without being read. Counts and
 lengths are checked against the file's size, so a damaged or hostile header raises
-:class:`ModelUnavailableError` instead of reading gigabytes.
+:class:`ModelUnavailableError` instead of reading gigabytes; arrays of arrays (the format allows any depth) are
+skipped without recursion and refused past ``max_array_depth`` (``embedding.gguf_max_array_depth``), so a header
+nesting them 10,000 deep is the same typed error, not a RecursionError.
 
 What an embedder takes from it (:func:`embedding_metadata`): the architecture, its pooling
 (``<arch>.pooling_type``, written by llama.cpp's converter for embedding models), its vector size
@@ -51,22 +53,23 @@ class GgufEmbeddingMetadata:
     document_prefix: str | None
 
 
-def read_metadata(path: Path) -> dict[str, Scalar]:
+def read_metadata(path: Path, *, max_array_depth: int) -> dict[str, Scalar]:
     """The scalar and string metadata of the GGUF file at ``path``, by key (arrays skipped).
 
     Raises :class:`ModelUnavailableError` when the file is not GGUF, of an unknown version, or its header is
-    cut short or inconsistent."""
+    cut short, inconsistent or nests arrays more than ``max_array_depth`` deep."""
     size = path.stat().st_size
     try:
         with path.open("rb") as handle:
-            return _read(handle, size, path)
+            return _read(handle, size, path, max_array_depth)
     except (struct.error, UnicodeDecodeError, OverflowError) as error:
         raise ModelUnavailableError(f"{path} has a damaged GGUF header: {error}") from error
 
 
-def embedding_metadata(path: Path) -> GgufEmbeddingMetadata:
-    """What the GGUF file at ``path`` says about its pooling, vector size, context and prefixes."""
-    values = read_metadata(path)
+def embedding_metadata(path: Path, *, max_array_depth: int) -> GgufEmbeddingMetadata:
+    """What the GGUF file at ``path`` says about its pooling, vector size, context and prefixes (arrays nested
+    deeper than ``max_array_depth`` refuse the file)."""
+    values = read_metadata(path, max_array_depth=max_array_depth)
     arch = str(values.get("general.architecture", ""))
     pooling_code = values.get(f"{arch}.pooling_type")
     pooling = POOLING_TYPES.get(int(pooling_code)) if isinstance(pooling_code, int) else None
@@ -84,7 +87,7 @@ def embedding_metadata(path: Path) -> GgufEmbeddingMetadata:
                                  query_prefix=text(QUERY_PREFIX_KEYS), document_prefix=text(DOCUMENT_PREFIX_KEYS))
 
 
-def _read(handle: BinaryIO, size: int, path: Path) -> dict[str, Scalar]:
+def _read(handle: BinaryIO, size: int, path: Path, max_array_depth: int) -> dict[str, Scalar]:
     if handle.read(4) != GGUF_MAGIC:
         raise ModelUnavailableError(f"{path} is not a GGUF file (it does not start with {GGUF_MAGIC!r})")
     (version,) = _unpack(handle, "<I")
@@ -98,7 +101,7 @@ def _read(handle: BinaryIO, size: int, path: Path) -> dict[str, Scalar]:
         key = _string(handle, size, MAX_KEY_BYTES)
         (kind,) = _unpack(handle, "<I")
         if kind == ARRAY_TYPE:
-            _skip_array(handle, size)
+            _skip_array(handle, size, max_array_depth)
         else:
             values[key] = _value(handle, kind, size)
     return values
@@ -136,20 +139,41 @@ def _value(handle: BinaryIO, kind: int, size: int) -> Scalar:
     return value
 
 
-def _skip_array(handle: BinaryIO, size: int) -> None:
+def _skip_array(handle: BinaryIO, size: int, max_depth: int) -> None:
+    """Skip an array value (its item type and count come first), the arrays in it included, without recursion:
+    ``open_arrays`` holds, for each array entered and not yet left, its item type and the items left to skip."""
+    open_arrays = [_array_head(handle, size)]
+    while open_arrays:
+        kind, left = open_arrays[-1]
+        if kind != ARRAY_TYPE:
+            _skip_items(handle, size, kind, left)
+            open_arrays.pop()
+        elif not left:
+            open_arrays.pop()
+        elif len(open_arrays) >= max_depth:
+            raise ModelUnavailableError(f"the GGUF header holds arrays nested {len(open_arrays) + 1} deep, more than "
+                                        f"the {max_depth} accepted (embedding.gguf_max_array_depth)")
+        else:
+            open_arrays[-1] = (kind, left - 1)
+            open_arrays.append(_array_head(handle, size))
+
+
+def _array_head(handle: BinaryIO, size: int) -> tuple[int, int]:
+    """An array's item type and item count, the count checked against the bytes left in the file."""
     kind, count = _unpack(handle, "<IQ")
     if count > size - handle.tell():
         raise ModelUnavailableError(f"a GGUF array of {count} items does not fit the file")
+    return kind, count
+
+
+def _skip_items(handle: BinaryIO, size: int, kind: int, count: int) -> None:
+    """Skip ``count`` items of the scalar or string type ``kind``."""
     if kind == STRING_TYPE:
         for _ in range(count):
             (length,) = _unpack(handle, "<Q")
             if length > size - handle.tell():
                 raise ModelUnavailableError(f"a GGUF string of {length} bytes does not fit the file")
             handle.seek(length, 1)
-        return
-    if kind == ARRAY_TYPE:
-        for _ in range(count):
-            _skip_array(handle, size)
         return
     fmt = _SCALARS.get(kind)
     if fmt is None:

@@ -34,10 +34,12 @@ def list_collections(state: ServerState = Depends(get_state), caller: Caller = D
              summary="Create a collection")
 def create_collection(body: CollectionRequest, state: ServerState = Depends(get_state),
                       caller: Caller = Depends(get_caller)) -> CollectionRecord:
-    """A new collection owned by the caller (private unless ``access`` says otherwise); 409 for a taken name."""
+    """A new collection owned by the caller (private unless ``access`` says otherwise); 409 for a name taken for the
+    caller; 403 for ``access: all`` from a user who is not an admin (unless ``collections.users_may_share_with_all``)."""
     return state.rs.create_collection(body.name or "", description=body.description or "",
                                       instructions=body.instructions or "", access=body.access or "private",
-                                      readers=body.readers or [], editors=body.editors or [], user=caller.user)
+                                      readers=body.readers or [], editors=body.editors or [], user=caller.user,
+                                      admin=caller.admin)
 
 
 @router.get("/{name}", response_model=CollectionRecord, responses=ERRORS, summary="Read a collection")

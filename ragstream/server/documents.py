@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -166,8 +166,7 @@ def list_documents(collection: list[str] | None = Query(None, description="Only 
                    state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
     """Every live document of the caller's, and every shared one (``owner`` null), in the collections the caller
     may read (or in ``collection``)."""
-    return [public_record(record) for record in state.rs.documents(user=caller.user,
-                                                                   collections=scope_of(state, caller, collection))]
+    return _shown(state, caller, state.rs.documents(user=caller.user, collections=scope_of(state, caller, collection)))
 
 
 SQL_INTEGER_MAX = 2**63 - 1
@@ -194,7 +193,7 @@ def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int 
         raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
     found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user,
                                    collections=scope_of(state, caller, collection))
-    return DocumentPageResponse(items=[public_record(record) for record in found.records], total=found.total,
+    return DocumentPageResponse(items=_shown(state, caller, found.records), total=found.total,
                                 offset=offset, limit=size, q=q.strip(), sort=sort, order=order)
 
 
@@ -215,16 +214,25 @@ def get_document(document_id: str, include_chunks: bool = False, state: ServerSt
     """One document's record, with the chunks of that same version when ``include_chunks`` is true
     (404 for another user's document, as for one that does not exist)."""
     if include_chunks:
-        record, chunks = state.rs.document_with_chunks(document_id, user=caller.user)
-        return DocumentDetail(document=public_record(record), chunks=chunks)
-    return DocumentDetail(document=public_record(state.rs.document(document_id, user=caller.user)), chunks=None)
+        record, chunks = state.rs.document_with_chunks(document_id, user=caller.user, admin=caller.admin)
+        return DocumentDetail(document=_shown(state, caller, [record])[0],
+                              chunks=state.rs.chunks_with_collection_names(chunks, user=caller.user, admin=caller.admin))
+    record = state.rs.document(document_id, user=caller.user, admin=caller.admin)
+    return DocumentDetail(document=_shown(state, caller, [record])[0], chunks=None)
+
+
+def _shown(state: ServerState, caller: Caller, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+    """``records`` as ``caller`` sees them: no private metadata; the names of the collections the caller may read."""
+    return [public_record(record) for record in state.rs.with_collection_names(records, user=caller.user,
+                                                                               admin=caller.admin)]
 
 
 @router.get("/{document_id}/chunks", response_model=list[Chunk], responses=ERRORS, summary="A document's chunks")
 def get_chunks(document_id: str, state: ServerState = Depends(get_state),
                caller: Caller = Depends(get_caller)) -> list[Chunk]:
     """The live chunks of one document, in order."""
-    return state.rs.document_chunks(document_id, user=caller.user)
+    return state.rs.chunks_with_collection_names(state.rs.document_chunks(document_id, user=caller.user, admin=caller.admin),
+                                                 user=caller.user, admin=caller.admin)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")
@@ -234,7 +242,7 @@ def delete_document(document_id: str, state: ServerState = Depends(get_state),
     stored upload file; another user's document is 404."""
     with state.documents.hold(document_id):
         may = state.rs.may_change_document(document_id, user=caller.user, admin=caller.admin)
-        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin or may)
+        record = state.rs.delete(document_id, user=caller.user, allow_shared=caller.admin or may, admin=caller.admin)
     stored = stored_upload(record)
     removed = stored is not None and state.uploads.remove(stored)
     return DeleteResponse(deleted=document_id, upload_removed=removed)

@@ -81,6 +81,7 @@ STATUS_BY_ERROR: tuple[tuple[type[rse.RagstreamError], HTTPStatus], ...] = (
     (rse.ConversationNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.CollectionNotFoundError, HTTPStatus.NOT_FOUND),
     (rse.CollectionExistsError, HTTPStatus.CONFLICT),
+    (rse.CollectionAmbiguousError, HTTPStatus.CONFLICT),
     (rse.CollectionNotEmptyError, HTTPStatus.CONFLICT),
     (rse.InvalidCollectionError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (rse.MessageNotFoundError, HTTPStatus.NOT_FOUND),

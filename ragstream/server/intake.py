@@ -21,7 +21,14 @@ from ragstream.errors import (
     InsufficientStorageError,
     RagstreamError,
 )
-from ragstream.models import PRIVATE_METADATA_PREFIX, DocumentRecord, IngestReport, LoadedDocument, public_metadata
+from ragstream.models import (
+    COLLECTION_HOME_FOLDER,
+    UPLOAD_PATH_KEY,
+    DocumentRecord,
+    IngestReport,
+    LoadedDocument,
+    public_metadata,
+)
 from ragstream.server.errors import InternalError
 from ragstream.server.schemas import ErrorDetail, UploadedFile
 from ragstream.server.state import ServerState
@@ -30,8 +37,6 @@ from ragstream.server.uploads import StoredUpload, user_folder
 logger = logging.getLogger("ragstream.server")
 
 UPLOAD_SOURCE_SCHEME = "upload://"
-UPLOAD_PATH_KEY = f"{PRIVATE_METADATA_PREFIX}upload_path"
-"""Private document metadata key holding the stored file's path relative to the upload directory."""
 LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 """Metadata keys uploads of earlier versions stored in the open; never shown over HTTP."""
 
@@ -39,7 +44,7 @@ LEGACY_PRIVATE_KEYS = ("upload_path", "user_id")
 def upload_folder(owner: str | None, collection: str | None = None) -> str:
     """The folder of an upload (and of its document id): its owner's, or, for one into a collection, the
     collection's (one collection's upload never replaces another's document)."""
-    return user_folder(owner) if collection is None else f"collection-{collection}"
+    return user_folder(owner) if collection is None else COLLECTION_HOME_FOLDER.format(collection_id=collection)
 
 
 def store_upload(state: ServerState, source: BinaryIO, filename: str, owner: str | None,

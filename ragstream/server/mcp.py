@@ -150,7 +150,7 @@ def _deleter(state: ServerState) -> Callable[[Ragstream, str, Principal], Docume
     def delete(rs: Ragstream, document_id: str, who: Principal) -> DocumentRecord:
         """As ``DELETE /api/documents/{id}``: under the document's lock, and its stored upload goes too."""
         with state.documents.hold(document_id):
-            record = rs.delete(document_id, user=who.user, allow_shared=who.admin)
+            record = rs.delete(document_id, user=who.user, allow_shared=who.admin, admin=who.admin)
         stored = stored_upload(record)
         if stored is not None:
             state.uploads.remove(stored)

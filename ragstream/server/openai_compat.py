@@ -100,8 +100,9 @@ class ModelList(BaseModel):
 @router.get("/models", response_model=ModelList, summary="OpenAI-compatible model list")
 def list_models(state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> ModelList:
     """``ragstream`` (every collection the caller may read; any other ``model`` sent to chat completions is
-    answered by it too), then ``ragstream/NAME`` for each collection the caller may read (that collection only)."""
-    names = [c.name for c in state.rs.collections(user=caller.user, admin=caller.admin)]
+    answered by it too), then ``ragstream/NAME`` for each collection the caller may read (that collection only;
+    NAME is ``OWNER:NAME`` when the bare name would mean another collection or several)."""
+    names = state.rs.collection_references(user=caller.user, admin=caller.admin)
     return ModelList(data=[_model_card(), *(_model_card(f"{COLLECTION_MODEL_PREFIX}{name}") for name in names)])
 
 

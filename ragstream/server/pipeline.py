@@ -49,13 +49,13 @@ def create(body: NewPromptRequest, state: ServerState = Depends(get_state),
     if body.collections:
         scope_of(state, caller, body.collections)  # 404 now for a collection the caller may not read
         sp.collections = list(body.collections)
-    return _state(state.prompts.add(sp, caller.user), sp)
+    return _state(state, caller, state.prompts.add(sp, caller.user), sp)
 
 
 @router.get("/{prompt_id}", response_model=PipelineState, responses=ERRORS, summary="Read a SuperPrompt")
 def read(prompt_id: str, state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> PipelineState:
     """The SuperPrompt as JSON, with the next stage to run (another user's is 404)."""
-    return _state(prompt_id, state.prompts.get(prompt_id, caller.user))
+    return _state(state, caller, prompt_id, state.prompts.get(prompt_id, caller.user))
 
 
 @router.post("/{prompt_id}/run", response_model=PipelineState, responses=ERRORS, summary="Run one stage")
@@ -66,7 +66,7 @@ def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_
     sp = state.prompts.get(prompt_id, caller.user)
     sp = state.rs.run_stage(sp, body.stage, user=caller.user, collections=scope_of(state, caller, sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
-    return _state(prompt_id, sp)
+    return _state(state, caller, prompt_id, sp)
 
 
 @router.post("/{prompt_id}/auto", response_model=PipelineState, responses=ERRORS, summary="Run all stages")
@@ -77,7 +77,7 @@ def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_s
     sp = state.rs.run_pipeline(sp, until=body.until, user=caller.user,
                                collections=scope_of(state, caller, sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
-    return _state(prompt_id, sp)
+    return _state(state, caller, prompt_id, sp)
 
 
 @router.post("/{prompt_id}/answer", response_class=StreamingResponse, responses={**ERRORS, 503: {"model": ErrorResponse}, **ANSWER_DOC},
@@ -97,7 +97,10 @@ def _event(event: StreamEvent) -> str:
     return frame(event.type, event.data)
 
 
-def _state(prompt_id: str, sp: SuperPrompt) -> PipelineState:
+def _state(state: ServerState, caller: Caller, prompt_id: str, sp: SuperPrompt) -> PipelineState:
+    """The prompt as ``caller`` sees it: its chunks name the collections the caller may read (never their ids)."""
     step = next_step(sp)
+    chunks = state.rs.chunks_with_collection_names(sp.base_context_chunks, user=caller.user, admin=caller.admin)
     return PipelineState(id=prompt_id, stages=list(STAGE_NAMES), stages_run=len(sp.history_of_stages),
-                         next_stage=step.name if step else None, superprompt=sp)
+                         next_stage=step.name if step else None,
+                         superprompt=sp.model_copy(update={"base_context_chunks": chunks}))

@@ -22,6 +22,7 @@ def search(body: SearchRequest, state: ServerState = Depends(get_state),
     latencies; BM25 fallback is reported, not hidden."""
     if body.top_k is not None and body.top_k > state.config.max_top_k:
         raise InvalidQueryError(f"top_k must be at most {state.config.max_top_k}")
-    return state.rs.search(body.query, mode=body.mode, top_k=body.top_k, filters=body.filters,
-                           score_threshold=body.score_threshold, user=caller.user, rerank=body.rerank,
-                           collections=scope_of(state, caller, body.collections))
+    found = state.rs.search(body.query, mode=body.mode, top_k=body.top_k, filters=body.filters,
+                            score_threshold=body.score_threshold, user=caller.user, rerank=body.rerank,
+                            collections=scope_of(state, caller, body.collections))
+    return state.rs.search_with_collection_names(found, user=caller.user, admin=caller.admin)  # names, never ids

@@ -347,15 +347,17 @@ class CollectionRegistry(Protocol):
     payloads carry it (:meth:`pending`, :meth:`clear_pending`), so recovery can finish one a crash cut short."""
 
     def create(self, record: CollectionRecord) -> None:
-        """Register a new collection; CollectionExistsError when its name (or id) is taken."""
+        """Register a new collection; CollectionExistsError when its owner (or no owner, for one of none) has a
+        collection of its name key already (or its id is taken)."""
         ...
 
     def get(self, collection_id: str) -> CollectionRecord | None:
         """One collection by id (its ``documents``: every live document in it), or None."""
         ...
 
-    def by_name(self, name: str) -> CollectionRecord | None:
-        """One collection by name, or None."""
+    def by_key(self, key: str) -> builtins.list[CollectionRecord]:
+        """The collections of every owner whose name has the key ``key`` (:func:`~ragstream.models.name_key`; names
+        are unique per owner by key), by id. Access is the caller's to check."""
         ...
 
     def list(self, user: str | None = None) -> builtins.list[CollectionRecord]:
@@ -364,7 +366,8 @@ class CollectionRegistry(Protocol):
         ...
 
     def update(self, record: CollectionRecord) -> None:
-        """Store a changed name, description, instructions or access; CollectionExistsError for a taken name."""
+        """Store a changed name, description, instructions or access; CollectionExistsError for a name key its
+        owner has already."""
         ...
 
     def delete(self, collection_id: str) -> None:

@@ -24,7 +24,7 @@ TURN_KEYS = ("message_id", "user", "assistant", "created_at", "incomplete")
 """The keys of a turn as ``conversation_turns`` returns it."""
 
 
-COLLECTION_COLUMNS = "collection_id, name, description, instructions, owner, access, readers, editors, created_at"
+COLLECTION_COLUMNS = "collection_id, name, description, instructions, owner, access, readers, editors, created_at, name_key"
 """The stored columns of a :class:`~ragstream.models.CollectionRecord`, in :func:`collection`'s order."""
 MEMBER_COLUMN = "(SELECT {aggregate} FROM collection_documents m WHERE m.document_id = documents.document_id)"
 """A record's collection ids as one comma-separated column; each dialect fills in its aggregate of ``m.collection_id``."""
@@ -59,7 +59,8 @@ def collection(row: tuple[Any, ...], documents: int = 0) -> CollectionRecord:
 def collection_row(record: CollectionRecord) -> tuple[Any, ...]:
     """The stored columns of ``record`` (:data:`COLLECTION_COLUMNS`)."""
     return (record.collection_id, record.name, record.description, record.instructions, record.owner, record.access,
-            json.dumps(sorted(set(record.readers))), json.dumps(sorted(set(record.editors))), record.created_at)
+            json.dumps(sorted(set(record.readers))), json.dumps(sorted(set(record.editors))), record.created_at,
+            record.name_key)
 
 
 def like_pattern(query: str) -> str:

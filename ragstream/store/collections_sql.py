@@ -15,13 +15,15 @@ POSTGRES_IDS = "= ANY(?)"
 _COUNT = ("SELECT COUNT(*) FROM collection_documents m JOIN documents d ON d.document_id = m.document_id "
           "WHERE m.collection_id = collections.collection_id")
 BY_ID = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections WHERE collection_id = ?"
-BY_NAME = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections WHERE name = ?"
-LIST = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections ORDER BY name"
-LIST_FOR_USER = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT} AND (d.owner IS NULL OR d.owner = ?)) FROM collections ORDER BY name"
+BY_KEY = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections WHERE name_key = ? ORDER BY collection_id"
+"""The collections of every owner whose name has one key (:func:`ragstream.models.name_key`)."""
+LIST = f"SELECT {COLLECTION_COLUMNS}, ({_COUNT}) FROM collections ORDER BY name, collection_id"
+LIST_FOR_USER = (f"SELECT {COLLECTION_COLUMNS}, ({_COUNT} AND (d.owner IS NULL OR d.owner = ?)) FROM collections "
+                 "ORDER BY name, collection_id")
 """Each collection with the count of its documents one user may see (theirs and the shared ones)."""
 CREATE = f"INSERT INTO collections ({COLLECTION_COLUMNS}) VALUES ({', '.join(['?'] * len(COLLECTION_COLUMNS.split(',')))})"
 UPDATE = ("UPDATE collections SET name = ?, description = ?, instructions = ?, owner = ?, access = ?, readers = ?, "
-          "editors = ?, created_at = ? WHERE collection_id = ?")
+          "editors = ?, created_at = ?, name_key = ? WHERE collection_id = ?")
 HOLDS_DOCUMENTS = "SELECT 1 FROM collection_documents WHERE collection_id = ? LIMIT 1"
 DELETE = "DELETE FROM collections WHERE collection_id = ?"
 DELETE_ROOTS = "DELETE FROM root_collections WHERE collection_id = ?"
@@ -40,6 +42,25 @@ FORGET_ROOT = "DELETE FROM root_collections WHERE root = ?"
 SET_ROOT = "INSERT INTO root_collections (root, collection_id) VALUES (?, ?)"
 ROOT = "SELECT collection_id FROM root_collections WHERE root = ?"
 PENDING = "SELECT document_id FROM collection_payloads ORDER BY document_id"
+TABLE = """
+CREATE TABLE IF NOT EXISTS {table} (
+    collection_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    instructions TEXT NOT NULL DEFAULT '',
+    owner TEXT,
+    access TEXT NOT NULL DEFAULT 'private',
+    readers TEXT NOT NULL DEFAULT '[]',
+    editors TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL,
+    name_key TEXT NOT NULL
+);
+"""
+"""The collections table of both backends (``{table}``: its name): names unique per owner by key
+(:data:`UNIQUE_KEY_INDEX`; PostgreSQL's schema step and SQLite's migration add it after migrating older tables)."""
+UNIQUE_KEY = "collections_by_owner_and_key"
+"""The unique index of names per owner (none: ''), by key; a migration replaced the global UNIQUE(name) with it."""
+UNIQUE_KEY_INDEX = f"CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_KEY} ON collections ((COALESCE(owner, '')), name_key)"
 
 
 def for_backend(sql: str, ids: str, parameter: str = "?") -> str:

@@ -89,3 +89,14 @@ def test_a_list_continuing_a_sentence_is_quoted_as_that_sentence() -> None:
     assert lines == ["- These attacks exploit the fact that browsers allow scripts to send requests without doing any "
                      "CORS preflight check when they: don't have a `Content-Type` header (e.g. using `fetch()` with a "
                      "`Blob` body) and don't send any authentication credentials. [1]"]
+
+
+def test_bullets_kept_by_pdf_and_office_text_are_not_doubled() -> None:
+    """A PDF's text layer keeps its bullets (``•``, Symbol-font ``\\uf0b7``, ``▪``): the quote drops them, so the
+    answer's own ``- `` is the one bullet a reader sees."""
+    lines = answer("Prepare the site before the install:\n• Check the power supply of every rack first.\n"
+                   "\uf0b7 Label each cable at both of its ends.\n▪Keep the spare fuses in the marked box.")
+    assert lines and all(not line.removeprefix("- ").startswith(("•", "\uf0b7", "▪")) for line in lines), lines
+    assert "- Check the power supply of every rack first. [1]" in lines
+    assert answer("- 1.5 kg of flour is mixed with the water first.") == [
+        "- 1.5 kg of flour is mixed with the water first. [1]"]

@@ -7,7 +7,6 @@ its time on the model; the model server is the child process ragstream starts it
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from support.index_fixtures import SAMPLES
+from support.required import packaged_model, require_xllamacpp
 from support.server_process import HASH_SITE
 
-from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
 from ragstream.providers.gguf_models import qwen_coder_gguf_path, qwen_coder_part_paths
 
 pytestmark = pytest.mark.slow
@@ -65,15 +64,12 @@ def _check_generated(answer: dict) -> None:
 
 @pytest.fixture(autouse=True)
 def _needs_xllamacpp() -> None:
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed: pip install 'ragstream[local]'")
+    require_xllamacpp()
 
 
 def test_ask_with_llm_model_writes_a_cited_checked_answer(tmp_path: Path):
-    try:  # the packaged Qwen as any GGUF file a user has (SmolLM2-135M rambles past any token cap)
-        model = qwen_coder_gguf_path(tmp_path / "models")
-    except (ModelPackageMissingError, ModelUnavailableError) as error:
-        pytest.skip(str(error))
+    # the packaged Qwen as any GGUF file a user has (SmolLM2-135M rambles past any token cap)
+    model = packaged_model(lambda: qwen_coder_gguf_path(tmp_path / "models"))
     env = _env(tmp_path, LLM__CONTEXT_WINDOW="2048")
     _ingest(env)
     run = _ragstream(env, "ask", QUESTION, "--llm-model", str(model), "--json")
@@ -83,10 +79,7 @@ def test_ask_with_llm_model_writes_a_cited_checked_answer(tmp_path: Path):
 
 
 def test_one_setting_answers_with_the_packaged_qwen(tmp_path: Path):
-    try:
-        qwen_coder_part_paths()
-    except ModelPackageMissingError as error:
-        pytest.skip(str(error))
+    packaged_model(qwen_coder_part_paths)
     env = _env(tmp_path, LLM__PROVIDER="local")
     _ingest(env)
     run = _ragstream(env, "ask", QUESTION, "--json")

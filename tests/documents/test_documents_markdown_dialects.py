@@ -135,3 +135,17 @@ def test_reindex_cleans_a_title_stored_by_an_earlier_version() -> None:
     pdf = stored.model_copy(update={"mime": "application/pdf", "title": "A { #b }"})
     assert refresh_title(pdf) is pdf
 
+
+
+def test_links_and_emphasis_in_headings_reach_paths_as_their_words(tmp_path: Path) -> None:
+    """``## Async Support`` / ``### [Trio](https://…)`` gives the path ``Async Support > Trio``, never the URL."""
+    page = tmp_path / "async.md"
+    page.write_text("# **Async** Support\n\nIntro text of the page.\n\n## [Trio](https://trio.readthedocs.io/)\n\n"
+                    "Trio is supported with the `anyio` backend.\n\n## ![icon](i.png) Using `my_var_name` *here*\n\n"
+                    "Text under a heading with an image and emphasis.\n", encoding="utf-8")
+    doc = load_file(page, CONFIG)
+    paths = {tuple(piece.header_path) for piece in chunk_document(doc, CONFIG.chunking)}
+    assert doc.title == "Async Support"
+    assert ("Async Support", "Trio") in paths
+    assert ("Async Support", "icon Using `my_var_name` here") in paths
+    assert not any("http" in part or "](" in part for path in paths for part in path), paths

@@ -135,3 +135,23 @@ def test_the_upload_endpoint_takes_office_files_and_refuses_the_bad_ones(server:
         assert page.status_code == 200 and ".docx" in page.text and ".xlsx" in page.text and ".csv" in page.text
 
 
+
+
+def test_the_upload_label_names_every_format_the_picker_accepts() -> None:
+    """The Documents page's upload label names each kind of file its picker offers (office files, EPUB and images
+    are read, not only PDF, Markdown, HTML and text)."""
+    import re
+
+    import ragstream
+
+    page = (Path(ragstream.__file__).parent / "server" / "static" / "documents.html").read_text(encoding="utf-8")
+    label = re.search(r'<label for="files">Files <span class="muted">\(([^)]*)\)', page)
+    accept = re.search(r'<input id="files"[^>]* accept="([^"]+)"', page)
+    assert label and accept
+    families = {"pdf": "PDF", "md": "Markdown", "markdown": "Markdown", "txt": "text", "rst": "reST", "html": "HTML",
+                "htm": "HTML", "docx": "Word", "docm": "Word", "pptx": "PowerPoint", "pptm": "PowerPoint",
+                "xlsx": "Excel", "xlsm": "Excel", "csv": "CSV", "tsv": "TSV", "odt": "OpenDocument",
+                "odp": "OpenDocument", "ods": "OpenDocument", "epub": "EPUB", "png": "images", "jpg": "images",
+                "jpeg": "images", "tif": "images", "tiff": "images"}
+    for extension in accept.group(1).split(","):
+        assert families[extension.lstrip(".")] in label.group(1), extension

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from support import hostile_files as hostile
 from support.office_files import handbook_docx
+from support.required import EXTRAS, unavailable
 from support.server_process import FAST_SETTINGS, SERVE_WITH_HASH_EMBEDDER, RunningServer, running_server, server_env
 
 from ragstream.config import load_config
@@ -111,7 +112,7 @@ def test_each_hostile_file_is_refused_with_its_code(name: str, hostile_folder: P
 
 def test_an_image_of_50000_by_50000_pixels_is_too_large(hostile_folder: Path) -> None:
     if not ocr_installed():
-        pytest.skip("images are read only with the ocr extra (ocr_unavailable without it)")
+        unavailable("images are read only with the ocr extra (ocr_unavailable without it)", EXTRAS)
     with pytest.raises(DocumentTooLargeError, match=r"ocr\.max_image_pixels"):
         load_bytes((hostile_folder.parent / HUGE_PNG).read_bytes(), HUGE_PNG, load_config(), source=HUGE_PNG)
 

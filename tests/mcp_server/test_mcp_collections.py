@@ -89,3 +89,21 @@ def test_the_same_name_ingested_into_two_collections_is_two_documents(server: Ru
         assert listed == {"alice-team": [memo], "root-team": other["document_ids"]}
         passages = admin.ok("search", {"query": f"{WORD} memo signatures", "collections": ["alice-team"]})["passages"]
         assert passages and all(p["document_id"] == memo for p in passages) and WORD in passages[0]["text"]
+
+
+def test_moves_do_not_let_a_user_hide_or_delete_a_shared_document(server: RunningServer, alice: Mcp, bob: Mcp):
+    """Issue 41's sequence with MCP beside HTTP: the admin shares a document over MCP; Bob's collection moves over
+    HTTP cannot take it out of the default collection, Bob's MCP ``delete`` is refused, and Alice's MCP search still
+    finds it."""
+    with connected(http_session(server.url, ADMIN_KEY)) as admin:
+        shared = admin.ok("ingest", {"documents": [{"name": "rule.md", "text": "# Rule\n\nThe okapiharvest rule.\n"}],
+                                     "shared": True})
+    [document_id] = shared["document_ids"]
+    headers = {"Authorization": f"Bearer {BOB_KEY}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
+        assert http.post("/api/collections", json={"name": "bob-hide"}).status_code == 201
+        assert http.put(f"/api/collections/bob-hide/documents/{document_id}").status_code == 200
+        assert http.delete(f"/api/collections/default/documents/{document_id}").status_code == 403
+    assert bob.error("delete", {"document_id": document_id})["code"] == "forbidden"
+    found = alice.ok("search", {"query": "okapiharvest rule", "mode": "bm25"})["passages"]
+    assert document_id in {p["document_id"] for p in found}

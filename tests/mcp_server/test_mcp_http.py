@@ -154,8 +154,10 @@ def test_a_second_user_cannot_see_the_first_users_uploads(server: RunningServer,
 
 def test_admin_only_tools_are_refused_to_a_user_key(alice: Mcp, admin: Mcp, secret: str):
     inline = {"documents": [{"name": "memo.md", "text": "# Memo\n\nThe quarterly pelicanharbour memo is due Friday.\n"}]}
-    assert alice.error("ingest", inline)["code"] == "forbidden"
-    assert alice.error("delete", {"document_id": secret})["code"] == "forbidden"
+    for tool, arguments in (("ingest", inline), ("delete", {"document_id": secret})):
+        refused = alice.error(tool, arguments)
+        assert refused["code"] == "forbidden" and f"the {tool} tool needs an admin key" in refused["message"]
+        assert "--admin-tools" not in refused["message"]  # the stdio advice means nothing over HTTP
     assert alice.ok("read", {"document_id": secret})  # refused, not deleted
     done = admin.ok("ingest", inline)
     assert done["ingested"] == 1 and done["failed"] == 0

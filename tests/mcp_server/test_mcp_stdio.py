@@ -227,6 +227,16 @@ def test_stdout_carries_only_mcp_messages_even_when_code_prints(tmp_path: Path):
     assert "stray output from a library" in log and "ragstream.mcp: tool search answered" in log
 
 
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("ingest", {"documents": [{"name": "memo.md", "text": "# Memo\n\nDue Friday.\n"}]}),
+    ("delete", {"document_id": "x"}),
+])
+def test_admin_tools_off_over_stdio_say_how_to_turn_them_on(mcp: Mcp, tool: str, arguments: dict[str, Any]):
+    error = mcp.error(tool, arguments)  # stdio has no keys: "needs an admin key" would leave the user stuck
+    assert error["code"] == "forbidden" and "admin key" not in error["message"]
+    assert "ragstream mcp --admin-tools" in error["message"] and "mcp.stdio_admin_tools" in error["message"]
+
+
 def test_admin_tools_over_stdio_when_configured(tmp_path: Path):
     data_dir = tmp_path / "data"
     note = tmp_path / "notes" / "pelican.md"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.embedder_contract import CONTRACT_PASSAGES, assert_embedder_contract
-from support.gguf_files import U32, Floats, Strings, gguf_bytes, write_gguf
+from support.gguf_files import U32, Floats, NestedArrays, Strings, gguf_bytes, write_gguf
 from support.index_fixtures import FAST_DEFAULTS
 
 from ragstream import Ragstream
@@ -28,6 +28,7 @@ from ragstream.providers.embedders.onnx_runtime import OnnxEmbedder
 from ragstream.providers.gguf_metadata import embedding_metadata, read_metadata
 from ragstream.providers.gguf_models import smollm2_gguf_path
 
+DEPTH = EmbeddingConfig().gguf_max_array_depth
 BERT_LIKE = {
     "general.architecture": "bert",
     "general.name": "a small embedder",
@@ -44,17 +45,17 @@ BERT_LIKE = {
 
 def test_metadata_gives_pooling_sizes_and_prefixes_and_skips_arrays(tmp_path: Path):
     path = write_gguf(tmp_path / "embedder.gguf", BERT_LIKE)
-    values = read_metadata(path)
+    values = read_metadata(path, max_array_depth=DEPTH)
     assert "tokenizer.ggml.tokens" not in values and values["bert.attention.causal"] is False
-    meta = embedding_metadata(path)
+    meta = embedding_metadata(path, max_array_depth=DEPTH)
     assert (meta.architecture, meta.pooling, meta.embedding_length, meta.context_length) == ("bert", "cls", 384, 512)
     assert (meta.query_prefix, meta.document_prefix) == ("search_query: ", "search_document: ")
-    plain = embedding_metadata(write_gguf(tmp_path / "chat.gguf", {"general.architecture": "llama"}))
+    plain = embedding_metadata(write_gguf(tmp_path / "chat.gguf", {"general.architecture": "llama"}), max_array_depth=DEPTH)
     assert plain.pooling is None and plain.query_prefix is None and plain.embedding_length is None
 
 
 def test_metadata_of_the_packaged_chat_model_has_no_pooling():
-    meta = embedding_metadata(smollm2_gguf_path())
+    meta = embedding_metadata(smollm2_gguf_path(), max_array_depth=DEPTH)
     assert (meta.architecture, meta.pooling, meta.embedding_length) == ("llama", None, 576)
 
 
@@ -72,7 +73,22 @@ def test_a_damaged_header_is_a_model_error_not_a_huge_read(tmp_path: Path, damag
     path = tmp_path / "damaged.gguf"
     path.write_bytes(data)
     with pytest.raises(ModelUnavailableError):
-        read_metadata(path)
+        read_metadata(path, max_array_depth=DEPTH)
+
+
+def test_arrays_nested_10000_deep_are_embedder_unavailable_not_a_recursion_error(tmp_path: Path):
+    hostile = write_gguf(tmp_path / "nested.gguf", {**BERT_LIKE, "general.hostile": NestedArrays(10_000)})
+    with pytest.raises(EmbedderUnavailableError) as raised:
+        make_embedder(EmbeddingConfig(provider="gguf", model=str(hostile)))
+    assert raised.value.code == "embedder_unavailable"
+    assert "nested" in raised.value.message and "embedding.gguf_max_array_depth" in raised.value.message
+
+
+def test_nested_arrays_within_the_depth_limit_are_skipped(tmp_path: Path):
+    path = write_gguf(tmp_path / "nested.gguf", {**BERT_LIKE, "general.nested": NestedArrays(3, (1, 2, 3))})
+    assert read_metadata(path, max_array_depth=3)["bert.embedding_length"] == 384
+    with pytest.raises(ModelUnavailableError, match="nested 3 deep"):
+        read_metadata(path, max_array_depth=2)
 
 
 def test_the_index_fingerprint_follows_the_file_not_its_name(tmp_path: Path):

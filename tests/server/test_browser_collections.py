@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from support.browser_fixtures import checked_page
 from support.server_process import RunningServer, running_server
+from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_json
 
 pytestmark = pytest.mark.slow  # headless Chromium
 
@@ -116,3 +119,37 @@ def test_the_documents_page_filters_moves_creates_and_edits_collections(page: An
     page.locator("#collection").select_option("")
     expect(rows).to_have_count(3)
     expect(page.locator("#collection option", has_text=re.compile(r"^legal"))).to_have_count(1)
+
+
+def test_the_pickers_send_the_qualified_name_of_a_name_two_users_have(browser: Any, tmp_path: Path) -> None:
+    """Alice and Bob each own a private ``notes`` (names are per owner); the admin reads both, so for the admin the
+    bare name is ambiguous: each picker offers and sends ``alice:notes`` / ``bob:notes``, and the answer and the
+    document list read the one picked."""
+    from playwright.sync_api import expect
+
+    with running_server(tmp_path, hash_embedder=True, SERVER__KEYS=keys_json()) as server:
+        for key, title, months in ((ALICE_KEY, "Alice's notes", "two"), (BOB_KEY, "Bob's notes", "four")):
+            with key_client(server.url, key) as api:
+                created = api.post("/api/collections", json={"name": "notes"})
+                assert created.status_code == 201, created.text
+                body = f"# {title}\n\nThe notice period for leaving the company is {months} months in this team.\n"
+                uploaded = api.post("/api/documents", files={"files": ("notes.md", body.encode())}, data={"collection": "notes"})
+                assert uploaded.status_code in (200, 201), uploaded.text
+        with checked_page(browser, server.url) as page:
+            page.set_extra_http_headers({"Authorization": f"Bearer {ADMIN_KEY}"})
+            page.goto("/ui/")
+            picker = page.locator("#collection")
+            expect(picker.locator("option", has_text="notes")).to_have_count(2)
+            assert sorted(picker.locator("option", has_text="notes").all_inner_texts()) == [
+                "alice:notes (1)", "bob:notes (1)"]
+            picker.select_option("bob:notes")
+            _ask(page, NOTICE)
+            sources = page.locator("#sources li")
+            expect(sources.first).to_be_visible()
+            assert set(sources.locator(".doc a").all_inner_texts()) == {"Bob's notes"}
+
+            page.goto("/ui/documents.html")
+            rows = page.locator("#documents tbody tr")
+            expect(rows).to_have_count(2)
+            page.locator("#collection").select_option("alice:notes")
+            expect(rows.locator("a.title")).to_have_text(["Alice's notes"])

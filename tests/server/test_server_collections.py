@@ -15,6 +15,7 @@ import httpx
 import pytest
 from support.server_process import RunningServer, running_server
 from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_json
+from support.ws_chat import ws_chat
 
 WORDS = {"private": "zanzibarquokka", "read": "pelicanharbour", "edit": "marmosetlantern"}
 COLLECTIONS = {"private": "alice-private", "read": "team-read", "edit": "team-edit"}
@@ -259,29 +260,99 @@ def test_deleting_a_collection(alice, bob, admin, docs):
     assert "alice-private" not in [c["name"] for c in alice.get("/api/collections").json()]
 
 
-def _ws_chat(server: RunningServer, key: str, body: dict) -> list[dict]:
-    """Every ``{"event", "data"}`` message of one /ws/chat answer, until the server closes."""
-    from websockets.exceptions import ConnectionClosed
-    from websockets.sync.client import connect
-
-    url = server.url.replace("http://", "ws://") + "/ws/chat"
-    events: list[dict] = []
-    with connect(url, additional_headers={"Authorization": f"Bearer {key}"}, open_timeout=180) as ws:
-        ws.send(json.dumps(body))
-        try:
-            while True:
-                events.append(json.loads(ws.recv(timeout=180)))
-        except ConnectionClosed:
-            return events
-
-
 def test_the_websocket_keeps_the_scope_of_api_chat(server: RunningServer, docs):
     question = f"What does the {WORDS['edit']} protocol require before a launch?"
-    scoped = _ws_chat(server, BOB_KEY, {"message": question, "collections": ["team-read"]})
+    scoped = ws_chat(server, BOB_KEY, {"message": question, "collections": ["team-read"]})
     assert scoped[-1]["event"] == "done"
     read = _answered_from(scoped[-1]["data"]["response"])
     assert docs["edit"] not in read and docs["private"] not in read
-    private = _ws_chat(server, BOB_KEY, {"message": f"{WORDS['private']} protocol", "collections": ["alice-private"]})
+    private = ws_chat(server, BOB_KEY, {"message": f"{WORDS['private']} protocol", "collections": ["alice-private"]})
     assert [e["event"] for e in private] == ["error"] and private[0]["data"]["code"] == "collection_not_found"
-    unscoped = _ws_chat(server, BOB_KEY, {"message": f"What does the {WORDS['private']} protocol require?"})
+    unscoped = ws_chat(server, BOB_KEY, {"message": f"What does the {WORDS['private']} protocol require?"})
     assert docs["private"] not in _answered_from(unscoped[-1]["data"]["response"])
+
+
+def test_a_user_can_neither_hide_nor_delete_a_shared_document(alice, bob, admin, docs):
+    """The sequence of issue 41: an admin shares a document; Bob puts it in a collection of his, takes it out of the
+    default collection and deletes it. Only the harmless first step may succeed; Alice still finds it afterwards."""
+    shared = _upload(admin, "handbook.md", b"# Handbook\n\nThe okapiharvest rule binds every team.\n", shared="true")
+    assert shared.status_code == 201, shared.text
+    document_id = shared.json()["files"][0]["document_id"]
+
+    def alice_finds() -> bool:
+        hits = alice.post("/api/search", json={"query": "okapiharvest rule", "mode": "bm25", "top_k": 10}).json()["hits"]
+        return document_id in {hit["chunk"]["metadata"]["document_id"] for hit in hits}
+
+    assert bob.post("/api/collections", json={"name": "bob-hide"}).status_code == 201
+    assert bob.put(f"/api/collections/bob-hide/documents/{document_id}").status_code == 200  # adding hides nothing
+    _error(bob.delete(f"/api/collections/default/documents/{document_id}"), 403, "forbidden")
+    _error(bob.delete(f"/api/documents/{document_id}"), 403, "forbidden")
+    assert alice_finds()
+    # Bob curates his own collection: the document leaves it and stays where the admin put it
+    assert bob.delete(f"/api/collections/bob-hide/documents/{document_id}").json()["changed"] is True
+    assert alice_finds()
+    # a move by the admin does not make it Bob's either
+    assert admin.put(f"/api/collections/bob-hide/documents/{document_id}").status_code == 200
+    assert admin.delete(f"/api/collections/default/documents/{document_id}").json()["changed"] is True
+    _error(bob.delete(f"/api/documents/{document_id}"), 403, "forbidden")
+    _error(bob.delete("/api/collections/bob-hide", params={"delete_documents": "true"}), 403, "forbidden")
+    assert admin.put(f"/api/collections/default/documents/{document_id}").status_code == 200
+    assert bob.delete("/api/collections/bob-hide", params={"delete_documents": "true"}).json()["documents_deleted"] == []
+    assert alice_finds()
+    assert admin.delete(f"/api/documents/{document_id}").status_code == 200
+
+
+def test_another_users_private_name_reveals_nothing_and_stays_theirs(alice, bob, admin, docs):
+    """Bob taking the name of Alice's private collection gets what a free name gets (201): names are per owner.
+    Each one's bare name then means their own; the admin, who reads both, must name one (409 lists both)."""
+    hers = alice.post("/api/collections", json={"name": "alice-notes"})
+    assert hers.status_code == 201, hers.text
+    assert _upload(alice, "notes.md", _text("private").replace(b"zanzibarquokka", b"okapiweather"),
+                   collection="alice-notes").status_code == 201
+    free = bob.post("/api/collections", json={"name": "bob-free-name"})
+    taken = bob.post("/api/collections", json={"name": "alice-notes"})
+    assert (taken.status_code, free.status_code) == (201, 201), taken.text
+    assert taken.json()["qualified_name"] == "bob:alice-notes" and taken.json()["name"] == "alice-notes"
+    theirs = _upload(bob, "bob-notes.md", b"# Bob's notes\n\nThe okapiweather report is Bob's.\n", collection="alice-notes")
+    assert theirs.status_code == 201, theirs.text
+
+    def hits(api: httpx.Client, scope: str) -> set[str]:
+        response = api.post("/api/search", json={"query": "okapiweather", "mode": "bm25", "collections": [scope]})
+        assert response.status_code == 200, response.text
+        return {hit["chunk"]["metadata"]["document_id"] for hit in response.json()["hits"]}
+
+    bobs = theirs.json()["files"][0]["document_id"]
+    assert bobs not in hits(alice, "alice-notes") and hits(alice, "alice-notes")
+    assert hits(bob, "alice-notes") == {bobs}
+    assert alice.get("/api/collections/alice-notes").json()["owner"] == "alice"
+    ambiguous = admin.get("/api/collections/alice-notes")
+    _error(ambiguous, 409, "collection_ambiguous")
+    assert "alice:alice-notes" in ambiguous.text and "bob:alice-notes" in ambiguous.text
+    _error(bob.get("/api/collections/alice:alice-notes"), 404, "collection_not_found")
+    assert admin.get("/api/collections/bob:alice-notes").json()["owner"] == "bob"
+    models = [card["id"] for card in admin.get("/v1/models").json()["data"]]
+    assert {"ragstream/alice:alice-notes", "ragstream/bob:alice-notes"} <= set(models)
+    assert "ragstream/alice-notes" in [card["id"] for card in bob.get("/v1/models").json()["data"]]
+    for api in (alice, bob):
+        assert api.delete("/api/collections/alice-notes", params={"delete_documents": "true"}).status_code == 200
+    assert bob.delete("/api/collections/bob-free-name").status_code == 200
+
+
+def test_look_alike_names_are_refused_over_http(alice, bob, docs):
+    for name, status, code in (("DEFAULT", 409, "collection_exists"), ("Team-Read", 409, "collection_exists"),
+                               ("team-read.", 422, "invalid_collection"), ("team-read ", 422, "invalid_collection")):
+        _error(bob.post("/api/collections", json={"name": name}), status, code)
+    _error(alice.patch("/api/collections/team-edit", json={"name": "TEAM-READ"}), 409, "collection_exists")
+    assert [c["name"] for c in bob.get("/api/collections").json()].count("default") == 1
+
+
+def test_only_an_admin_shares_with_everyone(alice, bob, admin, docs):
+    refused = bob.post("/api/collections", json={"name": "bob-everyone", "access": "all"})
+    _error(refused, 403, "forbidden")
+    assert "admin" in refused.json()["error"]["message"]
+    named = bob.post("/api/collections", json={"name": "bob-everyone", "access": "readers", "readers": ["alice"]})
+    assert named.status_code == 201, named.text
+    _error(bob.patch("/api/collections/bob-everyone", json={"access": "all"}), 403, "forbidden")
+    assert "bob-everyone" not in [c["name"] for c in admin.get("/api/collections").json() if c["access"] == "all"]
+    assert admin.patch("/api/collections/bob-everyone", json={"access": "all"}).json()["access"] == "all"
+    assert admin.delete("/api/collections/bob-everyone").status_code == 200

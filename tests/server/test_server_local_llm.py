@@ -3,16 +3,15 @@ takes that process with it when it stops (slow: a real model)."""
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 from support.index_fixtures import SAMPLES
+from support.required import packaged_model, require_xllamacpp
 from support.server_process import running_server
 
-from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
 from ragstream.providers.gguf_models import smollm2_gguf_path
 from ragstream.providers.local_llm import CHILD_MODULE
 
@@ -43,12 +42,8 @@ def _gone(pid: int) -> bool:
 
 
 def test_serve_answers_with_a_local_model_and_stops_it_on_exit(tmp_path: Path):
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed: pip install 'ragstream[local]'")
-    try:
-        model = smollm2_gguf_path()
-    except (ModelPackageMissingError, ModelUnavailableError) as error:
-        pytest.skip(str(error))
+    require_xllamacpp()
+    model = packaged_model(smollm2_gguf_path)
     with running_server(tmp_path, hash_embedder=True, args=["--llm-model", str(model)],
                         LLM__CONTEXT_WINDOW="2048", LLM__THREADS="1") as server:
         assert server.process is not None

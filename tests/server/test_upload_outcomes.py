@@ -30,6 +30,7 @@ from support.hostile_uploads import (
     truncated_docx,
 )
 from support.polling import finished_job
+from support.required import EXTRAS, unavailable
 from support.server_process import RunningServer, running_server
 from support.upload_faults import HANG_MARKER, INGEST_MARKER, READ_MARKER
 
@@ -176,7 +177,7 @@ def test_uploads_heavier_than_their_size_go_to_a_job(jobs_server: RunningServer,
     """A small .docx that unpacks to megabytes, or a scanned PDF or TIFF of many pages held the request while it was
     read."""
     if name != "inflating.docx" and not ocr_installed():
-        pytest.skip("the ocr extra is not installed: nothing is read by OCR")
+        unavailable("the ocr extra is not installed: nothing is read by OCR", EXTRAS)
     data = make()
     assert len(data) < BACKGROUND_BYTES  # small on the wire: only its work sends it to a job
     with httpx.Client(base_url=jobs_server.url, timeout=TIMEOUT) as api:

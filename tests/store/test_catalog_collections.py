@@ -11,8 +11,9 @@ from support.backend_fixtures import document_version
 
 from ragstream.config import StoreConfig
 from ragstream.errors import CollectionExistsError, CollectionNotEmptyError, CollectionNotFoundError, InvalidCollectionError
-from ragstream.models import DEFAULT_COLLECTION_ID, CollectionRecord
+from ragstream.models import DEFAULT_COLLECTION_ID, CollectionRecord, name_key
 from ragstream.store.catalog_base import Catalog
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
 from ragstream.store.factory import postgres_catalog, sqlite_catalog
 
 
@@ -40,26 +41,43 @@ def test_collections_are_created_found_changed_and_deleted(catalog: Catalog):
     hr = _collection("c1", "hr", description="the handbook", instructions="Quote the handbook.", owner="ann",
                      access="readers", readers=["bob", "bob"], editors=["cy"])
     collections.create(hr)
-    stored = collections.by_name("hr")
-    assert stored is not None and stored == collections.get("c1")
+    [stored] = collections.by_key("hr")
+    assert stored == collections.get("c1")
     assert (stored.description, stored.instructions, stored.owner, stored.access) == (
         "the handbook", "Quote the handbook.", "ann", "readers")
     assert (stored.readers, stored.editors) == (["bob"], ["cy"])
     assert stored.readable_by("bob") and not stored.editable_by("bob") and stored.editable_by("cy")
     assert not stored.readable_by("dan") and stored.readable_by(None) and stored.readable_by("dan", admin=True)
+    with pytest.raises(CollectionExistsError):  # names are unique per owner
+        collections.create(_collection("c2", "hr", owner="ann"))
+    collections.create(_collection("c2", "minutes", owner="ann"))
     with pytest.raises(CollectionExistsError):
-        collections.create(_collection("c2", "hr"))
-    collections.create(_collection("c2", "minutes"))
-    with pytest.raises(CollectionExistsError):
-        collections.update(stored.model_copy(update={"name": "minutes"}))
-    collections.update(stored.model_copy(update={"name": "handbook", "access": "all", "readers": []}))
-    assert collections.by_name("hr") is None
+        collections.update(stored.renamed("minutes"))
+    collections.update(stored.renamed("handbook").model_copy(update={"access": "all", "readers": []}))
+    assert collections.by_key("hr") == []
     renamed = collections.get("c1")
     assert renamed is not None and (renamed.name, renamed.access, renamed.readers) == ("handbook", "all", [])
     assert [c.name for c in collections.list()] == ["default", "handbook", "minutes"]
     collections.delete("c2")
-    assert collections.get("c2") is None and collections.by_name("minutes") is None
+    assert collections.get("c2") is None and collections.by_key("minutes") == []
 
+
+def test_names_are_unique_per_owner_by_their_key(catalog: Catalog):
+    """Two owners may each have ``specs``; one owner (or no owner) only one name of each key (NFKC, case folded)."""
+    collections = catalog.collections
+    collections.create(_collection("c1", "specs", owner="alice"))
+    collections.create(_collection("c2", "specs", owner="bob"))
+    collections.create(_collection("c3", "Specs"))  # no owner: the CLI's
+    for taken in (_collection("c4", "SPECS", owner="alice"), _collection("c4", "specs"),
+                  _collection("c4", "\uff33pecs", owner="bob")):  # a fullwidth S folds to "specs" too
+        with pytest.raises(CollectionExistsError):
+            collections.create(taken)
+    assert sorted((c.collection_id, c.name_key, c.qualified_name) for c in collections.by_key("specs")) == [
+        ("c1", "specs", "alice:specs"), ("c2", "specs", "bob:specs"), ("c3", "specs", "Specs")]
+    collections.create(_collection("c4", "notes", owner="alice"))
+    with pytest.raises(CollectionExistsError):  # a rename into a key its owner has
+        collections.update(collections.get("c4").model_copy(update={"name": "Specs", "name_key": "specs"}))
+    assert collections.get("c4").name == "notes"
 
 def test_documents_join_the_collections_they_name_or_the_default_one(catalog: Catalog):
     collections = catalog.collections
@@ -180,3 +198,58 @@ def test_a_catalog_from_before_collections_puts_every_document_in_the_default_on
         assert upgraded.collections.pending() == []  # nothing to rewrite: the stores put old points in it themselves
     finally:
         upgraded.close()
+
+
+_OLD_COLLECTIONS = (COLLECTIONS_TABLE.format(table="collections").replace("name TEXT NOT NULL,", "name TEXT NOT NULL UNIQUE,")
+                    .replace(",\n    name_key TEXT NOT NULL", ""))
+"""The collections table as catalogs before name keys have it: names unique as written (``Specs`` beside ``specs``)."""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_catalog_with_names_that_fold_alike_migrates_to_name_keys(backend: str, tmp_path: Path,
+                                                                    request: pytest.FixtureRequest):
+    """Names made under the old rules that now share a key (one owner's ``Specs`` and ``specs``): the catalog opens,
+    the older keeps the plain key, the later one gets ``~<id>`` and stays reachable by it; memberships stay."""
+    def reopen() -> Catalog:
+        if backend == "postgres":
+            return postgres_catalog(StoreConfig(backend="postgres", url=request.getfixturevalue("postgres_url")))
+        return sqlite_catalog(tmp_path / "catalog.sqlite3")
+
+    catalog = reopen()
+    _commit(catalog, "a")
+    rows = [("default", "default", None, ""), ("c2", "specs", "ann", "2026-01-02T00:00:00+00:00"),
+            ("c1", "Specs", "ann", "2026-01-01T00:00:00+00:00"), ("c3", "SPECS", None, "2026-01-01T00:00:00+00:00"),
+            ("c4", "notes", "bob", "2026-01-01T00:00:00+00:00")]
+    insert = "INSERT INTO collections (collection_id, name, owner, access, created_at) VALUES ({0}, {0}, {0}, 'all', {0})"
+    if backend == "postgres":
+        with catalog.connection.db.write() as conn:  # type: ignore[attr-defined]
+            conn.execute("DROP TABLE collections")
+            conn.execute(_OLD_COLLECTIONS)
+            for row in rows:
+                conn.execute(insert.format("%s"), row)
+            conn.execute("INSERT INTO collection_documents (collection_id, document_id) VALUES ('c2', 'a')")
+    else:
+        with catalog.connection.transaction() as db:  # type: ignore[attr-defined]
+            db.execute("DROP TABLE collections")
+            db.execute(_OLD_COLLECTIONS)
+            db.executemany(insert.format("?"), rows)
+            db.execute("INSERT INTO collection_documents (collection_id, document_id) VALUES ('c2', 'a')")
+    catalog.close()
+    upgraded = reopen()
+    try:
+        keys = {c.collection_id: (c.name, c.name_key, c.qualified_name) for c in upgraded.collections.list()}
+        assert keys == {"default": ("default", "default", "default"), "c1": ("Specs", "specs", "ann:Specs"),
+                        "c2": ("specs", "specs~c2", "ann:specs~c2"), "c3": ("SPECS", "specs", "SPECS"),
+                        "c4": ("notes", "notes", "bob:notes")}
+        assert [c.collection_id for c in upgraded.collections.by_key(name_key("specs~c2"))] == ["c2"]
+        assert upgraded.collections.memberships(["a"]) == {"a": ("c2", DEFAULT_COLLECTION_ID)}
+        with pytest.raises(CollectionExistsError):  # the new unique index holds
+            upgraded.collections.create(_collection("c5", "sPeCs", owner="ann"))
+        upgraded.collections.create(_collection("c5", "specs", owner="cy"))
+    finally:
+        upgraded.close()
+    again = reopen()  # a second open changes nothing
+    try:
+        assert {c.collection_id: c.name_key for c in again.collections.list()}["c2"] == "specs~c2"
+    finally:
+        again.close()

@@ -2,12 +2,11 @@
 
 Uses Debian's ``chromium`` (``/usr/bin/chromium``) through Playwright's Python package with
 ``executable_path``: Playwright's own browser download does not work here. The tests skip with the
-reason when either is missing, and fail instead when ``RAGSTREAM_REQUIRE_BROWSER=1`` (CI).
+reason when either is missing, and fail instead when ``RAGSTREAM_REQUIRE_BROWSER=1`` (CI; ``required.py``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from support.required import BROWSER, require_module, unavailable
+
 CHROMIUM = Path(os.environ.get("RAGSTREAM_CHROMIUM", "/usr/bin/chromium"))
-REQUIRE_ENV = "RAGSTREAM_REQUIRE_BROWSER"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 900}
@@ -25,20 +25,12 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 TIMEOUT_MS = 120_000
 
 
-def unavailable(reason: str) -> None:
-    """Skip with ``reason``, or fail when ``RAGSTREAM_REQUIRE_BROWSER=1``."""
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_ENV}=1)", pytrace=False)
-    pytest.skip(reason)
-
-
 @contextmanager
 def launched_browser() -> Iterator[Any]:
     """Chromium, or a skip (a failure under ``RAGSTREAM_REQUIRE_BROWSER=1``) when it cannot start."""
-    if importlib.util.find_spec("playwright") is None:
-        unavailable("the playwright package is not installed: pip install -e '.[test]'")
+    require_module("playwright", "pip install -e '.[test]'", BROWSER)
     if not CHROMIUM.is_file():
-        unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+        unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium", BROWSER)
     from playwright.sync_api import Error, expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS)  # answers and indexing take seconds on a busy 2-core machine
@@ -46,7 +38,7 @@ def launched_browser() -> Iterator[Any]:
         try:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         except Error as error:
-            unavailable(f"Chromium at {CHROMIUM} did not start: {error}")
+            unavailable(f"Chromium at {CHROMIUM} did not start: {error}", BROWSER)
         try:
             yield browser
         finally:

@@ -1,7 +1,8 @@
 """GGUF files written byte by byte (header and metadata only, no tensors): what the metadata reader is tested on.
 
 ``write_gguf(path, {"general.architecture": "bert", "bert.pooling_type": U32(2), ...})`` writes version 3 with
-each value typed by its Python type (str, bool, float: f32, int: i32) or by a wrapper (``U32``, ``Strings``).
+each value typed by its Python type (str, bool, float: f32, int: i32) or by a wrapper (``U32``, ``Strings``,
+``Floats``, ``NestedArrays``: arrays of arrays ``depth`` deep, what a hostile header nests 10,000 deep).
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ class Floats:
     items: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class NestedArrays:
+    """An array holding one array holding one array ..., ``depth`` arrays in all, the innermost of ``items`` uint32."""
+
+    depth: int
+    items: tuple[int, ...] = ()
+
+
 def _string(text: str) -> bytes:
     data = text.encode()
     return struct.pack("<Q", len(data)) + data
@@ -46,6 +55,10 @@ def _value(value: object) -> bytes:
         return struct.pack("<IIQ", ARRAY, STRING, len(value.items)) + b"".join(_string(s) for s in value.items)
     if isinstance(value, Floats):
         return struct.pack("<IIQ", ARRAY, FLOAT32, len(value.items)) + struct.pack(f"<{len(value.items)}f", *value.items)
+    if isinstance(value, NestedArrays):
+        nesting = struct.pack("<IQ", ARRAY, 1) * (value.depth - 1)
+        innermost = struct.pack("<IQ", UINT32, len(value.items)) + struct.pack(f"<{len(value.items)}I", *value.items)
+        return struct.pack("<I", ARRAY) + nesting + innermost
     if isinstance(value, bool):
         return struct.pack("<I?", BOOL, value)
     if isinstance(value, int):

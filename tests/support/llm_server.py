@@ -8,7 +8,7 @@ OpenAI-compatible path as any remote ``llm.base_url``. Nothing is compiled.
 
 Tests using them skip when ``xllamacpp`` is not installed (``pip install 'ragstream[local]'``), the model
 package is missing or fails its sha256 pin (``ragstream/providers/gguf_models.py``), or the server does not
-come up; set ``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead.
+come up; set ``RAGSTREAM_REQUIRE_LLAMA=1`` (e.g. in CI) to fail instead (``required.py``).
 
 A server that dies while the session runs (a crash in llama.cpp, memory running out, an instruction the CPU
 lacks) fails the test it died in at teardown, and every later test that uses it at setup, naming its exit
@@ -18,9 +18,7 @@ signal and the end of its log (:func:`llama_servers_alive`), rather than leaving
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import socket
 import subprocess
 import time
@@ -31,26 +29,19 @@ from typing import Any
 import httpx
 import pytest
 
-from ragstream.errors import LLMUnavailableError, ModelPackageMissingError, ModelUnavailableError
+from ragstream.errors import LLMUnavailableError
 from ragstream.providers.gguf_models import qwen_coder_gguf_path, smollm2_gguf_path
 from ragstream.providers.local_llm import LocalModelServer, LocalModelSpec, exit_description, stop_process
+from support.required import LLAMA, packaged_model, require_xllamacpp, unavailable
 
 STARTUP_TIMEOUT_SECONDS = 180.0
 Command = Callable[[Path, int], list[str]]
 """Another server's command line for a model and port (default: the local model server ragstream runs)."""
-REQUIRE_ENV = "RAGSTREAM_REQUIRE_LLAMA"
 LOG_TAIL_LINES = 15
 SERVER_THREADS = 1
 """Threads of each test server: the tests run on 2 shared cores."""
 _running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 """The servers the fixtures started, by fixture name, with their log files."""
-
-
-def _unavailable(reason: str) -> None:
-    """Skip (or fail when ``RAGSTREAM_REQUIRE_LLAMA=1``) with ``reason``."""
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 def free_port() -> int:
@@ -161,17 +152,14 @@ def llama_server_fixture(
 
     @pytest.fixture(scope=scope, name=name)
     def _server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-        if command is None and importlib.util.find_spec("xllamacpp") is None:
-            _unavailable("xllamacpp is not installed: pip install 'ragstream[local]'")
-        try:
-            model_path = model(request)
-        except (ModelPackageMissingError, ModelUnavailableError) as error:  # absent, or failing its sha256 pin
-            _unavailable(str(error))
+        if command is None:
+            require_xllamacpp()
+        model_path = packaged_model(lambda: model(request))  # absent, or failing its sha256 pin
         log_path = tmp_path_factory.mktemp(f"{name}-log") / "server.log"
         try:
             process, base_url = start_llama_server(model_path, log_path, command=command)
         except RuntimeError as error:
-            _unavailable(f"{name}: {error}")
+            unavailable(f"{name}: {error}", LLAMA)
         _running[name] = (process, log_path)
         try:
             yield base_url

@@ -51,7 +51,7 @@ class GgufEmbedder(BatchedEmbedder):
             raise EmbedderUnavailableError(f"embedding.model {config.model!r} is not a file: with provider=gguf it "
                                            "names a GGUF model file")
         try:
-            metadata = embedding_metadata(path)
+            metadata = embedding_metadata(path, max_array_depth=config.gguf_max_array_depth)
         except (ModelUnavailableError, OSError) as error:
             raise EmbedderUnavailableError(f"embedding.model {config.model!r}: {getattr(error, 'message', error)}") from error
         self.pooling = _pooling(config.pooling, metadata.pooling, path)

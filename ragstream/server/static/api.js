@@ -42,6 +42,19 @@ export async function api(path, { method = "GET", body } = {}) {
 }
 
 /** POST files as multipart field "files"; onProgress(fraction) while the bytes go out. */
+/**
+ * GET /api/collections, each with `ref`: the name that names it for this caller. The list is exactly what the
+ * caller may read, so a bare name names it when no other listed collection has that name (compared as the server
+ * compares names, NFKC and case-insensitive); otherwise its qualified name (OWNER:NAME, or :NAME for the unowned one).
+ */
+export async function readableCollections() {
+  const collections = await api("/api/collections");
+  const key = (name) => name.normalize("NFKC").toLowerCase();
+  const count = new Map();
+  for (const c of collections) count.set(key(c.name), (count.get(key(c.name)) || 0) + 1);
+  return collections.map((c) => ({ ...c, ref: count.get(key(c.name)) === 1 ? c.name : c.qualified_name }));
+}
+
 export function uploadFiles(files, onProgress, collection = "") {
   return new Promise((resolve, reject) => {
     const form = new FormData();

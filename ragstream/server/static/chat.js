@@ -3,7 +3,7 @@
 // shows the passage that supports it on hover or focus), and shows each answer's confidence badge. Text
 // selected in an answer or a source ("Ask about this", or ?selected=TEXT from the document page) goes with
 // the next question as selected_text, shown above the question until it is sent or removed.
-import { api, describe, el, streamEvents } from "./api.js";
+import { api, describe, el, readableCollections, streamEvents } from "./api.js";
 import { confidenceBadge, renderAnswer, sourceId, sourceItem } from "./answer_view.js";
 import { citationOpened, feedbackBar } from "./feedback.js";
 import { askAboutSelection } from "./selection.js";
@@ -214,8 +214,8 @@ askAboutSelection("#messages .message.assistant .text, #sources", attach);
 const preset = new URLSearchParams(window.location.search).get("selected");  // "Ask about this" on a document
 if (preset) attach(preset);
 /** The collection picker: every collection the caller may read (GET /api/collections); "All collections" reads them all. */
-api("/api/collections").then((collections) => {
-  $("collection").append(...collections.map((c) => el("option", { value: c.name, title: c.description || "" },
-    `${c.name} (${c.documents})`)));
+readableCollections().then((collections) => {
+  $("collection").append(...collections.map((c) => el("option", { value: c.ref, title: c.description || "" },
+    `${c.ref} (${c.documents})`)));
 }).catch(() => {});
 $("question").focus();

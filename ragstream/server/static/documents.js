@@ -1,7 +1,7 @@
 // Documents page: upload with progress (large uploads: the background job's progress); the synced and
 // watched folders with their last sync (refreshed while the page is open); the list paged, filtered and
 // sorted by the server (refreshed when a folder's sync changed documents); delete, reindex.
-import { api, describe, documentHref, el, shortTime, uploadFiles } from "./api.js";
+import { api, describe, documentHref, el, readableCollections, shortTime, uploadFiles } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const PERCENT = 100;
@@ -92,18 +92,18 @@ async function upload(event) {
 /** The last part of a path or URL: the name a person knows the file by (the full source is its title). */
 const fileName = (source) => source.split(/[\\/]/).filter(Boolean).pop() || source;
 
-let collections = [];  // GET /api/collections: what the caller may read
+let collections = [];  // GET /api/collections: what the caller may read, each with the name that names it (ref)
 
 /** The collections the caller may read: the filter, the editor's list and each row's "Move to". */
 async function loadCollections() {
   try {
-    collections = await api("/api/collections");
+    collections = await readableCollections();
   } catch (error) {
     setStatus($("collection-status"), describe(error), true);
     return;
   }
-  const options = () => collections.map((c) => el("option", { value: c.name, title: c.description || "" },
-    `${c.name} (${c.documents})`));
+  const options = () => collections.map((c) => el("option", { value: c.ref, title: c.description || "" },
+    `${c.ref} (${c.documents})`));
   $("collection").replaceChildren(el("option", { value: "" }, "All collections"), ...options());
   $("collection").value = list.collection;
   $("collection-pick").replaceChildren(el("option", { value: "" }, "New collection"), ...options());
@@ -112,7 +112,7 @@ async function loadCollections() {
 const users = (text) => text.split(",").map((user) => user.trim()).filter(Boolean);
 
 function pickCollection() {
-  const picked = collections.find((c) => c.name === $("collection-pick").value);
+  const picked = collections.find((c) => c.ref === $("collection-pick").value);
   $("collection-name").value = picked ? picked.name : "";
   $("collection-description").value = picked ? picked.description : "";
   $("collection-instructions").value = picked ? picked.instructions : "";
@@ -131,9 +131,11 @@ async function saveCollection(event) {
   try {
     const saved = await api(editing ? `/api/collections/${encodeURIComponent(editing)}` : "/api/collections",
       { method: editing ? "PATCH" : "POST", body });
-    if (editing && list.collection === editing) list.collection = saved.name;  // the collection shown was renamed
     await loadCollections();
-    $("collection-pick").value = saved.name;
+    const ref = (collections.find((c) => c.collection_id === saved.collection_id) || saved).ref || saved.qualified_name;
+    if (editing && list.collection === editing) list.collection = ref;  // the collection shown was renamed
+    $("collection").value = list.collection;
+    $("collection-pick").value = ref;
     setStatus($("collection-status"), `${editing ? "Saved" : "Created"} ${saved.name}`);
     await refresh();  // each row's "Move to" lists the new or renamed collection
   } catch (error) {
@@ -162,7 +164,7 @@ async function moveDocument(doc, target) {
 function moveSelect(doc) {
   const select = el("select", { "aria-label": `Put ${doc.title} in a collection` },
     el("option", { value: "" }, list.collection ? "Move to…" : "Add to…"),
-    ...collections.map((c) => el("option", { value: c.name }, c.name)));
+    ...collections.map((c) => el("option", { value: c.ref }, c.ref)));
   select.addEventListener("change", () => select.value && moveDocument(doc, select.value));
   return select;
 }

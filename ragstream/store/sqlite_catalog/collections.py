@@ -20,20 +20,22 @@ class SqliteCollections(SqliteRole):
     """The :class:`~ragstream.store.catalog_base.CollectionRegistry` in SQLite."""
 
     def create(self, record: CollectionRecord) -> None:
-        """Register a new collection; CollectionExistsError when its name (or id) is taken."""
+        """Register a new collection; CollectionExistsError when its owner has its name key (or its id is taken)."""
         try:
             with self._connection.transaction() as db:
                 db.execute(sql.CREATE, collection_row(record))
         except sqlite3.IntegrityError as error:
-            raise CollectionExistsError(f"a collection named {record.name!r} exists already") from error
+            raise CollectionExistsError(f"a collection named {record.name!r} exists already (names compare case-insensitively)") from error
 
     def get(self, collection_id: str) -> CollectionRecord | None:
         """One collection by id, with its document count."""
         return self._one(sql.BY_ID, collection_id)
 
-    def by_name(self, name: str) -> CollectionRecord | None:
-        """One collection by name."""
-        return self._one(sql.BY_NAME, name)
+    def by_key(self, key: str) -> builtins.list[CollectionRecord]:
+        """The collections (of every owner) whose name has the key ``key``."""
+        with self._connection.lock:
+            rows = self._connection.db.execute(sql.BY_KEY, (key,)).fetchall()
+        return [collection(row[:-1], int(row[-1])) for row in rows]
 
     def _one(self, statement: str, value: str) -> CollectionRecord | None:
         with self._connection.lock:
@@ -53,7 +55,7 @@ class SqliteCollections(SqliteRole):
             with self._connection.transaction() as db:
                 db.execute(sql.UPDATE, (*values, record.collection_id))
         except sqlite3.IntegrityError as error:
-            raise CollectionExistsError(f"a collection named {record.name!r} exists already") from error
+            raise CollectionExistsError(f"a collection named {record.name!r} exists already (names compare case-insensitively)") from error
 
     def delete(self, collection_id: str) -> None:
         """Drop a collection that holds no document."""

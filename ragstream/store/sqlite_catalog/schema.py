@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import sqlite3
 
-from ragstream.models import DEFAULT_COLLECTION_ID
+from ragstream.models import DEFAULT_COLLECTION_ID, name_key
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
+from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
 from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
 DEFAULT_DESCRIPTION = "Every document that names no collection (and every document of an index made before collections)."
-DEFAULT_COLLECTION = ("INSERT INTO collections (collection_id, name, description, access, created_at) "
-                      "VALUES (?, ?, ?, 'all', '')")
+DEFAULT_COLLECTION = ("INSERT INTO collections (collection_id, name, name_key, description, access, created_at) "
+                      "VALUES (?, ?, ?, ?, 'all', '')")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -82,17 +84,6 @@ CREATE TABLE IF NOT EXISTS sync_roots (
     last_summary TEXT NOT NULL DEFAULT '{}',
     watched_until REAL
 );
-CREATE TABLE IF NOT EXISTS collections (
-    collection_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    description TEXT NOT NULL DEFAULT '',
-    instructions TEXT NOT NULL DEFAULT '',
-    owner TEXT,
-    access TEXT NOT NULL DEFAULT 'private',
-    readers TEXT NOT NULL DEFAULT '[]',
-    editors TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS collection_documents (
     collection_id TEXT NOT NULL,
     document_id TEXT NOT NULL,
@@ -107,11 +98,12 @@ CREATE TABLE IF NOT EXISTS root_collections (
     collection_id TEXT NOT NULL
 );
 """
-SCHEMA += FEEDBACK_TABLE
-INDEXES = """
+SCHEMA += FEEDBACK_TABLE + COLLECTIONS_TABLE.format(table="collections")
+INDEXES = f"""
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
 CREATE INDEX IF NOT EXISTS documents_root ON documents(root);
 CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
+{UNIQUE_KEY_INDEX};
 """
 """Indexes on columns that :func:`migrate` may have to add first."""
 
@@ -137,10 +129,13 @@ def migrate(db: sqlite3.Connection) -> None:
         db.execute("UPDATE documents SET first_ingested_at = ingested_at WHERE first_ingested_at IS NULL")
     if "root" not in document_columns:  # catalogs before sync: no document belongs to a synced root yet
         db.execute("ALTER TABLE documents ADD COLUMN root TEXT")
+    if "name_key" not in {row[1] for row in db.execute("PRAGMA table_info(collections)")}:
+        _key_collection_names(db)
     if db.execute("SELECT 1 FROM collections WHERE collection_id = ?", (DEFAULT_COLLECTION_ID,)).fetchone() is None:
         # catalogs before collections: every document is in the default collection (once; in one transaction)
         db.execute("BEGIN IMMEDIATE")
-        db.execute(DEFAULT_COLLECTION, (DEFAULT_COLLECTION_ID, DEFAULT_COLLECTION_ID, DEFAULT_DESCRIPTION))
+        db.execute(DEFAULT_COLLECTION, (DEFAULT_COLLECTION_ID, DEFAULT_COLLECTION_ID, name_key(DEFAULT_COLLECTION_ID),
+                                        DEFAULT_DESCRIPTION))
         db.execute("INSERT OR IGNORE INTO collection_documents (collection_id, document_id) SELECT ?, document_id "
                    "FROM documents", (DEFAULT_COLLECTION_ID,))
         db.execute("COMMIT")
@@ -150,3 +145,37 @@ def migrate(db: sqlite3.Connection) -> None:
         for statement in OPENS_MIGRATION:
             db.execute(statement)
         db.execute("COMMIT")
+
+
+_OLD_COLUMNS = "collection_id, name, description, instructions, owner, access, readers, editors, created_at"
+
+
+def _key_collection_names(db: sqlite3.Connection) -> None:
+    """Catalogs before name keys (names unique as written, ``UNIQUE(name)``): names become unique per owner by key.
+    SQLite cannot drop a column's UNIQUE, so the table is rebuilt, in one transaction. Of two names of one owner
+    with one key (``Specs`` and ``specs``), the later (by creation time, then id) gets ``~<collection_id>`` after
+    its key and stays reachable by it (docs/collections.md); PostgreSQL's schema step does the same."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if "name_key" in {row[1] for row in db.execute("PRAGMA table_info(collections)")}:  # another process did it
+            db.execute("ROLLBACK")
+            return
+        db.execute(COLLECTIONS_TABLE.format(table="collections_keyed"))
+        db.execute(f"INSERT INTO collections_keyed ({_OLD_COLUMNS}, name_key) SELECT {_OLD_COLUMNS}, collection_id "
+                   "FROM collections")
+        taken: set[tuple[str, str]] = set()
+        keys = []
+        for collection_id, name, owner in db.execute(
+                "SELECT collection_id, name, owner FROM collections ORDER BY created_at, collection_id").fetchall():
+            key = name_key(name)
+            if (owner or "", key) in taken:
+                key = f"{key}~{collection_id}"
+            taken.add((owner or "", key))
+            keys.append((key, collection_id))
+        db.executemany("UPDATE collections_keyed SET name_key = ? WHERE collection_id = ?", keys)
+        db.execute("DROP TABLE collections")
+        db.execute("ALTER TABLE collections_keyed RENAME TO collections")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

@@ -27,7 +27,7 @@ class PostgresCollections(PostgresRole):
     """The :class:`~ragstream.store.catalog_base.CollectionRegistry` in PostgreSQL."""
 
     def create(self, record: CollectionRecord) -> None:
-        """Register a new collection; CollectionExistsError when its name (or id) is taken."""
+        """Register a new collection; CollectionExistsError when its owner has its name key (or its id is taken)."""
         try:
             with self._db.write() as conn:
                 conn.execute(_pg(sql.CREATE), collection_row(record))
@@ -38,9 +38,11 @@ class PostgresCollections(PostgresRole):
         """One collection by id, with its document count."""
         return self._one(sql.BY_ID, collection_id)
 
-    def by_name(self, name: str) -> CollectionRecord | None:
-        """One collection by name."""
-        return self._one(sql.BY_NAME, name)
+    def by_key(self, key: str) -> builtins.list[CollectionRecord]:
+        """The collections (of every owner) whose name has the key ``key``."""
+        with self._db.read() as conn:
+            rows = conn.execute(_pg(sql.BY_KEY), (key,)).fetchall()
+        return [collection(tuple(row[:-1]), int(row[-1])) for row in rows]
 
     def _one(self, statement: str, value: str) -> CollectionRecord | None:
         with self._db.read() as conn:
@@ -141,5 +143,5 @@ class PostgresCollections(PostgresRole):
 def _raise_taken(error: VectorDBWriteError, name: str) -> None:
     """CollectionExistsError for a unique violation (a taken name); the error as it was otherwise."""
     if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
-        raise CollectionExistsError(f"a collection named {name!r} exists already") from error
+        raise CollectionExistsError(f"a collection named {name!r} exists already (names compare case-insensitively)") from error
     raise error

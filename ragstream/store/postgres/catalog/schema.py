@@ -3,6 +3,8 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
+from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
 from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
@@ -86,17 +88,24 @@ CREATE UNLOGGED TABLE IF NOT EXISTS reader_leases (
     sequence BIGINT NOT NULL,
     expires_at DOUBLE PRECISION NOT NULL
 );
-CREATE TABLE IF NOT EXISTS collections (
-    collection_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    description TEXT NOT NULL DEFAULT '',
-    instructions TEXT NOT NULL DEFAULT '',
-    owner TEXT,
-    access TEXT NOT NULL DEFAULT 'private',
-    readers TEXT NOT NULL DEFAULT '[]',
-    editors TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL
-);
+@COLLECTIONS_TABLE@
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'collections' AND column_name = 'name_key') THEN
+        -- databases before name keys (names unique as written): names become unique per owner by key. Their names
+        -- are ASCII (the old rule), so lower() is their NFKC case fold; of two names of one owner with one key the
+        -- later (by creation time, then id) gets ~<collection_id> after its key, as the SQLite catalog's migration does
+        ALTER TABLE collections ADD COLUMN name_key TEXT;
+        UPDATE collections c SET name_key = lower(c.name) || CASE WHEN k.n = 1 THEN '' ELSE '~' || c.collection_id END
+            FROM (SELECT collection_id, row_number() OVER (PARTITION BY COALESCE(owner, ''), lower(name)
+                                                           ORDER BY created_at COLLATE "C", collection_id COLLATE "C") AS n
+                  FROM collections) k
+            WHERE k.collection_id = c.collection_id;
+        ALTER TABLE collections ALTER COLUMN name_key SET NOT NULL;
+        ALTER TABLE collections DROP CONSTRAINT IF EXISTS collections_name_key;
+    END IF;
+END $$;
+@UNIQUE_KEY_INDEX@;
 CREATE TABLE IF NOT EXISTS collection_documents (
     collection_id TEXT NOT NULL,
     document_id TEXT NOT NULL,
@@ -113,15 +122,16 @@ CREATE TABLE IF NOT EXISTS root_collections (
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM collections WHERE collection_id = 'default') THEN
         -- databases from before collections: every document is in the default collection (once)
-        INSERT INTO collections (collection_id, name, description, access, created_at)
-            VALUES ('default', 'default', 'Every document that names no collection (and every document of an index '
+        INSERT INTO collections (collection_id, name, name_key, description, access, created_at)
+            VALUES ('default', 'default', 'default', 'Every document that names no collection (and every document of an index '
                     'made before collections).', 'all', '');
         INSERT INTO collection_documents (collection_id, document_id) SELECT 'default', document_id FROM documents
             ON CONFLICT DO NOTHING;
     END IF;
 END $$;
 """
-SCHEMA += FEEDBACK_TABLE
+SCHEMA = (SCHEMA.replace("@COLLECTIONS_TABLE@", COLLECTIONS_TABLE.format(table="collections"))
+          .replace("@UNIQUE_KEY_INDEX@", UNIQUE_KEY_INDEX) + FEEDBACK_TABLE)
 SCHEMA += f"""
 DO $$ BEGIN
     IF to_regclass('answer_citation_opens') IS NULL THEN
