@@ -63,7 +63,13 @@ def _upload(api: httpx.Client, name: str, data: bytes) -> str:
     return str(response.json()["files"][0]["document_id"])
 
 
-def _assert_locked_down(response: httpx.Response) -> None:
+def _assert_served(api: httpx.Client, document_id: str, data: bytes, media_type: str, disposition: str) -> None:
+    """The document's file comes back as ``data`` with that type and disposition, never sniffed, running nothing."""
+    response = api.get(f"/api/documents/{document_id}/file")
+    assert response.status_code == 200, response.text
+    assert response.content == data
+    assert response.headers["content-type"] == media_type
+    assert response.headers["content-disposition"] == disposition
     assert response.headers["x-content-type-options"] == "nosniff"
     csp = response.headers["content-security-policy"]
     assert "default-src 'none'" in csp and "sandbox" in csp, csp
@@ -71,13 +77,7 @@ def _assert_locked_down(response: httpx.Response) -> None:
 
 def test_owner_gets_her_pdf_inline_and_another_user_gets_not_found(alice: httpx.Client, bob: httpx.Client):
     document_id = _upload(alice, "ledger.pdf", ALICE_PDF)
-
-    mine = alice.get(f"/api/documents/{document_id}/file")
-    assert mine.status_code == 200, mine.text
-    assert mine.content == ALICE_PDF
-    assert mine.headers["content-type"] == "application/pdf"
-    assert mine.headers["content-disposition"] == "inline; filename*=UTF-8''ledger.pdf"
-    _assert_locked_down(mine)
+    _assert_served(alice, document_id, ALICE_PDF, "application/pdf", "inline; filename*=UTF-8''ledger.pdf")
 
     theirs = bob.get(f"/api/documents/{document_id}/file")
     missing = bob.get(f"/api/documents/{MISSING_ID}/file")
@@ -90,13 +90,8 @@ def test_owner_gets_her_pdf_inline_and_another_user_gets_not_found(alice: httpx.
 
 def test_an_uploaded_html_page_is_only_an_attachment(alice: httpx.Client):
     document_id = _upload(alice, "greeting.html", HTML_PAGE)
-
-    response = alice.get(f"/api/documents/{document_id}/file")
-    assert response.status_code == 200, response.text
-    assert response.content == HTML_PAGE
-    assert response.headers["content-type"] == "application/octet-stream"
-    assert response.headers["content-disposition"] == "attachment; filename*=UTF-8''greeting.html"
-    _assert_locked_down(response)
+    _assert_served(alice, document_id, HTML_PAGE, "application/octet-stream",
+                   "attachment; filename*=UTF-8''greeting.html")
 
 
 def _cli_document(api: httpx.Client, source: Path) -> str:
@@ -123,3 +118,11 @@ def test_a_cli_ingested_file_is_served_only_while_unchanged(server: RunningServe
         assert moved.status_code == 404
         assert moved.json()["error"]["code"] == "original_unavailable"
         assert bob.get(f"/api/documents/{document_id}").status_code == 200  # the text view still has the document
+
+
+def test_the_viewer_scripts_are_served_as_javascript(server: RunningServer):
+    """Module scripts and module workers load only with a JavaScript content type."""
+    for name in ("pdf.min.mjs", "pdf.worker.min.mjs"):
+        response = httpx.get(f"{server.url}/ui/vendor/pdfjs/{name}")
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] in ("text/javascript", "application/javascript")
