@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
 from ragstream import metrics
@@ -22,6 +22,7 @@ from ragstream.server.collections import scope_of
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import ingest_stored, public_record, store_upload, stored_upload
 from ragstream.server.jobs import combined_error
+from ragstream.server.originals import DOWNLOAD_MIME, PDF_MIME, original_response, read_original
 from ragstream.server.schemas import (
     DeleteResponse,
     DocumentDetail,
@@ -233,6 +234,22 @@ def get_chunks(document_id: str, state: ServerState = Depends(get_state),
     """The live chunks of one document, in order."""
     return state.rs.chunks_with_collection_names(state.rs.document_chunks(document_id, user=caller.user, admin=caller.admin),
                                                  user=caller.user, admin=caller.admin)
+
+
+FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    HTTPStatus.OK: {"description": "The original bytes: a PDF inline (application/pdf), any other type as an attachment "
+                    "(application/octet-stream).", "content": {PDF_MIME: {}, DOWNLOAD_MIME: {}}},
+    HTTPStatus.NOT_FOUND: {"model": ErrorResponse, "description": "document_not_found (missing, or one the caller may "
+                           "not read) or original_unavailable (the file moved, changed or never existed)"}}
+
+
+@router.get("/{document_id}/file", response_class=Response, responses=FILE_RESPONSES, summary="A document's original file")
+def get_original(document_id: str, state: ServerState = Depends(get_state),
+                 caller: Caller = Depends(get_caller)) -> Response:
+    """The document's original file as ingested (its stored upload, or the source file of a CLI ingest while its
+    checksum is unchanged), for the viewer; 404 ``document_not_found`` for one the caller may not read, exactly as
+    for a missing one, and 404 ``original_unavailable`` when the file is gone or changed."""
+    return original_response(read_original(state, state.rs.document(document_id, user=caller.user)))
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, responses=ERRORS, summary="Delete a document")

@@ -46,14 +46,20 @@ def launched_browser() -> Iterator[Any]:
 
 
 @contextmanager
-def checked_page(browser: Any, base_url: str) -> Iterator[Any]:
-    """A fresh 1280-wide page; fails the test on any page error or console error."""
+def checked_page(browser: Any, base_url: str, expected_failures: tuple[str, ...] = ()) -> Iterator[Any]:
+    """A fresh 1280-wide page; fails the test on any page error or console error (except the failed loads of
+    addresses holding one of ``expected_failures``, which the test brings about)."""
     context = browser.new_context(viewport=VIEWPORT, base_url=base_url)
     context.set_default_timeout(TIMEOUT_MS)
     tab = context.new_page()
     problems: list[str] = []
+
+    def console(message: Any) -> None:
+        if message.type == "error" and not any(part in message.location.get("url", "") for part in expected_failures):
+            problems.append(f"console: {message.text}")
+
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    tab.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
+    tab.on("console", console)
     tab.on("dialog", lambda dialog: dialog.accept())
     try:
         yield tab

@@ -8,10 +8,10 @@ import io
 
 from PIL import Image
 from pypdf import PdfWriter
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from support import hostile_files
 from support.office_files import handbook_docx, replace_entry
+from support.pdf_files import lines_pdf
 
 
 def nested_odt(depth: int = 5000) -> bytes:
@@ -53,19 +53,8 @@ def blank_pdf(pages: int) -> bytes:
 
 def text_pdf(pages: int) -> bytes:
     """A PDF of ``pages`` pages, each with a line of text in Helvetica."""
-    writer = PdfWriter()
-    for number in range(1, pages + 1):
-        page = writer.add_blank_page(300, 200)
-        font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                                 NameObject("/BaseFont"): NameObject("/Helvetica")})
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})})
-        content = DecodedStreamObject()
-        content.set_data(b"BT /F1 12 Tf 20 100 Td (Page %d of the lighthouse keepers log) Tj ET" % number)
-        page[NameObject("/Contents")] = writer._add_object(content)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
+    return lines_pdf([[f"Page {number} of the lighthouse keepers log"] for number in range(1, pages + 1)],
+                     width=300, height=200, top=100)
 
 
 def blank_png(width: int, height: int) -> bytes:

@@ -111,7 +111,7 @@ export function sourceItem(answerId, citation) {
     "data-page": citation.page ?? null, "data-score": score,
   }, el("span", { class: "n" }, `[${citation.number}]`),
   el("div", { class: "doc" }, el("a", {
-    href: documentHref(citation.document_id, { chunkId: citation.chunk_id, page: citation.page }),
+    href: documentHref(citation.document_id, { chunkId: citation.chunk_id, page: citation.page, quote: citation.quote }),
     title: "Open the document at this passage",
   }, citation.title || citation.source || citation.document_id)),
   el("div", { class: "where" }, ...separated),

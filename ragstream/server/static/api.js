@@ -41,6 +41,14 @@ export async function api(path, { method = "GET", body } = {}) {
   return data;
 }
 
+/** GET a file's bytes (an ArrayBuffer); throws ApiError with the server's error code. */
+export async function apiBytes(path) {
+  const response = await fetch(path, { headers: authHeaders() });
+  if (response.status === 401 && askForKey()) return apiBytes(path);
+  if (!response.ok) throw new ApiError(response.status, await parseBody(response));
+  return response.arrayBuffer();
+}
+
 /** POST files as multipart field "files"; onProgress(fraction) while the bytes go out. */
 /**
  * GET /api/collections, each with `ref`: the name that names it for this caller. The list is exactly what the
@@ -138,10 +146,12 @@ export function shortTime(iso) {
   return match ? `${match[1]} ${match[2]} UTC` : iso;
 }
 
-/** The document view's address for a document, at a chunk (by id) or a page when given. */
-export function documentHref(documentId, { chunkId, page } = {}) {
+/** The document view's address for a document, at a chunk (by id) or a page when given, with the quoted
+ * passage sentence (``quote``) to highlight there. */
+export function documentHref(documentId, { chunkId, page, quote } = {}) {
   const params = new URLSearchParams({ id: documentId });
   if (chunkId) params.set("chunk", chunkId);
   if (page) params.set("page", page);
+  if (quote) params.set("quote", quote);
   return `document.html?${params}`;
 }

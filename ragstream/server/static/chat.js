@@ -35,6 +35,17 @@ function addSource(answerId, citation) {
   if (shownAnswer === answerId) showSources(answerId);
 }
 
+/** Each source of ``answerId`` carries the first passage sentence that supports the answer (its link opens the
+ * document with that sentence highlighted). */
+function quoteSources(answerId, sentences) {
+  const cited = answers.get(answerId);
+  for (const { verdict, span } of sentences) {
+    const citation = span && verdict === "supported" && cited.get(span.number);
+    if (citation && !citation.quote && citation.chunk_id === span.chunk_id) citation.quote = span.text;
+  }
+  if (shownAnswer === answerId) showSources(answerId);
+}
+
 function setBusy(busy) {
   $("send").disabled = busy;
   $("stop").disabled = !busy;
@@ -108,6 +119,7 @@ async function ask(event) {
       } else if (type === "done") {
         verdicts.clear();
         for (const sentence of data.response.sentences || []) verdicts.set(sentence.index, sentence);
+        quoteSources(answerId, data.response.sentences || []);
         conversationId = data.conversation_id;
         answer.dataset.messageId = data.message_id;
         messageIds.set(answerId, data.message_id);
