@@ -297,7 +297,7 @@ class Ingestor:
             if any(pending.doc.document_id == doc.document_id for pending in batch):
                 self._write_batch(batch, fingerprint, report, progress)
                 batch = []
-            pending = self._prepare(doc, report, force=force, progress=progress)
+            pending = self._prepare(doc, fingerprint, report, force=force, progress=progress)
             if pending is None:
                 continue
             batch.append(pending)
@@ -314,12 +314,12 @@ class Ingestor:
         return report
 
     def _prepare(
-        self, doc: LoadedDocument, report: IngestReport, *, force: bool, progress: ProgressCallback | None
+        self, doc: LoadedDocument, fingerprint: str, report: IngestReport, *, force: bool, progress: ProgressCallback | None
     ) -> _Pending | None:
         """Skip an unchanged document, or validate and chunk it; None when skipped or failed."""
         existing = self._documents.get(doc.document_id)
-        if (not force and existing and existing.checksum == doc.checksum
-                and existing.fingerprint in self._config.index_fingerprints() and existing.owner == doc.owner):
+        if (not force and existing and existing.checksum == doc.checksum and self._current(existing.fingerprint, fingerprint)
+                and existing.owner == doc.owner):
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
             if doc.root is not None and existing.root != doc.root:  # unchanged, now kept in step with a synced root
@@ -362,7 +362,7 @@ class Ingestor:
             return
         ensure_free_space([self._data_dir], _write_bytes(texts) + vectors.nbytes, minimum)
         with self.commit_lock:
-            kept = self._still_current(batch, report, progress)
+            kept = self._still_current(batch, fingerprint, report, progress)
             try:
                 if kept:
                     self._commit(kept, vectors, fingerprint, report, progress)
@@ -370,7 +370,7 @@ class Ingestor:
                 for pending, _ in kept:
                     _fail(report, pending.doc.source, error, progress)
 
-    def _still_current(self, batch: list[_Pending], report: IngestReport,
+    def _still_current(self, batch: list[_Pending], fingerprint: str, report: IngestReport,
                        progress: ProgressCallback | None) -> list[tuple[_Pending, slice]]:
         """The batch's documents with their vectors' slice, re-checked against the live catalog under the lock:
         a document another writer changed meanwhile keeps that writer's version when this run re-embeds stored
@@ -384,7 +384,7 @@ class Ingestor:
             offset += len(pending.pieces)
             current = live.get(pending.doc.document_id)
             if current != pending.old_generation:
-                if pending.from_store or (current is not None and self._same_version(pending.doc)):
+                if pending.from_store or (current is not None and self._same_version(pending.doc, fingerprint)):
                     report.documents_skipped += 1
                     if progress:
                         progress("skipped", pending.doc.source)
@@ -393,11 +393,16 @@ class Ingestor:
             kept.append((pending, rows))
         return kept
 
-    def _same_version(self, doc: LoadedDocument) -> bool:
+    def _same_version(self, doc: LoadedDocument, fingerprint: str) -> bool:
         """The live version of ``doc``'s id is this very content, indexed with these settings, for the same owner."""
         live = self._documents.get(doc.document_id)
-        return (live is not None and live.checksum == doc.checksum
-                and live.fingerprint in self._config.index_fingerprints() and live.owner == doc.owner)
+        return (live is not None and live.checksum == doc.checksum and self._current(live.fingerprint, fingerprint)
+                and live.owner == doc.owner)
+
+    def _current(self, recorded: str, fingerprint: str) -> bool:
+        """A document recorded under ``recorded`` is current under this run's ``fingerprint``: the same, or one the
+        config counts as equal (torch and the packaged ONNX export of one model: ``index_fingerprints``)."""
+        return recorded == fingerprint or recorded in self._config.index_fingerprints()
 
     def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
                 report: IngestReport, progress: ProgressCallback | None) -> None:
