@@ -45,8 +45,7 @@ class SentenceTransformerEmbedder:
         transformers.logging.disable_progress_bar()
 
         location = resolve_model_path(config.model)
-        self.runtime = runtime = config.local_runtime()
-        dtype = torch.bfloat16 if runtime.dtype == "bfloat16" else torch.float32
+        dtype = torch.bfloat16 if config.local_runtime().dtype == "bfloat16" else torch.float32
         try:
             self._model = SentenceTransformer(location, device="cpu", model_kwargs={"dtype": dtype})
         except Exception as error:
