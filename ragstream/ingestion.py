@@ -253,8 +253,8 @@ class Ingestor:
 
     def stale_documents(self) -> list[str]:
         """Documents indexed under other chunking or embedding settings (they need a reindex)."""
-        fingerprint = self._config.index_fingerprint()
-        return [record.document_id for record in self._documents.list() if record.fingerprint != fingerprint]
+        current = self._config.index_fingerprints()
+        return [record.document_id for record in self._documents.list() if record.fingerprint not in current]
 
     def recover(self) -> int:
         """Finish or roll back operations a crash interrupted; returns how many were repaired."""
@@ -318,7 +318,7 @@ class Ingestor:
     ) -> _Pending | None:
         """Skip an unchanged document, or validate and chunk it; None when skipped or failed."""
         existing = self._documents.get(doc.document_id)
-        if (not force and existing and existing.checksum == doc.checksum and existing.fingerprint == fingerprint
+        if (not force and existing and existing.checksum == doc.checksum and self._current(existing.fingerprint, fingerprint)
                 and existing.owner == doc.owner):
             report.documents_skipped += 1
             report.document_ids.append(doc.document_id)
@@ -396,8 +396,13 @@ class Ingestor:
     def _same_version(self, doc: LoadedDocument, fingerprint: str) -> bool:
         """The live version of ``doc``'s id is this very content, indexed with these settings, for the same owner."""
         live = self._documents.get(doc.document_id)
-        return (live is not None and live.checksum == doc.checksum and live.fingerprint == fingerprint
+        return (live is not None and live.checksum == doc.checksum and self._current(live.fingerprint, fingerprint)
                 and live.owner == doc.owner)
+
+    def _current(self, recorded: str, fingerprint: str) -> bool:
+        """A document recorded under ``recorded`` is current under this run's ``fingerprint``: the same, or one the
+        config counts as equal (torch and the packaged ONNX export of one model: ``index_fingerprints``)."""
+        return recorded == fingerprint or recorded in self._config.index_fingerprints()
 
     def _commit(self, kept: list[tuple[_Pending, slice]], vectors: np.ndarray, fingerprint: str,
                 report: IngestReport, progress: ProgressCallback | None) -> None:

@@ -17,12 +17,12 @@ import pytest
 PROBE_SECONDS = 300
 
 
-def _modules_after(code: str) -> dict[str, bool]:
+def _modules_after(code: str, **more_env: str) -> dict[str, bool]:
     """Which heavy modules a fresh interpreter holds after running ``code`` (no ``RAGSTREAM_*`` settings of this
-    environment: the defaults, so no LLM is configured)."""
+    environment: the defaults, so no LLM is configured; ``more_env`` added)."""
     probe = code + "\nimport json, sys\nprint(json.dumps({m: m in sys.modules for m in "
     probe += "('openai', 'torch', 'sentence_transformers', 'transformers')}))"
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSTREAM_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSTREAM_")} | more_env
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=PROBE_SECONDS, env=env)
     assert out.returncode == 0, out.stderr
     loaded: dict[str, bool] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -47,6 +47,21 @@ def test_the_answer_path_without_an_llm_does_not_import_the_openai_sdk(tmp_path:
         "assert all(source.url.endswith('httpx-timeouts.md') for source in answer.sources), answer.sources\n"
         "rs.close()\n")
     assert not loaded["openai"]
+
+
+@pytest.mark.slow  # the packaged int8 models, loaded in a fresh interpreter
+def test_on_a_cpu_without_bfloat16_ingest_and_answer_never_load_torch(tmp_path: Path):
+    """Issue 43: where torch would emulate bfloat16 (here oneDNN capped at AVX2, as on the reporter's EPYC) the
+    default config embeds passages with the int8 ONNX export, so the demo's path never imports torch."""
+    with resources.as_file(resources.files("ragstream") / "samples" / "docs") as samples:
+        loaded = _modules_after(
+            "from ragstream import Ragstream, load_config\n"
+            f"rs = Ragstream(load_config(data_dir={str(tmp_path / 'index')!r}))\n"
+            "assert rs.config.embedding.backend() == 'onnx', rs.config.embedding.local_runtime()\n"
+            f"assert rs.ingest([{str(samples)!r}]).documents_processed == 5\n"
+            "assert rs.ask('How do I set a timeout on a request?').citations\n"
+            "rs.close()\n", ONEDNN_MAX_CPU_ISA="AVX2")
+    assert not loaded["torch"] and not loaded["sentence_transformers"]
 
 
 def test_a_cross_encoder_without_a_local_copy_is_refused_before_torch_loads():

@@ -3,7 +3,8 @@
 This module is the list of commands; each group lives in a module of its own: ``documents`` (ingest,
 docs, reindex), ``collections`` (collections list|create|show|edit|delete), ``sync_watch`` (sync, watch),
 ``search`` (search, eval), ``answers`` (ask, chat, prompt), ``serving`` (serve, mcp), ``feedback`` (feedback summary),
-``demo`` and ``backends`` (migrate, db). ``index`` opens the index a command uses and ends a command on an error;
+``demo``, ``doctor`` (what runs each model here and why) and ``backends`` (migrate, db). ``index`` opens the
+index a command uses and ends a command on an error;
 ``options`` holds the options they share.
 
 Imports of the index, the models and the store happen inside the commands, so ``ragstream --help`` and a
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import typer
 
-from ragstream.cli import answers, backends, collections, demo, documents, feedback, search, serving, sync_watch
+from ragstream.cli import answers, backends, collections, demo, doctor, documents, feedback, search, serving, sync_watch
 
 app = typer.Typer(help="ragstream: ingest documents, search them, get cited answers.", no_args_is_help=True)
 docs_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -40,6 +41,7 @@ app.command()(backends.migrate)
 app.command(name="eval")(search.eval_command)
 app.command()(serving.mcp)
 app.command()(demo.demo)
+app.command()(doctor.doctor)
 app.command()(answers.prompt)
 app.command()(serving.serve)
 app.command()(answers.ask)

@@ -10,7 +10,7 @@ import typer
 from ragstream.cli.answers import print_answer
 from ragstream.cli.documents import ingest_with_progress, print_ingest_report
 from ragstream.cli.index import console, fail, open_index
-from ragstream.cli.options import ConfigOption, DataDirOption
+from ragstream.cli.options import ConfigOption, DataDirOption, VerboseOption
 from ragstream.cli.search import print_search_result
 from ragstream.errors import RagstreamError
 
@@ -22,12 +22,13 @@ def demo(
     serve_after: Annotated[bool, typer.Option("--serve", help="Then start the HTTP API and web UI.")] = False,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Ingest the bundled sample documents, answer a question from them, optionally serve the UI."""
     samples = resources.files("ragstream") / "samples" / "docs"
     with resources.as_file(samples) as sample_dir, open_index(config, data_dir) as rs:
         console.print(f"[bold]Ingesting the bundled samples[/] from {sample_dir} into {rs.config.data_dir}")
-        print_ingest_report(ingest_with_progress(rs, [sample_dir], quiet=False), verbose=False)
+        print_ingest_report(ingest_with_progress(rs, [sample_dir], quiet=False), verbose=verbose)
         console.print(f"\n[bold]Search:[/] {question}")
         print_search_result(rs.search(question, top_k=5))
         console.print(f"\n[bold]Answer:[/] {question}\n")

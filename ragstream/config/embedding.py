@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
+from ragstream.cpu_runtime import RuntimeChoice, choose_embedder_runtime, detect_cpu_features
 from ragstream.file_digest import file_sha256
 
 PACKAGED_ONNX_EXPORTS: dict[str, str] = {
@@ -28,8 +29,10 @@ class EmbeddingConfig(ConfigSection):
         description="sentence_transformers: torch on the CPU. onnx: ONNX Runtime, no torch (onnx_model; tokenizer "
         "and pooling from the model folder). openai: any OpenAI-compatible /v1/embeddings endpoint. gguf: the GGUF "
         "file named by model, run by llama.cpp (ragstream[local]) in a child process ragstream manages "
-        "(docs/local-models.md). auto: sentence_transformers when torch and sentence-transformers are installed "
-        "(ragstream[torch]), else onnx.",
+        "(docs/local-models.md). auto: the fastest local runtime that is not emulated on this CPU "
+        "(`ragstream doctor` says which and why): torch in bfloat16 where the CPU has bfloat16 instructions "
+        "(avx512_bf16, amx_bf16), else the model's int8 ONNX export when its vectors agree with torch's "
+        "(all-MiniLM-L6-v2), else torch float32; onnx when torch is not installed (ragstream[torch]).",
     )
     model: str = Field(
         "sentence-transformers/all-MiniLM-L6-v2",
@@ -45,9 +48,11 @@ class EmbeddingConfig(ConfigSection):
         None, description="provider onnx: token pooling (mean, cls or max); unset: the model folder's "
         "1_Pooling/config.json, else the packaged model's, else mean. provider gguf: mean, cls or last; unset: the "
         "file's <arch>.pooling_type, else mean.")
-    dtype: Literal["float32", "bfloat16"] = Field(
-        "bfloat16", description="Number type of the torch model's weights on the CPU: bfloat16 embeds faster than "
-        "float32 with practically the same vectors (docs/performance.md).")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="Number type of the torch model's weights on the CPU. bfloat16 embeds ~2x faster than "
+        "float32 with practically the same vectors on a CPU with bfloat16 instructions, and ~2x slower where "
+        "they are emulated (docs/performance.md). auto: bfloat16 where the CPU has them, else float32. Set "
+        "with provider auto, it also asks for torch.")
     onnx_model: str | None = Field(
         None,
         description="The ONNX export of ``model`` (a .onnx file, a folder with model.onnx, or a PyPI package shipping "
@@ -105,23 +110,39 @@ class EmbeddingConfig(ConfigSection):
         "again); false: a timeout is retried and counts like any other failure.")
 
     def backend(self) -> Literal["sentence_transformers", "onnx", "openai", "gguf"]:
-        """The provider that runs: ``provider``, with ``auto`` resolved by what is installed (and ONNX for a
-        model that ships only as an ONNX export, such as bge-small-en-v1.5)."""
-        if self.provider != "auto":
+        """The provider that runs: ``provider``, with ``auto`` resolved by :meth:`local_runtime`."""
+        if self.provider in ("openai", "gguf"):
             return self.provider
-        if self.model in PACKAGED_ONNX_ONLY:
-            return "onnx"
-        installed = all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
-        return "sentence_transformers" if installed else "onnx"
+        return self.local_runtime().provider
+
+    def local_runtime(self) -> RuntimeChoice:
+        """The local runtime (provider and torch dtype) for this CPU and install, and why
+        (``ragstream.cpu_runtime``); an explicit ``provider`` or ``dtype`` wins."""
+        return choose_embedder_runtime(
+            provider=self.provider, dtype=self.dtype, features=detect_cpu_features(),
+            torch_installed=all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers")),
+            compatible_export=self.compatible_export() and _export_installed(PACKAGED_ONNX_EXPORTS[self.model]),
+            onnx_only=self.model in PACKAGED_ONNX_ONLY)
 
     def onnx_export(self) -> str | None:
         """The ONNX export of ``model``: ``onnx_model``, else the packaged one of a known model, else None."""
         return self.onnx_model or PACKAGED_ONNX_EXPORTS.get(self.model)
 
+    def compatible_export(self) -> bool:
+        """The ONNX export in use is the packaged one of ``model``, whose vectors are documented to agree with the
+        torch model's (cosine >= 0.999, docs/performance.md): either runtime serves the same index."""
+        packaged = PACKAGED_ONNX_EXPORTS.get(self.model)
+        return packaged is not None and self.onnx_export() == packaged
+
     def gguf_identity(self) -> str:
         """provider=gguf: the file ``model`` names, as ``path:size:sha256`` (the sha256 computed once per file
         version in this process); a different file means other vectors, so a reindex."""
         return gguf_file_identity(Path(self.model))
+
+
+def _export_installed(name: str) -> bool:
+    """The packaged ONNX export ``name`` (a PyPI distribution) is importable."""
+    return importlib.util.find_spec(name.replace("-", "_")) is not None
 
 
 def gguf_file_identity(path: Path) -> str:

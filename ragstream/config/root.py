@@ -123,7 +123,23 @@ class RagstreamConfig(BaseSettings):
         return tuple(sources)
 
     def index_fingerprint(self) -> str:
-        """Hash of the settings that shape stored chunks and vectors; a change means reindex."""
+        """Hash of the settings that shape stored chunks and vectors; a change means reindex. The torch model and
+        its packaged int8 ONNX export (cosine >= 0.999 to it) give one fingerprint: either serves the index."""
+        if self.embedding.backend() == "gguf":  # the file's size and sha256: another file is another model
+            return self._fingerprint(f"gguf:{self.embedding.gguf_identity()}")
+        if self.embedding.backend() == "onnx" and not self.embedding.compatible_export():
+            return self._fingerprint(f"onnx:{self.embedding.onnx_export()}")  # other weights: other vectors
+        return self._fingerprint(None)
+
+    def index_fingerprints(self) -> frozenset[str]:
+        """The fingerprints a document may carry and still be current: :meth:`index_fingerprint`, and for the
+        packaged ONNX export the one indexes built on it recorded before it shared the torch model's."""
+        current = {self.index_fingerprint()}
+        if self.embedding.compatible_export():
+            current.add(self._fingerprint(f"onnx:{self.embedding.onnx_export()}"))
+        return frozenset(current)
+
+    def _fingerprint(self, weights: str | None) -> str:
         shaping = {
             "chunking": self.chunking.model_dump(),
             "embedding": self.embedding.model,
@@ -132,10 +148,8 @@ class RagstreamConfig(BaseSettings):
         for knob in ("passage_prefix", "pooling"):  # set only when they change passage vectors (old indexes stay fresh)
             if getattr(self.embedding, knob) is not None:
                 shaping[knob] = getattr(self.embedding, knob)
-        if self.embedding.backend() == "onnx":  # other weights of the same model: other vectors, so a reindex
-            shaping["embedding_weights"] = f"onnx:{self.embedding.onnx_export()}"
-        if self.embedding.backend() == "gguf":  # the file's size and sha256: another file is another model
-            shaping["embedding_weights"] = f"gguf:{self.embedding.gguf_identity()}"
+        if weights is not None:
+            shaping["embedding_weights"] = weights
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,8 +18,9 @@ from uvicorn.supervisors import Multiprocess
 
 from ragstream import serve_link
 from ragstream.api import Ragstream
-from ragstream.config import ServerConfig, load_config
+from ragstream.config import RagstreamConfig, ServerConfig, load_config
 from ragstream.errors import ConfigError
+from ragstream.model_choices import model_choices
 from ragstream.observability import configure_logging
 from ragstream.server.app import UI_PATH, create_app
 from ragstream.store.factory import single_process_reason
@@ -65,6 +66,7 @@ def serve(rs: Ragstream, config: ServerConfig, *, watch: Sequence[str | Path] = 
         app.router.on_shutdown.insert(0, watcher.stop)  # before the jobs and the index close
     if kind == "serve":
         _print_urls(config.host, config.port)
+        _print_models(rs.config)
     uvicorn_config = uvicorn.Config(app, host=config.host, port=config.port, log_config=None, access_log=False,
                                     log_level=config.log_level)
     _AnnouncingServer(uvicorn_config, Path(rs.config.data_dir), config.host, kind).run()
@@ -81,6 +83,7 @@ def serve_workers(args: WorkerArgs, config: ServerConfig, workers: int, data_dir
     port = sock.getsockname()[1]
     os.environ[WORKER_ARGS_ENV] = json.dumps(asdict(args) | {"port": port})  # inherited by the workers
     _print_urls(config.host, port)
+    _print_models(load_config(args.config_file, **({"data_dir": args.data_dir} if args.data_dir else {})))
     try:
         serve_link.announce(data_dir, serve_link.client_url(config.host, port))
     except OSError as error:
@@ -121,6 +124,12 @@ def worker_app() -> FastAPI:
 def _print_urls(host: str, port: int) -> None:
     shown = f"[{host}]" if ":" in host else host
     print(f"ragstream UI: http://{shown}:{port}{UI_PATH}/   API docs: http://{shown}:{port}/docs", flush=True)
+
+
+def _print_models(settings: RagstreamConfig) -> None:
+    """One start-up line per model: what runs it on this CPU and why (``ragstream doctor`` says more)."""
+    for choice in model_choices(settings):
+        print(f"ragstream {choice.line()}", flush=True)
 
 
 class _AnnouncingServer(uvicorn.Server):

@@ -178,7 +178,7 @@ class Syncer:
 
     def _classify(self, key: str, plan: _Plan, changed: set[str] | None, report: SyncReport) -> None:
         """Sort the root's files into unchanged, adopted, new and changed, by content hash."""
-        fingerprint = self._config.index_fingerprint()
+        current = self._config.index_fingerprints()
         for source, path in list(plan.present.items()):
             existing = self._documents.get(default_document_id(source))
             if existing is not None and existing.owner is not None:
@@ -203,7 +203,7 @@ class Syncer:
                     plan.load[source] = path
                 else:
                     plan.new[source] = (path, digest)
-            elif existing.checksum == digest and existing.fingerprint == fingerprint:
+            elif existing.checksum == digest and existing.fingerprint in current:
                 if existing.root == key:
                     report.unchanged += 1
                 else:
@@ -213,10 +213,10 @@ class Syncer:
 
     def _match_renames(self, plan: _Plan) -> None:
         """Pair each new file with a gone document of the same content (and index settings): a move."""
-        fingerprint = self._config.index_fingerprint()
+        current = self._config.index_fingerprints()
         by_checksum: dict[str, list[DocumentRecord]] = {}
         for record in plan.gone:
-            if record.fingerprint == fingerprint:
+            if record.fingerprint in current:
                 by_checksum.setdefault(record.checksum, []).append(record)
         moved: set[str] = set()
         for source, (path, digest) in plan.new.items():

