@@ -67,7 +67,7 @@ def _pdf(data: bytes, name: str, config: RagstreamConfig) -> Extracted:
     ocr = config.ocr.enabled and ocr_installed()
     pdf = extract_pdf(data, name, title_size_ratio=config.ingest.pdf_title_size_ratio,
                       max_pages=config.limits.max_pdf_pages, max_chars=config.limits.max_document_chars,
-                      allow_blank=True)
+                      allow_blank=True, structure=config.pdf)
     if not pdf.blank:
         return Extracted(pages=pdf.pages, title=pdf.title)
     if not ocr:
