@@ -2,7 +2,7 @@
 
 The title is the first of: the metadata title (unless it is empty, ``untitled`` or a file
 name), the outline's entry when the outline has a single top-level entry (the document
-itself), the display line of the first page (its largest type, when that is at least
+itself; the outline is walked within ``pdf.max_outline_entries`` and ``pdf.max_outline_depth``), the display line of the first page (its largest type, when that is at least
 ``title_size_ratio`` times the body type), and the first text line. Generic headings
 (``Contents``, ``Abstract``) are never a title; with none left the loader uses the file name.
 """
@@ -21,7 +21,7 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError
 
 from ragstream.config.pdf import PdfConfig
-from ragstream.documents.pdf_outline import read_outline
+from ragstream.documents.pdf_outline import OutlineEntry, read_outline
 from ragstream.documents.pdf_structure import LineCollector, TextLine, structured_pages
 from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, EncryptedDocumentError
 from ragstream.models import Page
@@ -69,9 +69,9 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
     """Read every page's text; pages without text are skipped but keep their numbers.
 
     The title follows the order in the module doc; ``title_size_ratio`` is how much larger
-    than the body type a first-page line must be to count as the display line. With ``structure``
-    (and ``structure.structure`` on) each page's headings are written as ``#`` lines
-    (:mod:`~ragstream.documents.pdf_structure`: from the outline, else from the type).
+    than the body type a first-page line must be to count as the display line. ``structure`` (default:
+    :class:`PdfConfig`'s defaults) bounds the outline walk and, with ``structure.structure`` on, has each page's
+    headings written as ``#`` lines (:mod:`~ragstream.documents.pdf_structure`: from the outline, else from the type).
 
     Raises :class:`EncryptedDocumentError` when an empty password does not open the file,
     :class:`CorruptDocumentError` when pypdf cannot parse it, :class:`EmptyDocumentError`
@@ -81,17 +81,19 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
     ``max_chars`` (extraction stops there).
     """
     reader = _open(data, name)
-    markers = structure.bold_font_markers if structure is not None else ()
+    settings = structure or PdfConfig()
     blank: list[int] = []
     try:
         if max_pages is not None:
             count_pages(reader, max_pages, name)
-        read = list(_pages(reader, markers, max_chars, name, blank))
-        texts = _texts(reader, read, structure)
+        read = list(_pages(reader, settings.bold_font_markers, max_chars, name, blank))
+        outline = read_outline(reader, max_entries=settings.max_outline_entries, max_depth=settings.max_outline_depth)
+        texts = _texts(read, outline, settings)
         first = read[0].text.strip() if read else ""
+        top = [entry.title for entry in outline if entry.level == 1]
         candidates = [
             (reader.metadata.title or "") if reader.metadata else "",
-            _single_outline_title(reader),
+            top[0] if len(top) == 1 else "",
             display_line(read[0].fragments, title_size_ratio) or "" if read and read[0].number == 1 else "",
             *first.splitlines()[:1],
         ]
@@ -117,14 +119,13 @@ class _ReadPage:
     fragments: list[tuple[float, str]]
 
 
-def _texts(reader: PdfReader, read: list[_ReadPage], structure: PdfConfig | None) -> list[str]:
+def _texts(read: list[_ReadPage], outline: list[OutlineEntry], structure: PdfConfig) -> list[str]:
     """The pages' texts: as extracted, or with their headings when ``structure`` says so."""
-    if structure is None or not structure.structure:
+    if not structure.structure:
         return [page.text for page in read]
-    entries = read_outline(reader, max_entries=structure.max_outline_entries, max_depth=structure.max_outline_depth)
     numbers = [page.number for page in read]
     placed = []
-    for entry in entries:  # a bookmark of a page without text heads the next page that has some
+    for entry in outline:  # a bookmark of a page without text heads the next page that has some
         index = bisect.bisect_left(numbers, entry.page)
         if index < len(numbers):
             placed.append((entry, index))
@@ -167,12 +168,6 @@ def _pages(reader: PdfReader, markers: Sequence[str], max_chars: int | None, nam
             yield _ReadPage(number, text, collector.finish(), collector.fragments)
         else:
             blank.append(number)
-
-
-def _single_outline_title(reader: PdfReader) -> str:
-    """The outline's entry when it has exactly one top-level entry (the document), else ``""``."""
-    top = [entry for entry in reader.outline if not isinstance(entry, list)]
-    return str(getattr(top[0], "title", "") or "") if len(top) == 1 else ""
 
 
 def _tidy(title: str) -> str:
