@@ -42,3 +42,17 @@ class PdfConfig(ConfigSection):
     bold_font_markers: list[str] = Field(
         default_factory=lambda: list(DEFAULT_BOLD_FONT_MARKERS),
         description="Parts of a font name (case-insensitive) that mark it bold.")
+    tables: bool = Field(
+        True, description="With structure on, find tables drawn with ruling lines (pdfplumber) and write them as "
+        "Markdown tables in place of their lines of words.")
+    table_min_rows: int = Field(
+        2, ge=1, description="A ruled grid is a table only with at least this many rows holding text.")
+    table_min_columns: int = Field(
+        2, ge=1, description="A ruled grid is a table only with at least this many columns holding text (a framed "
+        "code listing has one).")
+    table_min_filled_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="A ruled grid is a table only when at least this share of its cells holds "
+        "text (a figure's boxes are empty).")
+    table_max_seconds: float = Field(
+        30.0, gt=0, description="Seconds spent finding one PDF's tables at most; the pages after that keep their "
+        "tables as lines of words, with a warning.")

@@ -24,6 +24,7 @@ from typing import Any
 from ragstream.config.pdf import PdfConfig
 from ragstream.documents.markdown_structure import scan_lines
 from ragstream.documents.pdf_outline import OutlineEntry
+from ragstream.documents.pdf_tables import PageTable
 
 _SIZE_DECIMALS = 1  # type sizes closer than 0.1 pt are one size
 _DEEPEST_HEADING = 6
@@ -40,6 +41,8 @@ class TextLine:
     size: float = 0.0
     bold: bool = False
     y: float | None = None
+    x: float | None = None
+    markdown: bool = False  # a table written as Markdown: never escaped, never a heading
 
 
 @dataclass
@@ -54,6 +57,7 @@ class LineCollector:
     _sizes: Counter[float] = field(default_factory=Counter)
     _bold: int = 0
     _y: float | None = None
+    _x: float | None = None
 
     def visit(self, text: str, cm: Sequence[float], tm: Sequence[float], font: Any, size: float) -> None:
         """Add a run of text drawn with ``font`` at ``size`` under the text and current matrices."""
@@ -61,6 +65,7 @@ class LineCollector:
         if text.strip():
             self.fragments.append((rendered, text.strip()))
         bold = _is_bold(font, self.bold_markers)
+        x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
         y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
         for position, piece in enumerate(text.split("\n")):
             if position:
@@ -71,7 +76,7 @@ class LineCollector:
                 self._sizes[rendered] += chars
                 self._bold += chars if bold else 0
                 if self._y is None and chars:
-                    self._y = y
+                    self._x, self._y = x, y
 
     def finish(self) -> list[TextLine]:
         """The page's lines (the last one closed)."""
@@ -81,8 +86,9 @@ class LineCollector:
     def _end_line(self) -> None:
         chars = sum(self._sizes.values())
         size = self._sizes.most_common(1)[0][0] if chars else 0.0
-        self.lines.append(TextLine("".join(self._parts), size, bool(chars) and self._bold * 2 > chars, self._y))
-        self._parts, self._sizes, self._bold, self._y = [], Counter(), 0, None
+        self.lines.append(TextLine("".join(self._parts), size, bool(chars) and self._bold * 2 > chars, self._y,
+                                   self._x))
+        self._parts, self._sizes, self._bold, self._y, self._x = [], Counter(), 0, None, None
 
 
 def type_scale(tm: Sequence[float], cm: Sequence[float]) -> float:
@@ -95,9 +101,12 @@ def type_scale(tm: Sequence[float], cm: Sequence[float]) -> float:
 
 
 def structured_pages(pages: list[list[TextLine]], outline: list[tuple[OutlineEntry, int]],
-                     config: PdfConfig) -> list[str]:
+                     config: PdfConfig, tables: list[list[PageTable]] | None = None) -> list[str]:
     """Each page's text with its headings as ``#`` lines: from ``outline`` (entries with the index in ``pages`` of
-    the page they point at) when it has entries, else from the type."""
+    the page they point at) when it has entries, else from the type; each page's ``tables`` as Markdown tables in
+    place of the lines inside their boxes."""
+    if tables is not None:
+        pages = [_with_tables(lines, found) for lines, found in zip(pages, tables, strict=True)]
     if outline:
         by_page: dict[int, list[OutlineEntry]] = {}
         for entry, index in outline:
@@ -107,14 +116,40 @@ def structured_pages(pages: list[list[TextLine]], outline: list[tuple[OutlineEnt
     return _type_headings(pages, config)
 
 
+def _with_tables(lines: list[TextLine], tables: list[PageTable]) -> list[TextLine]:
+    """``lines`` with those inside a table's box replaced by the table (a Markdown block where its first line was;
+    a table none of whose lines was seen goes where its top says)."""
+    if not tables:
+        return lines
+    out: list[TextLine] = []
+    placed: set[int] = set()
+    for line in lines:
+        inside = next((index for index, found in enumerate(tables) if found.holds(line.x, line.y)), None)
+        for index, found in enumerate(tables):
+            if index not in placed and inside is None and line.y is not None and line.text.strip() and line.y < found.bottom:
+                placed.add(index)  # the page went past this table without a line inside it
+                out.append(_table_line(found))
+        if inside is None:
+            out.append(line)
+        elif inside not in placed:
+            placed.add(inside)
+            out.append(_table_line(tables[inside]))
+    out.extend(_table_line(found) for index, found in enumerate(tables) if index not in placed)
+    return out
+
+
+def _table_line(found: PageTable) -> TextLine:
+    return TextLine(f"\n{found.markdown}\n", markdown=True)
+
+
 def plain_page(lines: list[TextLine]) -> str:
     """A page's text without headings, lines that read as Markdown structure escaped."""
-    return _render([_escape(line.text) for line in lines])
+    return _render([_escape(line) for line in lines])
 
 
 def _place_outline(lines: list[TextLine], entries: list[OutlineEntry], span: int) -> str:
     """The page with each bookmark of ``entries`` (in outline order) as a heading line."""
-    out: list[str | None] = [_escape(line.text) for line in lines]
+    out: list[str | None] = [_escape(line) for line in lines]
     inserts: dict[int, list[str]] = {}
     cursor = 0
     for entry in entries:
@@ -122,7 +157,7 @@ def _place_outline(lines: list[TextLine], entries: list[OutlineEntry], span: int
         found = _find_title(lines, entry.title, cursor, span)
         if found is not None:
             start, end, before, printed = found
-            out[start] = "\n".join([*([_escape(before)] if before else []), _heading(level, printed)])
+            out[start] = "\n".join([*([_escape(TextLine(before))] if before else []), _heading(level, printed)])
             for index in range(start + 1, end):
                 out[index] = None
             cursor = end
@@ -152,6 +187,8 @@ def _find_title(lines: list[TextLine], title: str, start: int, span: int) -> tup
     for first in range(start, len(lines)):
         joined = ""
         for last in range(first, min(first + span, len(lines))):
+            if lines[last].markdown:
+                break
             joined = " ".join(f"{joined} {unicodedata.normalize('NFKC', lines[last].text)}".split())
             match = pattern.search(joined)
             if match is None:
@@ -187,7 +224,8 @@ def _type_headings(pages: list[list[TextLine]], config: PdfConfig) -> list[str]:
     sizes: Counter[float] = Counter()
     for lines in pages:
         for line in lines:
-            sizes[line.size] += len(line.text.strip())
+            if not line.markdown:
+                sizes[line.size] += len(line.text.strip())
     if not sizes:
         return [plain_page(lines) for lines in pages]
     body = sizes.most_common(1)[0][0]
@@ -212,7 +250,7 @@ def _type_headings(pages: list[list[TextLine]], config: PdfConfig) -> list[str]:
                     out.append(_heading(level, line.text))
                 previous_level = level
             else:
-                out.append(_escape(line.text))
+                out.append(_escape(line))
                 previous_level = None if line.text.strip() else previous_level
         rendered.append(_render(out))
     return rendered
@@ -220,7 +258,7 @@ def _type_headings(pages: list[list[TextLine]], config: PdfConfig) -> list[str]:
 
 def _is_heading(line: TextLine, body: float, config: PdfConfig) -> bool:
     text = line.text.strip()
-    if not text or len(text) > config.heading_max_chars or not any(char.isalpha() for char in text):
+    if line.markdown or not text or len(text) > config.heading_max_chars or not any(char.isalpha() for char in text):
         return False
     if line.size >= body * config.heading_size_ratio:
         return True
@@ -248,10 +286,12 @@ def _heading(level: int, title: str) -> str:
     return f"{'#' * level} {' '.join(title.split())}"
 
 
-def _escape(text: str) -> str:
+def _escape(line: TextLine) -> str:
     """A page line that Markdown would read as a heading or a code fence, with a backslash before it."""
-    line = scan_lines(text)[0]
-    return "\\" + text.lstrip() if line.heading_level is not None or line.fence == "open" else text
+    if line.markdown:
+        return line.text
+    scanned = scan_lines(line.text)[0]
+    return "\\" + line.text.lstrip() if scanned.heading_level is not None or scanned.fence == "open" else line.text
 
 
 def _render(lines: list[str]) -> str:

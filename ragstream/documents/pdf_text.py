@@ -22,6 +22,7 @@ from pypdf.errors import DependencyError
 
 from ragstream.config.pdf import PdfConfig
 from ragstream.documents.pdf_outline import OutlineEntry, read_outline
+from ragstream.documents.pdf_tables import FoundTables, find_tables
 from ragstream.documents.pdf_structure import LineCollector, TextLine, structured_pages
 from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, EncryptedDocumentError
 from ragstream.models import Page
@@ -34,6 +35,7 @@ class PdfText:
     pages: tuple[Page, ...]
     title: str | None
     blank: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 # Headings that name a part of a document, never the document.
@@ -88,7 +90,8 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
             count_pages(reader, max_pages, name)
         read = list(_pages(reader, settings.bold_font_markers, max_chars, name, blank))
         outline = read_outline(reader, max_entries=settings.max_outline_entries, max_depth=settings.max_outline_depth)
-        texts = _texts(read, outline, settings)
+        tables = find_tables(data, [page.number for page in read], name, settings) if settings.structure else None
+        texts = _texts(read, outline, settings, tables)
         first = read[0].text.strip() if read else ""
         top = [entry.title for entry in outline if entry.level == 1]
         candidates = [
@@ -106,7 +109,7 @@ def extract_pdf(data: bytes, name: str, *, title_size_ratio: float, max_pages: i
     if not pages and not allow_blank:
         raise EmptyDocumentError(f"{name}: the PDF has no extractable text (scanned images?)")
     title = next((title for title in map(_tidy, candidates) if is_document_title(title)), None)
-    return PdfText(pages=pages, title=title, blank=tuple(blank))
+    return PdfText(pages=pages, title=title, blank=tuple(blank), warnings=tuple(tables.warnings) if tables else ())
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,9 @@ class _ReadPage:
     fragments: list[tuple[float, str]]
 
 
-def _texts(read: list[_ReadPage], outline: list[OutlineEntry], structure: PdfConfig) -> list[str]:
-    """The pages' texts: as extracted, or with their headings when ``structure`` says so."""
+def _texts(read: list[_ReadPage], outline: list[OutlineEntry], structure: PdfConfig,
+           tables: FoundTables | None) -> list[str]:
+    """The pages' texts: as extracted, or with their headings and tables when ``structure`` says so."""
     if not structure.structure:
         return [page.text for page in read]
     numbers = [page.number for page in read]
@@ -129,7 +133,8 @@ def _texts(read: list[_ReadPage], outline: list[OutlineEntry], structure: PdfCon
         index = bisect.bisect_left(numbers, entry.page)
         if index < len(numbers):
             placed.append((entry, index))
-    return structured_pages([page.lines for page in read], placed, structure)
+    found = [tables.pages.get(page.number, []) for page in read] if tables is not None else None
+    return structured_pages([page.lines for page in read], placed, structure, found)
 
 
 def count_pages(reader: PdfReader, limit: int, name: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.pdf_files import Bookmark, Line, deep_outline_pdf, line_tops, styled_pdf
+from support.pdf_files import Bookmark, Line, deep_outline_pdf, line_tops, ruled_table_pdf, styled_pdf
 
 from ragstream.config import load_config
 from ragstream.documents import chunk_document, load_bytes
@@ -97,6 +97,23 @@ def test_chunks_never_cross_a_section() -> None:
         assert len(piece.text) <= 600
     assert [piece.header_path for piece in found] == sorted(
         (piece.header_path for piece in found), key=lambda path: sections.index(path[0]))
+
+
+def test_a_ruled_table_reads_as_a_markdown_table() -> None:
+    rows = [["Station", "Keeper", "Oil (gallons)"], ["Bell Rock", "Stevenson", "120"], ["Skerryvore", "Alan", "95"]]
+    data = ruled_table_pdf([Line("Stores", 14), BODY[0]], rows, [BODY[1]])
+    found = pieces(data)
+    assert [piece.header_path for piece in found] == [("Stores",)]
+    assert ("| Station | Keeper | Oil (gallons) |\n| --- | --- | --- |\n| Bell Rock | Stevenson | 120 |\n"
+            "| Skerryvore | Alan | 95 |") in found[0].text
+    assert "Bell Rock Stevenson" not in found[0].text  # the table's flattened words are gone
+    assert found[0].text.index(BODY[0].text) < found[0].text.index("| Station") < found[0].text.index(BODY[1].text)
+
+
+def test_a_one_column_frame_is_not_a_table() -> None:
+    data = ruled_table_pdf([Line("Listing", 14)], [["#include <lamp.h>"], ["int main(void) { return 0; }"]], [BODY[0]])
+    text = pieces(data)[0].text
+    assert "| ---" not in text and "int main(void)" in text
 
 
 @pytest.mark.parametrize("loop", [False, True])

@@ -57,6 +57,35 @@ def styled_pdf(pages: list[list[Line]], outline: list[Bookmark] = ()) -> bytes: 
     return out.getvalue()
 
 
+def ruled_table_pdf(before: list[Line], rows: list[list[str]], after: list[Line]) -> bytes:
+    """A one-page PDF: ``before`` lines, then ``rows`` as a table whose cells are boxed by drawn lines (the grid
+    pdfplumber finds), then ``after`` lines."""
+    writer = PdfWriter()
+    page = writer.add_blank_page(PAGE_WIDTH, PAGE_HEIGHT)
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(_font("Helvetica")),
+                                                NameObject("/F2"): writer._add_object(_font("Helvetica-Bold"))})})
+    column, height = 150, 20
+    top = line_tops(before)[-1] - 2 * height if before else PAGE_HEIGHT - MARGIN
+    parts = [_content(before).decode("cp1252")]
+    for row_index, row in enumerate(rows):
+        y = top - row_index * height
+        for column_index, text in enumerate(row):
+            x = MARGIN + column_index * column
+            parts.append(f"{x} {y - height} {column} {height} re S")
+            parts.append(f"BT /F1 10 Tf {x + 5} {y - height + 6} Td ({text}) Tj ET")
+    below = top - len(rows) * height - 2 * height
+    for line in after:
+        below -= line.size * 1.5
+        parts.append(f"BT /{'F2' if line.bold else 'F1'} {line.size} Tf {MARGIN} {below:.1f} Td ({line.text}) Tj ET")
+    content = DecodedStreamObject()
+    content.set_data("\n".join(parts).encode("cp1252"))
+    page[NameObject("/Contents")] = writer._add_object(content)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
 def line_tops(lines: list[Line]) -> list[float]:
     """The baseline of each of ``lines`` as :func:`styled_pdf` draws them."""
     tops, y = [], PAGE_HEIGHT - MARGIN
