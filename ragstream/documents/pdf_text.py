@@ -2,9 +2,12 @@
 
 The title is the first of: the metadata title (unless it is empty, ``untitled`` or a file
 name), the outline's entry when the outline has a single top-level entry (the document
-itself; the outline is walked within ``pdf.max_outline_entries`` and ``pdf.max_outline_depth``), the display line of the first page (its largest type, when that is at least
+itself; the outline is walked within ``pdf.max_outline_entries`` and ``pdf.max_outline_depth``),
+the display line of the first page (its largest type, when that is at least
 ``title_size_ratio`` times the body type), and the first text line. Generic headings
 (``Contents``, ``Abstract``) are never a title; with none left the loader uses the file name.
+With ``pdf.structure`` each page's headings and tables are written as Markdown
+(:mod:`~ragstream.documents.pdf_structure`, :mod:`~ragstream.documents.pdf_tables`).
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from pypdf.errors import DependencyError
 
 from ragstream.config.pdf import PdfConfig
 from ragstream.documents.pdf_outline import OutlineEntry, read_outline
-from ragstream.documents.pdf_tables import FoundTables, find_tables
 from ragstream.documents.pdf_structure import LineCollector, TextLine, structured_pages
+from ragstream.documents.pdf_tables import FoundTables, find_tables
 from ragstream.errors import CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError, EncryptedDocumentError
 from ragstream.models import Page
 

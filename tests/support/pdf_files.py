@@ -7,6 +7,7 @@ Helvetica fonts (no embedding needed: pypdf extracts their text by the standard 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pypdf import PdfWriter
@@ -34,7 +35,7 @@ class Bookmark:
     top: float | None = None
 
 
-def styled_pdf(pages: list[list[Line]], outline: list[Bookmark] = ()) -> bytes:  # type: ignore[assignment]
+def styled_pdf(pages: list[list[Line]], outline: Sequence[Bookmark] = ()) -> bytes:
     """A PDF of ``pages`` (their lines drawn top down) with ``outline`` as its bookmarks."""
     writer = PdfWriter()
     fonts = DictionaryObject({
