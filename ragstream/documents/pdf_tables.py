@@ -52,6 +52,8 @@ def find_tables(data: bytes, numbers: list[int], name: str, config: PdfConfig) -
         import pdfplumber
     except ImportError:  # a trimmed install without it: tables stay as lines of words
         return found
+    # pdfminer logs a warning for every font without a bounding box (common in pdfTeX files): noise in an ingest.
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)
     deadline = time.monotonic() + config.table_max_seconds
     try:
         with pdfplumber.open(io.BytesIO(data)) as pdf:
