@@ -110,6 +110,14 @@ def test_a_ruled_table_reads_as_a_markdown_table() -> None:
     assert found[0].text.index(BODY[0].text) < found[0].text.index("| Station") < found[0].text.index(BODY[1].text)
 
 
+def test_finding_tables_stops_at_its_time_budget_with_a_warning() -> None:
+    rows = [["Station", "Keeper"], ["Bell Rock", "Stevenson"]]
+    config = load_config(pdf={"table_max_seconds": 1e-9})  # spent before the first page is looked at
+    doc = load_bytes(ruled_table_pdf([Line("Stores", 14)], rows, [BODY[0]]), "keeper.pdf", config, source="keeper.pdf")
+    assert "| ---" not in doc.pages[0].text and "Bell Rock" in doc.pages[0].text
+    assert any("pdf.table_max_seconds" in warning for warning in doc.warnings)
+
+
 def test_a_one_column_frame_is_not_a_table() -> None:
     data = ruled_table_pdf([Line("Listing", 14)], [["#include <lamp.h>"], ["int main(void) { return 0; }"]], [BODY[0]])
     text = pieces(data)[0].text
