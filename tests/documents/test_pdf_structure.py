@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.pdf_files import Bookmark, Line, deep_outline_pdf, line_tops, ruled_table_pdf, styled_pdf
+from support.pdf_structure_files import Bookmark, Line, deep_outline_pdf, line_tops, ruled_table_pdf, styled_pdf
 
 from ragstream.config import load_config
 from ragstream.documents import chunk_document, load_bytes
