@@ -35,6 +35,7 @@ from ragstream.config.limits import LimitsConfig
 from ragstream.config.llm import LLMConfig
 from ragstream.config.mcp import McpConfig
 from ragstream.config.ocr import OcrConfig
+from ragstream.config.pdf import DEFAULT_BOLD_FONT_MARKERS, PdfConfig
 from ragstream.config.pipeline import PipelineLimits, PreprocessingConfig
 from ragstream.config.reranker import RerankerConfig
 from ragstream.config.retrieval import RetrievalConfig
@@ -54,6 +55,7 @@ from ragstream.config.sync import DEFAULT_TEMPORARY_FILES, SyncConfig
 __all__ = [
     "APP_NAME",
     "CONFIG_FILE_ENV",
+    "DEFAULT_BOLD_FONT_MARKERS",
     "DEFAULT_CLOSING_INSTRUCTION",
     "DEFAULT_EXCLUDE",
     "DEFAULT_IGNORE_FILES",
@@ -84,6 +86,7 @@ __all__ = [
     "McpConfig",
     "MigrateConfig",
     "OcrConfig",
+    "PdfConfig",
     "PipelineLimits",
     "PreprocessingConfig",
     "QdrantServerConfig",

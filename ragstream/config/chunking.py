@@ -13,7 +13,8 @@ class ChunkingConfig(ConfigSection):
     """How documents are cut into chunks."""
 
     strategy: Literal["auto", "window", "markdown", "split_when_needed"] = Field(
-        "auto", description="auto = markdown-aware for Markdown, character windows otherwise."
+        "auto", description="auto = markdown-aware for the formats read as Markdown-flavoured text (Markdown, HTML, "
+        "PDF, office files, EPUB, CSV: docs/formats.md), character windows otherwise (plain text)."
     )
     chunk_size: int = Field(1000, description="Window size in characters (800-1200).")
     chunk_overlap: int = Field(200, description="Window overlap in characters (150-250).")

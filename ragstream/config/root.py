@@ -37,6 +37,7 @@ from ragstream.config.limits import LimitsConfig
 from ragstream.config.llm import LLMConfig
 from ragstream.config.mcp import McpConfig
 from ragstream.config.ocr import OcrConfig
+from ragstream.config.pdf import PdfConfig
 from ragstream.config.pipeline import PipelineLimits, PreprocessingConfig
 from ragstream.config.reranker import RerankerConfig
 from ragstream.config.retrieval import RetrievalConfig
@@ -45,9 +46,9 @@ from ragstream.config.store import StoreConfig
 from ragstream.config.sync import SyncConfig
 
 CONFIG_FILE_ENV = "RAGSTREAM_CONFIG"
-TEXT_PIPELINE_VERSION = 3
+TEXT_PIPELINE_VERSION = 4
 """Version of the text extraction and cleaning code (Markdown dialects, PDF titles, a long table's header
-repeated in each of its chunks). It is part
+repeated in each of its chunks, a PDF's headings from its outline or type). It is part
 of the index fingerprint: bump it whenever a change alters chunk text, so existing documents
 show as stale and ``reindex`` / re-ingest rebuilds them."""
 
@@ -97,6 +98,7 @@ class RagstreamConfig(BaseSettings):
     agents: AgentsConfig = AgentsConfig()
     ingest: IngestConfig = IngestConfig()
     ocr: OcrConfig = OcrConfig()
+    pdf: PdfConfig = PdfConfig()
     sync: SyncConfig = SyncConfig()
     answer: AnswerConfig = AnswerConfig()
     server: ServerConfig = ServerConfig()

@@ -119,13 +119,20 @@ def split_sections(lines: list[Line], max_level: int, stack: HeadingStack = ()) 
     current_stack = stack
     for line in lines:
         if line.heading_level is not None:
-            current_stack = tuple(entry for entry in current_stack if entry[0] < line.heading_level)
-            current_stack += ((line.heading_level, line.heading_title),)
+            current_stack = stack_after([line], current_stack)
             if line.heading_level <= max_level:
                 sections.append(Section(heading=line, stack=current_stack))
                 continue
         sections[-1].body.append(line)
     return [section for section in sections if section.text]
+
+
+def stack_after(lines: list[Line], stack: HeadingStack = ()) -> HeadingStack:
+    """The heading path in force after ``lines``, starting from ``stack`` (a PDF's sections run on across pages)."""
+    for line in lines:
+        if line.heading_level is not None:
+            stack = (*(entry for entry in stack if entry[0] < line.heading_level), (line.heading_level, line.heading_title))
+    return stack
 
 
 def split_blocks(lines: list[Line]) -> list[str]:

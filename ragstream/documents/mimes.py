@@ -22,6 +22,9 @@ TIFF = "image/tiff"
 IMAGES = frozenset({PNG, JPEG, TIFF})
 OFFICE = frozenset({DOCX, PPTX, XLSX, ODT, ODP, ODS})
 TABULAR = frozenset({CSV, TSV})
-STRUCTURED = frozenset({MARKDOWN, HTML, EPUB, *OFFICE, *TABULAR})
+STRUCTURED = frozenset({MARKDOWN, HTML, EPUB, PDF, *OFFICE, *TABULAR})
 """Loaded as Markdown-flavoured text (``#`` headings, Markdown tables): the ``auto`` chunking strategy cuts
 them by heading and repeats a long table's header row in each of its chunks."""
+SECTIONS_SPAN_PAGES = frozenset({PDF})
+"""Paged formats whose sections run on across pages: a page's chunks stand under the headings of the pages before
+(a slide, an EPUB chapter or a sheet starts afresh)."""

@@ -67,15 +67,15 @@ def _pdf(data: bytes, name: str, config: RagstreamConfig) -> Extracted:
     ocr = config.ocr.enabled and ocr_installed()
     pdf = extract_pdf(data, name, title_size_ratio=config.ingest.pdf_title_size_ratio,
                       max_pages=config.limits.max_pdf_pages, max_chars=config.limits.max_document_chars,
-                      allow_blank=True)
+                      allow_blank=True, structure=config.pdf)
     if not pdf.blank:
-        return Extracted(pages=pdf.pages, title=pdf.title)
+        return Extracted(pages=pdf.pages, title=pdf.title, warnings=pdf.warnings)
     if not ocr:
         if not pdf.pages:
             require_ocr(name, f"a PDF without a text layer ({len(pdf.blank)} scanned page(s))", enabled=config.ocr.enabled)
         unread = (f"{name}: {len(pdf.blank)} page(s) without a text layer were not read: OCR is "
                   f"{'not installed' if config.ocr.enabled else 'turned off (ocr.enabled)'}",)
-        return Extracted(pages=pdf.pages, title=pdf.title, warnings=unread)
+        return Extracted(pages=pdf.pages, title=pdf.title, warnings=(*pdf.warnings, *unread))
     from ragstream.documents.ocr.pdf_pages import ocr_pdf_pages
 
     scanned, warnings = ocr_pdf_pages(data, pdf.blank, name, config.ocr)
@@ -83,7 +83,7 @@ def _pdf(data: bytes, name: str, config: RagstreamConfig) -> Extracted:
     title = pdf.title or (_first_line(scanned[0].text) if scanned and not pdf.pages else None)
     if not pages:
         raise EmptyDocumentError(f"{name}: the PDF has no text layer and OCR found no text in it")
-    return Extracted(pages=pages, title=title, warnings=warnings)
+    return Extracted(pages=pages, title=title, warnings=(*pdf.warnings, *warnings))
 
 
 def _text(data: bytes, name: str, mime: str, config: RagstreamConfig) -> tuple[Extracted, dict[str, Any]]:

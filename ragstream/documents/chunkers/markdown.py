@@ -15,6 +15,7 @@ from ragstream.config import ChunkingConfig
 from ragstream.documents.chunkers.blocks import fit_block, pack
 from ragstream.documents.chunkers.tokens import TokenCounter
 from ragstream.documents.markdown_structure import (
+    HeadingStack,
     Section,
     join_lines,
     scan_lines,
@@ -27,15 +28,17 @@ _DEEPEST_HEADING = 6
 _BLOCK_SEPARATOR = "\n\n"
 
 
-def chunk_markdown(text: str, config: ChunkingConfig, count_tokens: TokenCounter) -> list[TextPiece]:
+def chunk_markdown(text: str, config: ChunkingConfig, count_tokens: TokenCounter,
+                   stack: HeadingStack = ()) -> list[TextPiece]:
     """Split Markdown at every ATX heading and window oversized sections by blocks.
 
-    Sizes are in characters; ``count_tokens`` is unused.
+    Sizes are in characters; ``count_tokens`` is unused. ``stack``: the headings in force where the text starts
+    (the text before its first heading stands under them).
     """
     del count_tokens
     pieces: list[TextPiece] = []
     pending_headings: list[str] = []
-    sections = split_sections(scan_lines(text), _DEEPEST_HEADING)
+    sections = split_sections(scan_lines(text), _DEEPEST_HEADING, stack)
     for position, section in enumerate(sections):
         body = join_lines(section.body)
         heading_lines = pending_headings + ([section.heading.text.strip()] if section.heading else [])

@@ -13,6 +13,7 @@ from ragstream.config import ChunkingConfig
 from ragstream.documents.chunkers.blocks import fit_block, pack
 from ragstream.documents.chunkers.tokens import TokenCounter
 from ragstream.documents.markdown_structure import (
+    HeadingStack,
     Line,
     Section,
     join_lines,
@@ -25,16 +26,20 @@ from ragstream.models import TextPiece
 _BLOCK_SEPARATOR = "\n\n"
 
 
-def chunk_split_when_needed(text: str, config: ChunkingConfig, count_tokens: TokenCounter) -> list[TextPiece]:
-    """Keep ``text`` whole when it fits ``max_chunk_tokens``, else split by H2, H3, paragraphs."""
+def chunk_split_when_needed(text: str, config: ChunkingConfig, count_tokens: TokenCounter,
+                            stack: HeadingStack = ()) -> list[TextPiece]:
+    """Keep ``text`` whole when it fits ``max_chunk_tokens``, else split by H2, H3, paragraphs.
+
+    ``stack``: the headings in force where the text starts (a whole text keeps their path).
+    """
     text = text.strip()
     if not text:
         return []
     limit = config.max_chunk_tokens
     if count_tokens(text) <= limit:
-        return [TextPiece(text=text)]
+        return [TextPiece(text=text, header_path=tuple(title for _, title in stack))]
     pieces: list[TextPiece] = []
-    for section in split_sections(scan_lines(text), config.split_header_level):
+    for section in split_sections(scan_lines(text), config.split_header_level, stack):
         if count_tokens(section.text) <= limit:
             pieces.append(TextPiece(text=section.text, header_path=section.header_path))
         elif config.fallback_header_level > config.split_header_level:

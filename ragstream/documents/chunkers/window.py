@@ -6,6 +6,7 @@ import re
 
 from ragstream.config import ChunkingConfig
 from ragstream.documents.chunkers.tokens import TokenCounter
+from ragstream.documents.markdown_structure import HeadingStack
 from ragstream.models import TextPiece
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
@@ -19,14 +20,16 @@ def normalize_whitespace(text: str) -> str:
     return "\n\n".join(paragraph for paragraph in paragraphs if paragraph)
 
 
-def chunk_window(text: str, config: ChunkingConfig, count_tokens: TokenCounter) -> list[TextPiece]:
+def chunk_window(text: str, config: ChunkingConfig, count_tokens: TokenCounter,
+                 stack: HeadingStack = ()) -> list[TextPiece]:
     """Slide a ``chunk_size`` window with ``chunk_overlap`` over the normalised text.
 
     Each window ends at the best boundary in its second half (paragraph, else sentence,
     else word) and the next starts ``chunk_overlap`` characters before that end, moved
-    forward to a word start. ``count_tokens`` is unused: windows are measured in characters.
+    forward to a word start. ``count_tokens`` and ``stack`` are unused: windows are measured in characters and
+    blind to headings.
     """
-    del count_tokens
+    del count_tokens, stack
     text = normalize_whitespace(text)
     pieces: list[TextPiece] = []
     start = 0
