@@ -3,11 +3,14 @@
 Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+  python bench/datasets/build_docs_corpus.py pystdlib CPYTHON_GIT_DIR [--commit REV] [--out bench/datasets/pystdlib-ref]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
+The Python standard library pages are reST, kept unchanged as ``text/plain`` (how ragstream reads a ``.rst``
+file: it has no reST reader); their title is the first reST heading with its roles read as their text.
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
@@ -51,6 +54,14 @@ FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pa
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
+PYSTDLIB_DOCS = "Doc/library/"
+PYSTDLIB_PAGES = (  # long reference pages of related modules: files, processes, text, data, time, logging
+    "os", "os.path", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "io", "subprocess", "threading",
+    "json", "csv", "sqlite3", "zipfile", "tarfile", "datetime", "time", "re", "string", "itertools",
+    "functools", "collections", "logging", "logging.handlers", "argparse",
+)
+PLAIN_MIME = "text/plain"
+_RST_ROLE = re.compile(r":[\w:.-]+:`(?:[^`<]*<)?~?!?(?P<target>[^`>]*)>?`")
 _FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".html": "jinja", ".css": "css", ".toml": "toml"}
 
 
@@ -132,6 +143,30 @@ def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
 
 
+def rst_title(text: str) -> str | None:
+    """The first reST section title (a line underlined, perhaps overlined, by ``=``, ``*`` or ``-``), roles as text."""
+    lines = text.split("\n")
+    for line, under in zip(lines, lines[1:], strict=False):
+        rule = under.strip()
+        if line.strip() and not line.startswith((" ", "..")) and len(rule) >= 3 and set(rule) <= set("=*-#"):
+            return _RST_ROLE.sub(lambda m: m["target"], line.strip()).replace(" --- ", " — ")
+    return None
+
+
+def build_pystdlib(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """The chosen ``Doc/library/*.rst`` reference pages of a CPython repository at ``commit``, reST unchanged."""
+    entries = []
+    for name in PYSTDLIB_PAGES:
+        path = f"{PYSTDLIB_DOCS}{name}.rst"
+        text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True, text=True).stdout
+        title = rst_title(text)
+        if not title:
+            raise SystemExit(f"{path}: no reST section title")
+        entries.append({"_id": path[len("Doc/"):], "title": title, "text": text, "mime": PLAIN_MIME})
+    return entries
+
+
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
     """Write ``corpus.jsonl`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -143,15 +178,17 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi: a (bare) git directory")
-    parser.add_argument("--commit", default="HEAD", help="fastapi: the revision to read")
+    parser.add_argument("site", choices=("httpx", "fastapi", "pystdlib"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, pystdlib: a (bare) git directory")
+    parser.add_argument("--commit", default="HEAD", help="fastapi, pystdlib: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
-    else:
+    elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
+    else:
+        write_corpus(build_pystdlib(args.source, args.commit), args.out or HERE / "pystdlib-ref")
 
 
 if __name__ == "__main__":
