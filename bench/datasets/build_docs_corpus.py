@@ -21,6 +21,7 @@ import json
 import re
 import subprocess
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from pathlib import Path
 
 from ragstream.documents.markdown_text import first_h1
@@ -61,6 +62,7 @@ PYSTDLIB_PAGES = (  # long reference pages of related modules: files, processes,
     "functools", "collections", "logging", "logging.handlers", "argparse",
 )
 PLAIN_MIME = "text/plain"
+_RST_MIN_RULE = 3  # the shortest underline taken for a section title
 _RST_ROLE = re.compile(r":[\w:.-]+:`(?:[^`<]*<)?~?!?(?P<target>[^`>]*)>?`")
 _FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".html": "jinja", ".css": "css", ".toml": "toml"}
 
@@ -146,9 +148,9 @@ def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
 def rst_title(text: str) -> str | None:
     """The first reST section title (a line underlined, perhaps overlined, by ``=``, ``*`` or ``-``), roles as text."""
     lines = text.split("\n")
-    for line, under in zip(lines, lines[1:], strict=False):
+    for line, under in pairwise(lines):
         rule = under.strip()
-        if line.strip() and not line.startswith((" ", "..")) and len(rule) >= 3 and set(rule) <= set("=*-#"):
+        if line.strip() and not line.startswith((" ", "..")) and len(rule) >= _RST_MIN_RULE and set(rule) <= set("=*-#"):
             return _RST_ROLE.sub(lambda m: m["target"], line.strip()).replace(" --- ", " — ")
     return None
 

@@ -1,15 +1,18 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI): well formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Python's library reference): well
+formed, split, loadable.
 
-Each set is BEIR-shaped: corpus.jsonl (one Markdown page per line, ``"mime": "text/markdown"``),
-queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in
-exactly one of dev (for tuning) and test (held out), alternating by sorted id, and the Markdown pages
-are chunked as Markdown (with header paths) when the evaluation ingests them.
+Each set is BEIR-shaped: corpus.jsonl (one page per line: Markdown pages with ``"mime": "text/markdown"``,
+the reST reference pages with ``"text/plain"``), queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged
+page exists, every question is judged in exactly one of dev (for tuning) and test (held out), alternating by
+sorted id, the Markdown pages are chunked as Markdown (with header paths) when the evaluation ingests them,
+and a set's answers.json quotes, for every question, sentences that are in its judged pages.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +24,12 @@ from ragstream.errors import UnsupportedFileTypeError
 from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "pystdlib-ref": "p"}
+PAGE_FORMATS = {  # (page id suffix, corpus mime) per set; ragstream has no reST reader, so .rst is plain text
+    "httpx-docs": (".md", "text/markdown"),
+    "fastapi-docs": (".md", "text/markdown"),
+    "pystdlib-ref": (".rst", "text/plain"),
+}
 MIN_QUESTIONS = 48
 SPLITS = ("dev", "test")
 
@@ -68,15 +76,46 @@ def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
-def test_the_corpus_is_markdown_pages_with_their_licence(name: str):
+def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     directory = DATASETS / name
     corpus = _corpus(directory)
+    suffix, mime = PAGE_FORMATS[name]
     assert len({entry["_id"] for entry in corpus}) == len(corpus)
     for entry in corpus:
-        assert entry["_id"].endswith(".md") and entry["mime"] == "text/markdown"
+        assert entry["_id"].endswith(suffix) and entry["mime"] == mime
         assert entry["title"].strip() and entry["text"].strip()
     assert (directory / "SOURCES.md").is_file()
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
+
+
+def _normal(text: str) -> str:
+    """As bench/extractive_sentences.py compares quotes: without case, punctuation or spacing."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
+
+
+@pytest.mark.parametrize("name", sorted(name for name in SETS if (DATASETS / name / "answers.json").is_file()))
+def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: str):
+    directory = DATASETS / name
+    pages = {entry["_id"]: _normal(entry["text"]) for entry in _corpus(directory)}
+    judged: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        judged.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert {label["dataset"] for label in labels} == {name}
+    assert sorted(label["query_id"] for label in labels) == sorted(judged)
+    for label in labels:
+        assert label["answers"], label["query_id"]
+        for sentence in label["answers"]:
+            assert any(_normal(sentence) in pages[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
+
+
+def test_a_rest_reference_page_is_read_as_plain_text_under_its_title():
+    entry = next(line for line in _corpus(DATASETS / "pystdlib-ref") if line["_id"] == "library/shutil.rst")
+    doc = corpus_document("pystdlib-ref", entry)
+    assert doc.mime == "text/plain" and doc.title == "shutil \u2014 High-level file operations"
+    assert doc.text.startswith(entry["title"] + "\n\n:mod:`shutil` --- High-level file operations")
+    assert doc.metadata[DOC_ID_KEY] == "library/shutil.rst"
+    assert len(chunk_document(doc, load_config().chunking)) > 1
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():
