@@ -60,6 +60,9 @@ PYSTDLIB_PAGES = (  # long reference pages of related modules: files, processes,
     "os", "os.path", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "io", "subprocess", "threading",
     "json", "csv", "sqlite3", "zipfile", "tarfile", "datetime", "time", "re", "string", "itertools",
     "functools", "collections", "logging", "logging.handlers", "argparse",
+    # their neighbours, which share their words (processes, queues, files, archives, config, text, builtins)
+    "multiprocessing", "concurrent.futures", "asyncio-subprocess", "queue", "filecmp", "stat", "fileinput",
+    "gzip", "configparser", "pickle", "calendar", "textwrap", "contextlib", "logging.config", "functions",
 )
 PLAIN_MIME = "text/plain"
 _RST_MIN_RULE = 3  # the shortest underline taken for a section title
@@ -151,7 +154,8 @@ def rst_title(text: str) -> str | None:
     for line, under in pairwise(lines):
         rule = under.strip()
         if line.strip() and not line.startswith((" ", "..")) and len(rule) >= _RST_MIN_RULE and set(rule) <= set("=*-#"):
-            return _RST_ROLE.sub(lambda m: m["target"], line.strip()).replace(" --- ", " — ")
+            title = _RST_ROLE.sub(lambda m: m["target"], line.strip())
+            return title.replace("\\ ", "").replace(" --- ", " — ")  # "\ " only separates markup from text
     return None
 
 
