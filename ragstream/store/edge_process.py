@@ -143,14 +143,15 @@ class _Child:
         A busy child is waited for, up to ``store.edge_process_call_seconds``; one that exits meanwhile fails the call
         at once. Either failure is a VectorDBUnavailableError, logged with its reason."""
         with self._in_flight.call():
+            waited_until = time.monotonic() + self._config.edge_process_call_seconds
             try:
                 try:
                     connection = self._idle.get_nowait()
                 except queue.Empty:
-                    connection = Client(self._address, authkey=self._authkey)
+                    connection = self._connect(method, waited_until)
                 try:
                     connection.send((method, args))
-                    status, value = self._reply(connection, method)
+                    status, value = self._reply(connection, method, waited_until)
                 except BaseException:
                     connection.close()  # an abandoned call's late answer must not be read as the next call's
                     raise
@@ -161,18 +162,56 @@ class _Child:
             raise value
         return value
 
-    def _reply(self, connection: Connection, method: str) -> Any:
-        """The child's answer on ``connection``: waited for while the child runs, up to the call's bound."""
-        config = self._config
-        waited_until = time.monotonic() + config.edge_process_call_seconds
-        while not connection.poll(min(config.edge_process_liveness_seconds, max(0.0, waited_until - time.monotonic()))):
+    def _connect(self, method: str, waited_until: float) -> Connection:
+        """A new connection to the child. Its handshake needs the child's answers, so it runs on a thread of its own,
+        waited for as a call is (:meth:`_wait`); a connection made after its caller gave up is closed."""
+        made = threading.Event()
+        lock = threading.Lock()
+        outcome: dict[str, Any] = {}
+
+        def connect() -> None:
+            try:
+                result: Connection | BaseException = Client(self._address, authkey=self._authkey)
+            except BaseException as error:
+                result = error
+            with lock:
+                if outcome.get("abandoned"):
+                    if isinstance(result, Connection):
+                        result.close()
+                    return
+                outcome["result"] = result
+            made.set()
+
+        threading.Thread(target=connect, name="ragstream-edge-connect", daemon=True).start()
+        try:
+            self._wait(made.wait, method, waited_until)
+        except VectorDBUnavailableError:
+            with lock:
+                outcome["abandoned"] = True
+                if isinstance(outcome.get("result"), Connection):
+                    outcome["result"].close()
+            raise
+        result = outcome["result"]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _reply(self, connection: Connection, method: str, waited_until: float) -> Any:
+        """The child's answer on ``connection``, waited for as a call is (:meth:`_wait`)."""
+        self._wait(connection.poll, method, waited_until)
+        return connection.recv()
+
+    def _wait(self, ready: Callable[[float], bool], method: str, waited_until: float) -> None:
+        """Until ``ready(timeout)`` while the child runs, up to ``waited_until``: VectorDBUnavailableError (logged) as
+        soon as the child has exited, or at ``waited_until`` (``store.edge_process_call_seconds``) if it runs on."""
+        liveness = self._config.edge_process_liveness_seconds
+        while not ready(min(liveness, max(0.0, waited_until - time.monotonic()))):
             if not self.alive():
                 raise self._failed(method, self._end())
             if time.monotonic() >= waited_until:
                 raise self._failed(method, f"the store process (pid {self.process.pid}) is running but did not answer "
-                                           f"{method} within {config.edge_process_call_seconds:g} s "
+                                           f"{method} within {self._config.edge_process_call_seconds:g} s "
                                            "(store.edge_process_call_seconds)")
-        return connection.recv()
 
     def _end(self) -> str:
         """How the child ended, or that its connection failed while it still runs."""
