@@ -23,6 +23,7 @@ import pickle
 import queue
 import secrets
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,8 +92,9 @@ class _Child:
     """One child process holding the shard, and a pool of connections to it (one call at a time on each)."""
 
     def __init__(self, process: subprocess.Popen[str], address: str, authkey: bytes, scratch: tempfile.TemporaryDirectory[str],
-                 read_only: bool) -> None:
+                 read_only: bool, config: StoreConfig) -> None:
         self.process = process
+        self._config = config
         self.read_only = read_only
         self._address = address
         self._authkey = authkey
@@ -114,39 +116,115 @@ class _Child:
                                    env={**os.environ, _AUTHKEY_ENV: authkey.hex()})
         line = _first_line(process, config.edge_process_start_seconds)
         if not line.startswith(_READY):
+            try:  # it said why and exits, or it closed its output as it died: its end is known within a liveness check
+                ended = f"it {_ending(process.wait(timeout=config.edge_process_liveness_seconds))}"
+            except subprocess.TimeoutExpired:
+                ended = (f"it was not ready within {config.edge_process_start_seconds:g} s "
+                         "(store.edge_process_start_seconds) and was killed")
             process.kill()
             _, errors = process.communicate()
             scratch.cleanup()
             detail = (line or errors).strip()[-500:]
-            raise VectorDBUnavailableError(f"the store process did not open the index at {folder or path}: {detail}")
+            message = f"the store process did not open the index at {folder or path}: {ended}"
+            message += f": {detail}" if detail else ""
+            logger.warning("%s", message)
+            raise VectorDBUnavailableError(message)
         assert process.stderr is not None and process.stdout is not None
         for stream in (process.stdout, process.stderr):
             threading.Thread(target=_relay_log, args=(stream,), daemon=True).start()
-        return cls(process, address, authkey, scratch, read_only=line.split()[1] == "1")
+        return cls(process, address, authkey, scratch, read_only=line.split()[1] == "1", config=config)
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def call(self, method: str, *args: Any) -> Any:
-        """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping)."""
+        """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping).
+
+        A busy child is waited for, up to ``store.edge_process_call_seconds``; one that exits meanwhile fails the call
+        at once. Either failure is a VectorDBUnavailableError, logged with its reason."""
         with self._in_flight.call():
+            waited_until = time.monotonic() + self._config.edge_process_call_seconds
             try:
                 try:
                     connection = self._idle.get_nowait()
                 except queue.Empty:
-                    connection = Client(self._address, authkey=self._authkey)
+                    connection = self._connect(method, waited_until)
                 try:
                     connection.send((method, args))
-                    status, value = connection.recv()
+                    status, value = self._reply(connection, method, waited_until)
                 except BaseException:
-                    connection.close()
+                    connection.close()  # an abandoned call's late answer must not be read as the next call's
                     raise
                 self._idle.put(connection)
             except (OSError, EOFError) as error:
-                raise VectorDBUnavailableError(f"the store process is not answering ({error})") from error
+                raise self._failed(method, f"{self._end()} ({type(error).__name__}: {error})") from error
         if status == "error":
             raise value
         return value
+
+    def _connect(self, method: str, waited_until: float) -> Connection:
+        """A new connection to the child. Its handshake needs the child's answers, so it runs on a thread of its own,
+        waited for as a call is (:meth:`_wait`); a connection made after its caller gave up is closed."""
+        made = threading.Event()
+        lock = threading.Lock()
+        outcome: dict[str, Any] = {}
+
+        def connect() -> None:
+            try:
+                result: Connection | BaseException = Client(self._address, authkey=self._authkey)
+            except BaseException as error:
+                result = error
+            with lock:
+                if outcome.get("abandoned"):
+                    if isinstance(result, Connection):
+                        result.close()
+                    return
+                outcome["result"] = result
+            made.set()
+
+        threading.Thread(target=connect, name="ragstream-edge-connect", daemon=True).start()
+        try:
+            self._wait(made.wait, method, waited_until)
+        except VectorDBUnavailableError:
+            with lock:
+                outcome["abandoned"] = True
+                if isinstance(outcome.get("result"), Connection):
+                    outcome["result"].close()
+            raise
+        result = outcome["result"]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _reply(self, connection: Connection, method: str, waited_until: float) -> Any:
+        """The child's answer on ``connection``, waited for as a call is (:meth:`_wait`)."""
+        self._wait(connection.poll, method, waited_until)
+        return connection.recv()
+
+    def _wait(self, ready: Callable[[float], bool], method: str, waited_until: float) -> None:
+        """Until ``ready(timeout)`` while the child runs, up to ``waited_until``: VectorDBUnavailableError (logged) as
+        soon as the child has exited, or at ``waited_until`` (``store.edge_process_call_seconds``) if it runs on."""
+        liveness = self._config.edge_process_liveness_seconds
+        while not ready(min(liveness, max(0.0, waited_until - time.monotonic()))):
+            if not self.alive():
+                raise self._failed(method, self._end())
+            if time.monotonic() >= waited_until:
+                raise self._failed(method, f"the store process (pid {self.process.pid}) is running but did not answer "
+                                           f"{method} within {self._config.edge_process_call_seconds:g} s "
+                                           "(store.edge_process_call_seconds)")
+
+    def _end(self) -> str:
+        """How the child ended, or that its connection failed while it still runs."""
+        try:
+            code = self.process.wait(timeout=self._config.edge_process_liveness_seconds)
+        except subprocess.TimeoutExpired:
+            return f"the store process (pid {self.process.pid}) is running but its connection failed"
+        return f"the store process (pid {self.process.pid}) {_ending(code)}"
+
+    @staticmethod
+    def _failed(method: str, reason: str) -> VectorDBUnavailableError:
+        logger.warning("store call %s failed: %s", method, reason)
+        return VectorDBUnavailableError(f"store call {method} failed: {reason}")
 
     def stop(self, timeout: float) -> None:
         """Wait for the calls in flight, then close the child's input: it closes its shard and exits (killed past
@@ -236,7 +314,7 @@ class EdgeProcessStore:
             return child
         with self._restart_lock:
             if self._child is child and isinstance(child, _Child):
-                logger.error("the store process exited (code %s); starting it again", child.process.returncode)
+                logger.error("the store process %s; starting it again", _ending(child.process.returncode))
                 child.stop(timeout=0)
                 self._child = _Child.start(self._path, self._dimensions, self._config, read_only=child.read_only,
                                            folder=None)
@@ -350,6 +428,16 @@ class EdgeProcessStore:
     def close(self) -> None:
         self.settle()
         self._child.stop(self._config.edge_process_stop_seconds)
+
+
+def _ending(code: int) -> str:
+    """How a process with exit code ``code`` ended: its signal's name or its exit status."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
