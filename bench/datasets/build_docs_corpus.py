@@ -3,8 +3,11 @@
 Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+  python bench/datasets/build_docs_corpus.py flask   FLASK_GIT_DIR   [--commit REV] [--out bench/datasets/flask-docs]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
+Flask's pages are reST, kept as written (directives, roles, underlined titles); ragstream reads reST as plain
+text, so their lines say ``"mime": "text/plain"`` and the title is the page's first underlined section title.
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
@@ -18,6 +21,7 @@ import json
 import re
 import subprocess
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from pathlib import Path
 
 from ragstream.documents.markdown_text import first_h1
@@ -48,6 +52,12 @@ FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pa
     "advanced/index.md", "advanced/security/index.md", "how-to/index.md", "how-to/testing-database.md",
     "deployment/cloud.md", "how-to/general.md",
 })
+FLASK_DOCS = "docs/"
+FLASK_SKIPPED = frozenset({  # the changelog and licence (included files), a link-only page, and obsolete stubs
+    "changes.rst", "license.rst", "contributing.rst", "reqcontext.rst", "patterns/jquery.rst", "deploying/eventlet.rst",
+})
+PLAIN_MIME = "text/plain"
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1+[ \t]*$")
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
@@ -124,12 +134,43 @@ def _select_lines(source: str, args: str) -> str:
 def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     """The kept English pages of a FastAPI repository (a bare git directory) at ``commit``."""
     def read(path: str) -> str:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
+        return _git(git_dir, "show", f"{commit}:{path}")
 
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS],
-                           check=True, capture_output=True, text=True).stdout.split("\n")
+    names = _git(git_dir, "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS).split("\n")
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
+
+
+def rst_title(text: str) -> str | None:
+    """The first section title of a reST page: a text line underlined (and maybe overlined) by punctuation."""
+    lines = text.split("\n")
+    for line, below in pairwise(lines):
+        title = line.strip()
+        if not title or _RST_UNDERLINE.match(line) or not _RST_UNDERLINE.match(below):
+            continue
+        if len(below.rstrip()) >= len(title) and not line.startswith((" ", "\t", "..", ":")):
+            return title
+    return None
+
+
+def build_flask(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """Every reST page under Flask's ``docs/`` at ``commit`` but :data:`FLASK_SKIPPED`, its text as written."""
+    names = _git(git_dir, "ls-tree", "-r", "--name-only", commit, FLASK_DOCS).split("\n")
+    pages = sorted(name[len(FLASK_DOCS):] for name in names if name.endswith(".rst"))
+    entries = []
+    for page in pages:
+        if page in FLASK_SKIPPED:
+            continue
+        text = _git(git_dir, "show", f"{commit}:{FLASK_DOCS}{page}")
+        title = rst_title(text)
+        if not title:
+            raise SystemExit(f"{page}: no section title")
+        entries.append({"_id": page, "title": title, "text": text, "mime": PLAIN_MIME})
+    return entries
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    """The output of one git command on ``git_dir``."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
 
 
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
@@ -143,15 +184,17 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi: a (bare) git directory")
-    parser.add_argument("--commit", default="HEAD", help="fastapi: the revision to read")
+    parser.add_argument("site", choices=("httpx", "fastapi", "flask"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask: a (bare) git directory")
+    parser.add_argument("--commit", default="HEAD", help="fastapi, flask: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
-    else:
+    elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
+    else:
+        write_corpus(build_flask(args.source, args.commit), args.out or HERE / "flask-docs")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI): well formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask): well formed, split, loadable.
 
-Each set is BEIR-shaped: corpus.jsonl (one Markdown page per line, ``"mime": "text/markdown"``),
-queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in
-exactly one of dev (for tuning) and test (held out), alternating by sorted id, and the Markdown pages
-are chunked as Markdown (with header paths) when the evaluation ingests them.
+Each set is BEIR-shaped: corpus.jsonl (one page per line: Markdown pages with ``"mime": "text/markdown"``,
+Flask's reST pages with ``"mime": "text/plain"``, as ragstream reads reST), queries.jsonl, and
+qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in exactly one of dev (for
+tuning) and test (held out), alternating by sorted id, and the Markdown pages are chunked as Markdown
+(with header paths) when the evaluation ingests them. A set with an answers.json labels every question
+with sentences found in its judged pages.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +24,10 @@ from ragstream.errors import UnsupportedFileTypeError
 from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl"}
+PAGE_FORMATS = {"httpx-docs": (".md", "text/markdown"), "fastapi-docs": (".md", "text/markdown"),
+                "flask-docs": (".rst", "text/plain")}
+"""Each set's page suffix and corpus mime: ragstream reads reST as plain text (no reST loader)."""
 MIN_QUESTIONS = 48
 SPLITS = ("dev", "test")
 
@@ -68,15 +74,43 @@ def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
-def test_the_corpus_is_markdown_pages_with_their_licence(name: str):
+def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     directory = DATASETS / name
     corpus = _corpus(directory)
+    suffix, mime = PAGE_FORMATS[name]
     assert len({entry["_id"] for entry in corpus}) == len(corpus)
     for entry in corpus:
-        assert entry["_id"].endswith(".md") and entry["mime"] == "text/markdown"
+        assert entry["_id"].endswith(suffix) and entry["mime"] == mime
         assert entry["title"].strip() and entry["text"].strip()
     assert (directory / "SOURCES.md").is_file()
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
+
+
+@pytest.mark.parametrize("name", sorted(name for name in SETS if (DATASETS / name / "answers.json").is_file()))
+def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: str):
+    directory = DATASETS / name
+    text = {entry["_id"]: _normal(entry["text"]) for entry in _corpus(directory)}
+    judged: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        judged.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert sorted(label["query_id"] for label in labels) == sorted(judged)
+    for label in labels:
+        assert label["dataset"] == name and label["answers"], label["query_id"]
+        for sentence in label["answers"]:
+            assert any(_normal(sentence) in text[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
+
+
+def _normal(text: str) -> str:
+    """Compared as bench/extractive_sentences.py compares: without case, punctuation or spacing."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
+
+
+def test_a_rst_page_is_read_as_plain_text_under_its_title():
+    entry = next(line for line in _corpus(DATASETS / "flask-docs") if line["_id"] == "deploying/proxy_fix.rst")
+    doc = corpus_document("flask-docs", entry)
+    assert doc.mime == "text/plain" and doc.title == "Tell Flask it is Behind a Proxy"
+    assert doc.text.startswith("Tell Flask it is Behind a Proxy\n\n") and ":doc:`werkzeug:middleware/proxy_fix`" in doc.text
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():
