@@ -3,7 +3,7 @@
 qdrant-edge holds Python's GIL while it loads a shard (13 s at a million chunks, docs/scaling.md), and every
 thread of the process that loads it stops meanwhile: HTTP requests, health checks, the event loop. With
 ``store.edge_process`` on, :class:`EdgeProcessStore` keeps the shard in a child process
-(``python -m ragstream.store.edge_process``, a :class:`~ragstream.store.qdrant_edge.QdrantEdgeStore` behind a
+(``python -m ragstream.store.edge_child``, a :class:`~ragstream.store.qdrant_edge.QdrantEdgeStore` behind a
 local socket) and forwards each store call to it. An index build is prepared by that child (its own build child
 indexes a copy, :mod:`hnsw_build`); then a *second* child loads the built copy while the first one keeps
 answering, the pointer file is committed, the store switches to the second child (one reference swap) and the
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import queue
 import secrets
 import select
@@ -31,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +41,11 @@ from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import Chunk
 from ragstream.store import hnsw_build
 from ragstream.store.base import Filters, RankedId, Snapshot
+from ragstream.store.edge_child import AUTHKEY_ENV, READY
 
 logger = logging.getLogger("ragstream.store")
 
-_AUTHKEY_ENV = "RAGSTREAM_EDGE_AUTHKEY"
-_READY = "ready"
 _SOCKET = "edge.sock"
-_CALLS = frozenset({
-    "reopen_writable", "upsert", "delete_generation", "flush", "set_collections", "search_dense", "search_bm25",
-    "rank_dense", "rank_bm25", "fetch", "count", "chunks_of", "points_of", "info", "prepare_build", "read_only",
-})
-"""What a child answers: the store's calls, plus the build's first half and the read-only flag."""
 
 
 class _RetiredError(Exception):
@@ -111,11 +104,11 @@ class _Child:
         authkey = secrets.token_bytes(32)
         spec = {"path": str(path), "dimensions": dimensions, "config": config.model_dump(mode="json"),
                 "read_only": read_only, "folder": str(folder) if folder else None, "address": address}
-        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_process", json.dumps(spec)],
+        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_child", json.dumps(spec)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env={**os.environ, _AUTHKEY_ENV: authkey.hex()})
+                                   env={**os.environ, AUTHKEY_ENV: authkey.hex()})
         line = _first_line(process, config.edge_process_start_seconds)
-        if not line.startswith(_READY):
+        if not line.startswith(READY):
             try:  # it said why and exits, or it closed its output as it died: its end is known within a liveness check
                 ended = f"it {_ending(process.wait(timeout=config.edge_process_liveness_seconds))}"
             except subprocess.TimeoutExpired:
@@ -452,62 +445,3 @@ def _relay_log(stream: Any) -> None:
     for line in stream:
         if line.strip():
             logger.warning("store process: %s", line.rstrip())
-
-
-# -- the child ---------------------------------------------------------------------------------------------------
-
-def _serve(spec: Mapping[str, Any]) -> None:
-    """Open the store, say ready, and answer calls on the socket until told to close (one thread per connection)."""
-    from ragstream.store.qdrant_edge import QdrantEdgeStore
-
-    config = StoreConfig.model_validate(spec["config"])
-    folder = Path(spec["folder"]) if spec["folder"] else None
-    try:
-        store = QdrantEdgeStore(Path(spec["path"]), int(spec["dimensions"]), config,
-                                read_only=bool(spec["read_only"]), folder=folder)
-    except Exception as error:  # reported on the ready line; the parent raises it
-        print(f"failed {type(error).__name__}: {error}", flush=True)
-        sys.exit(1)
-    listener = Listener(spec["address"], authkey=bytes.fromhex(os.environ[_AUTHKEY_ENV]))
-    print(f"{_READY} {int(store.read_only)}", flush=True)
-    threading.Thread(target=_exit_with_parent, args=(store,), daemon=True).start()
-    calls: dict[str, Callable[..., Any]] = {name: getattr(store, name) for name in _CALLS if name != "read_only"}
-    calls["read_only"] = lambda: store.read_only
-    for name in ("rank_dense", "rank_bm25"):  # plain tuples: a named tuple pickles one class reference per hit
-        calls[name] = lambda *args, rank=calls[name]: [tuple(hit) for hit in rank(*args)]
-    while True:
-        try:
-            connection = listener.accept()
-        except Exception:  # a client that failed authentication or went away
-            continue
-        threading.Thread(target=_answer, args=(connection, calls), daemon=True).start()
-
-
-def _exit_with_parent(store: Any) -> None:
-    """The parent holds this child's stdin open: end of input means it is gone, so close the shard and exit."""
-    sys.stdin.read()
-    store.close()
-    os._exit(0)
-
-
-def _answer(connection: Connection, calls: Mapping[str, Callable[..., Any]]) -> None:
-    while True:
-        try:
-            method, args = connection.recv()
-        except (OSError, EOFError):
-            return
-        try:
-            reply: tuple[str, Any] = ("ok", calls[method](*args))
-        except Exception as error:
-            reply = ("error", error)
-        try:
-            connection.send(reply)
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            connection.send(("error", VectorDBUnavailableError(f"{method} failed: {reply[1]!r} ({error})")))
-        except (OSError, EOFError):
-            return
-
-
-if __name__ == "__main__":
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
-    _serve(json.loads(sys.argv[1]))
