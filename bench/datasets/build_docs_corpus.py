@@ -3,17 +3,21 @@
 Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+  python bench/datasets/build_docs_corpus.py pdf-manuals UTHASH_GIT_DIR [--out bench/datasets/pdf-manuals]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
+pdf-manuals has no corpus.jsonl: its PDFs go to ``files/`` as they are (ragstream reads them itself), each
+taken from its repository at a fixed commit and checked against its sha256.
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -48,6 +52,10 @@ FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pa
     "advanced/index.md", "advanced/security/index.md", "how-to/index.md", "how-to/testing-database.md",
     "deployment/cloud.md", "how-to/general.md",
 })
+PDF_MANUALS = {  # file name in files/ -> (upstream path, commit, sha256)
+    "uthash-userguide.pdf": ("doc/userguide.pdf", "fcaf9de7dfc6268a79c69410f8c9e1e3da86da85",
+                             "0aa5f6aea10cad040645ef0af19f241610fc26aae5315d5b03a5c6da75f601b6"),
+}
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
@@ -132,6 +140,19 @@ def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
 
 
+def write_pdf_manuals(git_dir: Path, out: Path) -> None:
+    """Copy the manuals of :data:`PDF_MANUALS` from a (bare) git directory of their repository into ``out/files``."""
+    files = out / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    for name, (path, commit, sha256) in PDF_MANUALS.items():
+        data = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True).stdout
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise SystemExit(f"{commit}:{path}: sha256 differs from the one the questions were judged on")
+        (files / name).write_bytes(data)
+        print(f"{files / name}: {len(data)} bytes")
+
+
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
     """Write ``corpus.jsonl`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -143,12 +164,15 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi: a (bare) git directory")
+    parser.add_argument("site", choices=("httpx", "fastapi", "pdf-manuals"))
+    parser.add_argument("source", type=Path,
+                        help="httpx: its docs/ folder; fastapi, pdf-manuals: a (bare) git directory (uthash's)")
     parser.add_argument("--commit", default="HEAD", help="fastapi: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    if args.site == "httpx":
+    if args.site == "pdf-manuals":
+        write_pdf_manuals(args.source, args.out or HERE / "pdf-manuals")
+    elif args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
     else:
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")

@@ -1,27 +1,33 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI): well formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, PDF manuals): well formed, split, loadable.
 
-Each set is BEIR-shaped: corpus.jsonl (one Markdown page per line, ``"mime": "text/markdown"``),
-queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in
-exactly one of dev (for tuning) and test (held out), alternating by sorted id, and the Markdown pages
-are chunked as Markdown (with header paths) when the evaluation ingests them.
+Each set is BEIR-shaped: corpus.jsonl (one Markdown page per line, ``"mime": "text/markdown"``) or, for
+the PDF manuals, the PDFs in ``files/`` judged per page (``FILE#pN``), queries.jsonl, and qrels/{dev,test,all}.tsv.
+Every judged page exists, every question is judged in exactly one of dev (for tuning) and test (held out),
+alternating by sorted id, the Markdown pages are chunked as Markdown (with header paths) when the evaluation
+ingests them, and the PDF manuals' answering sentences are on their gold pages.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ragstream import Ragstream, load_config
+from ragstream.documents import load_file
 from ragstream.documents.chunkers import chunk_document
 from ragstream.errors import UnsupportedFileTypeError
-from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
+from ragstream.evaluation.beir import DOC_ID_KEY, FILES_DIR, PAGE_MARK, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "pdf-manuals": "m"}
+MARKDOWN_SETS = sorted(name for name in SETS if not (DATASETS / name / FILES_DIR).is_dir())
+MAX_FILE_BYTES = 3_000_000
 MIN_QUESTIONS = 48
 SPLITS = ("dev", "test")
 
@@ -29,6 +35,27 @@ SPLITS = ("dev", "test")
 def _corpus(directory: Path) -> list[dict[str, str]]:
     with (directory / "corpus.jsonl").open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]
+
+
+@functools.cache
+def _file_pages(directory: Path) -> dict[str, str]:
+    """A dataset of files: ``FILE#pN`` -> page N's text as ragstream reads it."""
+    pages: dict[str, str] = {}
+    for path in sorted((directory / FILES_DIR).iterdir()):
+        for page in load_file(path, load_config()).pages:
+            pages[f"{path.name}{PAGE_MARK}{page.number}"] = page.text
+    return pages
+
+
+def _page_ids(directory: Path) -> set[str]:
+    if (directory / FILES_DIR).is_dir():
+        return set(_file_pages(directory))
+    return {entry["_id"] for entry in _corpus(directory)}
+
+
+def _normal(text: str) -> str:
+    """As bench/extractive_sentences.py compares a quote: without case, punctuation or spacing."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
 
 
 def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
@@ -41,7 +68,7 @@ def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
     directory = DATASETS / name
-    pages = {entry["_id"] for entry in _corpus(directory)}
+    pages = _page_ids(directory)
     with (directory / "queries.jsonl").open(encoding="utf-8") as lines:
         queries = [json.loads(line) for line in lines]
     ids = [query["_id"] for query in queries]
@@ -67,7 +94,7 @@ def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
         assert set(dataset.queries) == {query for query, split_name in split_of.items() if split == "all" or split_name == split}
 
 
-@pytest.mark.parametrize("name", sorted(SETS))
+@pytest.mark.parametrize("name", MARKDOWN_SETS)
 def test_the_corpus_is_markdown_pages_with_their_licence(name: str):
     directory = DATASETS / name
     corpus = _corpus(directory)
@@ -77,6 +104,24 @@ def test_the_corpus_is_markdown_pages_with_their_licence(name: str):
         assert entry["title"].strip() and entry["text"].strip()
     assert (directory / "SOURCES.md").is_file()
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
+
+
+def test_the_pdf_manuals_are_small_licensed_pdfs_whose_answers_are_on_their_gold_pages():
+    directory = DATASETS / "pdf-manuals"
+    assert not (directory / "corpus.jsonl").exists()  # the files are the corpus
+    files = sorted((directory / FILES_DIR).iterdir())
+    assert files and all(path.suffix == ".pdf" and path.stat().st_size < MAX_FILE_BYTES for path in files)
+    assert (directory / "SOURCES.md").is_file() and any(path.name.startswith("LICENSE") for path in directory.iterdir())
+    pages = _file_pages(directory)
+    gold: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        gold.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert {label["query_id"] for label in labels} == set(gold)
+    for label in labels:
+        assert label["dataset"] == "pdf-manuals" and label["answers"]
+        for answer in label["answers"]:
+            assert any(_normal(answer) in _normal(pages[page]) for page in gold[label["query_id"]]), (label, answer)
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():
