@@ -10,9 +10,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from support.pdf_files import lines_pdf
 
 from ragstream import Ragstream
+from ragstream.errors import DocumentError
 from ragstream.evaluation.beir import evaluate_retrieval, load_beir
 
 PAGES = [
@@ -54,3 +56,12 @@ def test_a_dataset_of_files_is_ingested_as_files_and_scored_per_page(
     # q1..q3 find their gold page (or file) first; q4's words are on page 1, judged on page 3 only
     assert result.metrics["bm25"]["hit_rate@1"] == 0.75
     assert result.queries == 4
+
+
+def test_a_file_ragstream_cannot_read_is_refused_with_its_code(tmp_path: Path):
+    directory = _dataset(tmp_path)
+    (directory / "files" / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    dataset = load_beir(directory, "test")
+    with pytest.raises(DocumentError) as caught:
+        list(dataset.documents())
+    assert caught.value.code == "unsupported_file_type" and "blob.bin" in str(caught.value)
