@@ -4,6 +4,7 @@ Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
   python bench/datasets/build_docs_corpus.py flask   FLASK_GIT_DIR   [--commit REV] [--out bench/datasets/flask-docs]
+  python bench/datasets/build_docs_corpus.py pdf-manuals UTHASH_GIT_DIR [--out bench/datasets/pdf-manuals]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
 Flask's pages are reST, kept as written (directives, roles, underlined titles); ragstream reads reST as plain
@@ -11,12 +12,15 @@ text, so their lines say ``"mime": "text/plain"`` and the title is the page's fi
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
+pdf-manuals has no corpus.jsonl: its PDFs go to ``files/`` as they are (ragstream reads them itself), each
+taken from its repository at a fixed commit and checked against its sha256.
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -58,6 +62,10 @@ FLASK_SKIPPED = frozenset({  # the changelog and licence (included files), a lin
 })
 PLAIN_MIME = "text/plain"
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1+[ \t]*$")
+PDF_MANUALS = {  # file name in files/ -> (upstream path, commit, sha256)
+    "uthash-userguide.pdf": ("doc/userguide.pdf", "fcaf9de7dfc6268a79c69410f8c9e1e3da86da85",
+                             "0aa5f6aea10cad040645ef0af19f241610fc26aae5315d5b03a5c6da75f601b6"),
+}
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
@@ -173,6 +181,19 @@ def _git(git_dir: Path, *args: str) -> str:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
 
 
+def write_pdf_manuals(git_dir: Path, out: Path) -> None:
+    """Copy the manuals of :data:`PDF_MANUALS` from a (bare) git directory of their repository into ``out/files``."""
+    files = out / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    for name, (path, commit, sha256) in PDF_MANUALS.items():
+        data = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True).stdout  # bytes: _git decodes text
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise SystemExit(f"{commit}:{path}: sha256 differs from the one the questions were judged on")
+        (files / name).write_bytes(data)
+        print(f"{files / name}: {len(data)} bytes")
+
+
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
     """Write ``corpus.jsonl`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -184,12 +205,15 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi", "flask"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask: a (bare) git directory")
+    parser.add_argument("site", choices=("httpx", "fastapi", "flask", "pdf-manuals"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask, pdf-manuals: a (bare) "
+                        "git directory (uthash's for pdf-manuals)")
     parser.add_argument("--commit", default="HEAD", help="fastapi, flask: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    if args.site == "httpx":
+    if args.site == "pdf-manuals":
+        write_pdf_manuals(args.source, args.out or HERE / "pdf-manuals")
+    elif args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
     elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")

@@ -1,16 +1,18 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask): well formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask, PDF manuals): well formed, split,
+loadable.
 
 Each set is BEIR-shaped: corpus.jsonl (one page per line: Markdown pages with ``"mime": "text/markdown"``,
-Flask's reST pages with ``"mime": "text/plain"``, as ragstream reads reST), queries.jsonl, and
-qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in exactly one of dev (for
-tuning) and test (held out), alternating by sorted id, and the Markdown pages are chunked as Markdown
-(with header paths) when the evaluation ingests them. A set with an answers.json labels every question
-with sentences found in its judged pages.
+Flask's reST pages with ``"mime": "text/plain"``, as ragstream reads reST) or, for the PDF manuals, the PDFs in
+``files/`` judged per page (``FILE#pN``), queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged page exists,
+every question is judged in exactly one of dev (for tuning) and test (held out), alternating by sorted id, the
+Markdown pages are chunked as Markdown (with header paths) when the evaluation ingests them, and a set with an
+answers.json labels every question with sentences found on its judged pages.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -19,15 +21,19 @@ from pathlib import Path
 import pytest
 
 from ragstream import Ragstream, load_config
+from ragstream.documents import load_file
 from ragstream.documents.chunkers import chunk_document
 from ragstream.errors import UnsupportedFileTypeError
-from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
+from ragstream.evaluation.beir import DOC_ID_KEY, FILES_DIR, PAGE_MARK, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl", "pdf-manuals": "m"}
 PAGE_FORMATS = {"httpx-docs": (".md", "text/markdown"), "fastapi-docs": (".md", "text/markdown"),
                 "flask-docs": (".rst", "text/plain")}
-"""Each set's page suffix and corpus mime: ragstream reads reST as plain text (no reST loader)."""
+"""Each corpus set's page suffix and corpus mime: ragstream reads reST as plain text (no reST loader)."""
+MARKDOWN_SETS = sorted(name for name in SETS if not (DATASETS / name / FILES_DIR).is_dir())
+"""The sets whose pages are lines of corpus.jsonl (the others are a folder of files, read as files)."""
+MAX_FILE_BYTES = 3_000_000
 MIN_QUESTIONS = 48
 SPLITS = ("dev", "test")
 
@@ -35,6 +41,27 @@ SPLITS = ("dev", "test")
 def _corpus(directory: Path) -> list[dict[str, str]]:
     with (directory / "corpus.jsonl").open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]
+
+
+@functools.cache
+def _file_pages(directory: Path) -> dict[str, str]:
+    """A dataset of files: ``FILE#pN`` -> page N's text as ragstream reads it."""
+    pages: dict[str, str] = {}
+    for path in sorted((directory / FILES_DIR).iterdir()):
+        for page in load_file(path, load_config()).pages:
+            pages[f"{path.name}{PAGE_MARK}{page.number}"] = page.text
+    return pages
+
+
+def _page_ids(directory: Path) -> set[str]:
+    if (directory / FILES_DIR).is_dir():
+        return set(_file_pages(directory))
+    return {entry["_id"] for entry in _corpus(directory)}
+
+
+def _normal(text: str) -> str:
+    """As bench/extractive_sentences.py compares a quote: without case, punctuation or spacing."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
 
 
 def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
@@ -47,7 +74,7 @@ def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
     directory = DATASETS / name
-    pages = {entry["_id"] for entry in _corpus(directory)}
+    pages = _page_ids(directory)
     with (directory / "queries.jsonl").open(encoding="utf-8") as lines:
         queries = [json.loads(line) for line in lines]
     ids = [query["_id"] for query in queries]
@@ -73,7 +100,7 @@ def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
         assert set(dataset.queries) == {query for query, split_name in split_of.items() if split == "all" or split_name == split}
 
 
-@pytest.mark.parametrize("name", sorted(SETS))
+@pytest.mark.parametrize("name", MARKDOWN_SETS)
 def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     directory = DATASETS / name
     corpus = _corpus(directory)
@@ -86,7 +113,7 @@ def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
 
 
-@pytest.mark.parametrize("name", sorted(name for name in SETS if (DATASETS / name / "answers.json").is_file()))
+@pytest.mark.parametrize("name", [name for name in MARKDOWN_SETS if (DATASETS / name / "answers.json").is_file()])
 def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: str):
     directory = DATASETS / name
     text = {entry["_id"]: _normal(entry["text"]) for entry in _corpus(directory)}
@@ -101,16 +128,30 @@ def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: 
             assert any(_normal(sentence) in text[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
 
 
-def _normal(text: str) -> str:
-    """Compared as bench/extractive_sentences.py compares: without case, punctuation or spacing."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
-
 
 def test_a_rst_page_is_read_as_plain_text_under_its_title():
     entry = next(line for line in _corpus(DATASETS / "flask-docs") if line["_id"] == "deploying/proxy_fix.rst")
     doc = corpus_document("flask-docs", entry)
     assert doc.mime == "text/plain" and doc.title == "Tell Flask it is Behind a Proxy"
     assert doc.text.startswith("Tell Flask it is Behind a Proxy\n\n") and ":doc:`werkzeug:middleware/proxy_fix`" in doc.text
+
+
+def test_the_pdf_manuals_are_small_licensed_pdfs_whose_answers_are_on_their_gold_pages():
+    directory = DATASETS / "pdf-manuals"
+    assert not (directory / "corpus.jsonl").exists()  # the files are the corpus
+    files = sorted((directory / FILES_DIR).iterdir())
+    assert files and all(path.suffix == ".pdf" and path.stat().st_size < MAX_FILE_BYTES for path in files)
+    assert (directory / "SOURCES.md").is_file() and any(path.name.startswith("LICENSE") for path in directory.iterdir())
+    pages = _file_pages(directory)
+    gold: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        gold.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert {label["query_id"] for label in labels} == set(gold)
+    for label in labels:
+        assert label["dataset"] == "pdf-manuals" and label["answers"]
+        for answer in label["answers"]:
+            assert any(_normal(answer) in _normal(pages[page]) for page in gold[label["query_id"]]), (label, answer)
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():
