@@ -3,11 +3,14 @@
 Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+  python bench/datasets/build_docs_corpus.py starlette STARLETTE_GIT_DIR [--commit REV] [--out bench/datasets/starlette-docs]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
+Starlette's pages mostly have no ``#`` heading (they take their navigation title), and its mkdocstrings
+"API Reference" blocks (rendered from the code's docstrings, not written in the page) are left out.
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
@@ -48,6 +51,19 @@ FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pa
     "advanced/index.md", "advanced/security/index.md", "how-to/index.md", "how-to/testing-database.md",
     "deployment/cloud.md", "how-to/general.md",
 })
+STARLETTE_DOCS = "docs/"
+STARLETTE_NAV_TITLES = {  # mkdocs.yml's nav at the pinned commit
+    "index.md": "Introduction", "applications.md": "Applications", "requests.md": "Requests",
+    "responses.md": "Responses", "websockets.md": "WebSockets", "routing.md": "Routing", "endpoints.md": "Endpoints",
+    "middleware.md": "Middleware", "staticfiles.md": "Static Files", "templates.md": "Templates",
+    "database.md": "Database", "graphql.md": "GraphQL", "authentication.md": "Authentication",
+    "schemas.md": "API Schemas", "lifespan.md": "Lifespan", "background.md": "Background Tasks",
+    "server-push.md": "Server Push", "exceptions.md": "Exceptions", "config.md": "Configuration",
+    "threadpool.md": "Thread Pool", "testclient.md": "Test Client", "release-notes.md": "Release Notes",
+    "third-party-packages.md": "Third Party Packages", "contributing.md": "Contributing",
+}
+"""Every page kept (``sponsorship.md``, the funding appeal, is left out)."""
+_API_REFERENCE = re.compile(r'^[?!]{3}\+?\s+abstract\s+"API Reference"\s*$')
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
@@ -132,6 +148,37 @@ def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
 
 
+def strip_api_reference(text: str) -> str:
+    """The page without its ``??? abstract "API Reference"`` blocks (an indented ``::: module.Class`` directive)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        if _API_REFERENCE.match(line):
+            skipping = True
+            continue
+        if skipping and (not line.strip() or line[:1] in " \t"):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def build_starlette(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """The kept pages of a Starlette repository (a bare git directory) at ``commit``."""
+    def read(path: str) -> str:
+        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True, text=True).stdout
+
+    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", commit, STARLETTE_DOCS],
+                           check=True, capture_output=True, text=True).stdout.split()
+    pages = sorted(name[len(STARLETTE_DOCS):] for name in names if name.endswith(".md"))
+    missing = set(STARLETTE_NAV_TITLES) - set(pages)
+    if missing:
+        raise SystemExit(f"pages missing at {commit}: {sorted(missing)}")
+    return [page_entry(page, strip_api_reference(read(STARLETTE_DOCS + page)), STARLETTE_NAV_TITLES[page])
+            for page in pages if page in STARLETTE_NAV_TITLES]
+
+
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
     """Write ``corpus.jsonl`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -143,15 +190,17 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi: a (bare) git directory")
-    parser.add_argument("--commit", default="HEAD", help="fastapi: the revision to read")
+    parser.add_argument("site", choices=("httpx", "fastapi", "starlette"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, starlette: a (bare) git directory")
+    parser.add_argument("--commit", default="HEAD", help="fastapi, starlette: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
-    else:
+    elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
+    else:
+        write_corpus(build_starlette(args.source, args.commit), args.out or HERE / "starlette-docs")
 
 
 if __name__ == "__main__":

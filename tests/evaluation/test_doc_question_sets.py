@@ -1,15 +1,17 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI): well formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Starlette): well formed, split, loadable.
 
 Each set is BEIR-shaped: corpus.jsonl (one Markdown page per line, ``"mime": "text/markdown"``),
 queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged page exists, every question is judged in
 exactly one of dev (for tuning) and test (held out), alternating by sorted id, and the Markdown pages
-are chunked as Markdown (with header paths) when the evaluation ingests them.
+are chunked as Markdown (with header paths) when the evaluation ingests them. A set with an
+``answers.json`` labels every question with answering sentences found in its judged pages' reading text.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,12 +19,15 @@ import pytest
 
 from ragstream import Ragstream, load_config
 from ragstream.documents.chunkers import chunk_document
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 from ragstream.errors import UnsupportedFileTypeError
 from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "starlette-docs": "s"}
+ANSWERED_SETS = sorted(name for name in SETS if (DATASETS / name / "answers.json").is_file())
 MIN_QUESTIONS = 48
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
 SPLITS = ("dev", "test")
 
 
@@ -77,6 +82,27 @@ def test_the_corpus_is_markdown_pages_with_their_licence(name: str):
         assert entry["title"].strip() and entry["text"].strip()
     assert (directory / "SOURCES.md").is_file()
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
+
+
+def _normal(text: str) -> str:
+    """Compared as bench/extractive_sentences.py compares: without case, punctuation or spacing."""
+    return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
+
+
+@pytest.mark.parametrize("name", ANSWERED_SETS)
+def test_every_question_has_answering_sentences_from_its_judged_pages(name: str):
+    directory = DATASETS / name
+    reading = {entry["_id"]: _normal(" ".join(readable_sentences(CODE_BLOCK.sub("", entry["text"]))))
+               for entry in _corpus(directory)}
+    judged: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        judged.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert sorted(label["query_id"] for label in labels) == sorted(judged)
+    for label in labels:
+        assert label["dataset"] == name and label["answers"], label["query_id"]
+        for sentence in label["answers"]:
+            assert any(_normal(sentence) in reading[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():
