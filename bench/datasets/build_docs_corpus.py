@@ -137,14 +137,17 @@ def _select_lines(source: str, args: str) -> str:
     return "\n".join(chosen)
 
 
+def _git(git_dir: Path, *args: str) -> str:
+    """The output of a git command on the (bare) repository ``git_dir``."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
+
+
 def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     """The kept English pages of a FastAPI repository (a bare git directory) at ``commit``."""
     def read(path: str) -> str:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
+        return _git(git_dir, "show", f"{commit}:{path}")
 
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS],
-                           check=True, capture_output=True, text=True).stdout.split("\n")
+    names = _git(git_dir, "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS).split("\n")
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
 
 
@@ -165,17 +168,13 @@ def strip_api_reference(text: str) -> str:
 
 def build_starlette(git_dir: Path, commit: str) -> list[dict[str, str]]:
     """The kept pages of a Starlette repository (a bare git directory) at ``commit``."""
-    def read(path: str) -> str:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
-
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", commit, STARLETTE_DOCS],
-                           check=True, capture_output=True, text=True).stdout.split()
+    names = _git(git_dir, "ls-tree", "--name-only", commit, STARLETTE_DOCS).split()
     pages = sorted(name[len(STARLETTE_DOCS):] for name in names if name.endswith(".md"))
     missing = set(STARLETTE_NAV_TITLES) - set(pages)
     if missing:
         raise SystemExit(f"pages missing at {commit}: {sorted(missing)}")
-    return [page_entry(page, strip_api_reference(read(STARLETTE_DOCS + page)), STARLETTE_NAV_TITLES[page])
+    return [page_entry(page, strip_api_reference(_git(git_dir, "show", f"{commit}:{STARLETTE_DOCS}{page}")),
+                       STARLETTE_NAV_TITLES[page])
             for page in pages if page in STARLETTE_NAV_TITLES]
 
 
