@@ -5,6 +5,7 @@ Usage:
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
   python bench/datasets/build_docs_corpus.py flask   FLASK_GIT_DIR   [--commit REV] [--out bench/datasets/flask-docs]
   python bench/datasets/build_docs_corpus.py pdf-manuals UTHASH_GIT_DIR [--out bench/datasets/pdf-manuals]
+  python bench/datasets/build_docs_corpus.py starlette STARLETTE_GIT_DIR [--commit REV] [--out bench/datasets/starlette-docs]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
 Flask's pages are reST, kept as written (directives, roles, underlined titles); ragstream reads reST as plain
@@ -14,6 +15,8 @@ FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` incl
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
 pdf-manuals has no corpus.jsonl: its PDFs go to ``files/`` as they are (ragstream reads them itself), each
 taken from its repository at a fixed commit and checked against its sha256.
+Starlette's pages mostly have no ``#`` heading (they take their navigation title), and its mkdocstrings
+"API Reference" blocks (rendered from the code's docstrings, not written in the page) are left out.
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
@@ -66,6 +69,19 @@ PDF_MANUALS = {  # file name in files/ -> (upstream path, commit, sha256)
     "uthash-userguide.pdf": ("doc/userguide.pdf", "fcaf9de7dfc6268a79c69410f8c9e1e3da86da85",
                              "0aa5f6aea10cad040645ef0af19f241610fc26aae5315d5b03a5c6da75f601b6"),
 }
+STARLETTE_DOCS = "docs/"
+STARLETTE_NAV_TITLES = {  # mkdocs.yml's nav at the pinned commit
+    "index.md": "Introduction", "applications.md": "Applications", "requests.md": "Requests",
+    "responses.md": "Responses", "websockets.md": "WebSockets", "routing.md": "Routing", "endpoints.md": "Endpoints",
+    "middleware.md": "Middleware", "staticfiles.md": "Static Files", "templates.md": "Templates",
+    "database.md": "Database", "graphql.md": "GraphQL", "authentication.md": "Authentication",
+    "schemas.md": "API Schemas", "lifespan.md": "Lifespan", "background.md": "Background Tasks",
+    "server-push.md": "Server Push", "exceptions.md": "Exceptions", "config.md": "Configuration",
+    "threadpool.md": "Thread Pool", "testclient.md": "Test Client", "release-notes.md": "Release Notes",
+    "third-party-packages.md": "Third Party Packages", "contributing.md": "Contributing",
+}
+"""Every page kept (``sponsorship.md``, the funding appeal, is left out)."""
+_API_REFERENCE = re.compile(r'^[?!]{3}\+?\s+abstract\s+"API Reference"\s*$')
 _STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
 _BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
 _LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
@@ -139,6 +155,11 @@ def _select_lines(source: str, args: str) -> str:
     return "\n".join(chosen)
 
 
+def _git(git_dir: Path, *args: str) -> str:
+    """The output of a git command on the (bare) repository ``git_dir``."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
+
+
 def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     """The kept English pages of a FastAPI repository (a bare git directory) at ``commit``."""
     def read(path: str) -> str:
@@ -176,11 +197,6 @@ def build_flask(git_dir: Path, commit: str) -> list[dict[str, str]]:
     return entries
 
 
-def _git(git_dir: Path, *args: str) -> str:
-    """The output of one git command on ``git_dir``."""
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
-
-
 def write_pdf_manuals(git_dir: Path, out: Path) -> None:
     """Copy the manuals of :data:`PDF_MANUALS` from a (bare) git directory of their repository into ``out/files``."""
     files = out / "files"
@@ -194,6 +210,33 @@ def write_pdf_manuals(git_dir: Path, out: Path) -> None:
         print(f"{files / name}: {len(data)} bytes")
 
 
+def strip_api_reference(text: str) -> str:
+    """The page without its ``??? abstract "API Reference"`` blocks (an indented ``::: module.Class`` directive)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        if _API_REFERENCE.match(line):
+            skipping = True
+            continue
+        if skipping and (not line.strip() or line[:1] in " \t"):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def build_starlette(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """The kept pages of a Starlette repository (a bare git directory) at ``commit``."""
+    names = _git(git_dir, "ls-tree", "--name-only", commit, STARLETTE_DOCS).split()
+    pages = sorted(name[len(STARLETTE_DOCS):] for name in names if name.endswith(".md"))
+    missing = set(STARLETTE_NAV_TITLES) - set(pages)
+    if missing:
+        raise SystemExit(f"pages missing at {commit}: {sorted(missing)}")
+    return [page_entry(page, strip_api_reference(_git(git_dir, "show", f"{commit}:{STARLETTE_DOCS}{page}")),
+                       STARLETTE_NAV_TITLES[page])
+            for page in pages if page in STARLETTE_NAV_TITLES]
+
+
 def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
     """Write ``corpus.jsonl`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -205,10 +248,10 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi", "flask", "pdf-manuals"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask, pdf-manuals: a (bare) "
-                        "git directory (uthash's for pdf-manuals)")
-    parser.add_argument("--commit", default="HEAD", help="fastapi, flask: the revision to read")
+    parser.add_argument("site", choices=("httpx", "fastapi", "flask", "starlette", "pdf-manuals"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask, starlette, pdf-manuals: "
+                        "a (bare) git directory (uthash's for pdf-manuals)")
+    parser.add_argument("--commit", default="HEAD", help="fastapi, flask, starlette: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.site == "pdf-manuals":
@@ -217,6 +260,8 @@ def main() -> None:
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
     elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
+    elif args.site == "starlette":
+        write_corpus(build_starlette(args.source, args.commit), args.out or HERE / "starlette-docs")
     else:
         write_corpus(build_flask(args.source, args.commit), args.out or HERE / "flask-docs")
 

@@ -1,5 +1,6 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask, PDF manuals): well formed, split,
-loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask, Starlette, PDF
+manuals): well formed,
+split, loadable.
 
 Each set is BEIR-shaped: corpus.jsonl (one page per line: Markdown pages with ``"mime": "text/markdown"``,
 Flask's reST pages with ``"mime": "text/plain"``, as ragstream reads reST) or, for the PDF manuals, the PDFs in
@@ -23,18 +24,21 @@ import pytest
 from ragstream import Ragstream, load_config
 from ragstream.documents import load_file
 from ragstream.documents.chunkers import chunk_document
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 from ragstream.errors import UnsupportedFileTypeError
 from ragstream.evaluation.beir import DOC_ID_KEY, FILES_DIR, PAGE_MARK, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl", "pdf-manuals": "m"}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl", "starlette-docs": "s",
+        "pdf-manuals": "m"}
 PAGE_FORMATS = {"httpx-docs": (".md", "text/markdown"), "fastapi-docs": (".md", "text/markdown"),
-                "flask-docs": (".rst", "text/plain")}
+                "flask-docs": (".rst", "text/plain"), "starlette-docs": (".md", "text/markdown")}
 """Each corpus set's page suffix and corpus mime: ragstream reads reST as plain text (no reST loader)."""
 MARKDOWN_SETS = sorted(name for name in SETS if not (DATASETS / name / FILES_DIR).is_dir())
 """The sets whose pages are lines of corpus.jsonl (the others are a folder of files, read as files)."""
 MAX_FILE_BYTES = 3_000_000
 MIN_QUESTIONS = 48
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
 SPLITS = ("dev", "test")
 
 
@@ -116,7 +120,9 @@ def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
 @pytest.mark.parametrize("name", [name for name in MARKDOWN_SETS if (DATASETS / name / "answers.json").is_file()])
 def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: str):
     directory = DATASETS / name
-    text = {entry["_id"]: _normal(entry["text"]) for entry in _corpus(directory)}
+    # a sentence as written (reST pages) or as read (Markdown: link text without its address)
+    text = {entry["_id"]: _normal(entry["text"]) + " | " + _normal(" ".join(readable_sentences(CODE_BLOCK.sub("", entry["text"]))))
+            for entry in _corpus(directory)}
     judged: dict[str, set[str]] = {}
     for query, page, _ in _qrels(directory, "all"):
         judged.setdefault(query, set()).add(page)
