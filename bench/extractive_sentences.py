@@ -88,7 +88,7 @@ def main() -> None:
         asked = dict(dataset.queries) if args.all_questions else {q: dataset.queries[q] for q in wanted}
         with tempfile.TemporaryDirectory(prefix="ragstream-extractive-") as scratch:
             with Ragstream(load_config(data_dir=Path(scratch))) as rs:
-                rs.ingest_documents(dataset.documents())
+                rs.ingest_documents(dataset.documents(rs.config))
             print(f"{name}: indexed {len(wanted)} labelled questions' corpus", file=sys.stderr)
             runs = {mode: ask_all(Path(scratch), asked, mode == "on") for mode in ("off", "on")}
         summary: dict[str, Any] = {"questions": len(wanted), "changed": {}}

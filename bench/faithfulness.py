@@ -56,10 +56,10 @@ from ragstream import Ragstream, load_config
 from ragstream.answer.citations import CitationResolver
 from ragstream.answer.confidence import calculate_confidence, with_support
 from ragstream.answer.models import Confidence, DocumentChunk, SentenceSupport
+from ragstream.answer.sentence_support.checker import SupportChecker, SupportModels, passage_units
+from ragstream.answer.sentence_support.sentences import AnswerSentence, split_answer
+from ragstream.answer.sentence_support.signals import Mention, entities, negated, number_values, numbers
 from ragstream.config import RagstreamConfig
-from ragstream.sentence_support.checker import SupportChecker, SupportModels, passage_units
-from ragstream.sentence_support.sentences import AnswerSentence, split_answer
-from ragstream.sentence_support.signals import Mention, entities, negated, number_values, numbers
 
 FOLDER = Path(__file__).resolve().parent / "datasets" / "faithfulness"
 DEFAULT_CACHE = FOLDER / "answers.jsonl"

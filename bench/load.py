@@ -45,7 +45,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "markdown_docs"
 SERVE = "from ragstream.cli import app; app()"
-SERVE_WITH_HASH_EMBEDDER = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import hash_embedder; "
+SERVE_WITH_HASH_EMBEDDER = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); from support import hash_embedder; "
                             "hash_embedder.install_as_default(); " + SERVE)
 STARTUP_SECONDS = 300.0
 REQUEST_TIMEOUT = httpx.Timeout(300.0)

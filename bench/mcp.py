@@ -52,7 +52,8 @@ REPO = BENCH.parent
 
 SAMPLES = REPO / "ragstream" / "samples" / "docs"
 CLI = "from ragstream.cli import app; app()"
-HASH_EMBEDDER = f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import hash_embedder; hash_embedder.install_as_default(); "
+HASH_EMBEDDER = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); from support import hash_embedder; "
+                 "hash_embedder.install_as_default(); ")
 STARTUP_SECONDS = 300.0
 TIMEOUT_SECONDS = 300.0
 QUESTIONS = (

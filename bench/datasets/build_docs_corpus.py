@@ -3,20 +3,30 @@
 Usage:
   python bench/datasets/build_docs_corpus.py httpx   HTTPX_DOCS_DIR  [--out bench/datasets/httpx-docs]
   python bench/datasets/build_docs_corpus.py fastapi FASTAPI_GIT_DIR [--commit REV] [--out bench/datasets/fastapi-docs]
+  python bench/datasets/build_docs_corpus.py flask   FLASK_GIT_DIR   [--commit REV] [--out bench/datasets/flask-docs]
+  python bench/datasets/build_docs_corpus.py pdf-manuals UTHASH_GIT_DIR [--out bench/datasets/pdf-manuals]
+  python bench/datasets/build_docs_corpus.py starlette STARLETTE_GIT_DIR [--commit REV] [--out bench/datasets/starlette-docs]
   python bench/datasets/build_docs_corpus.py pystdlib CPYTHON_GIT_DIR [--commit REV] [--out bench/datasets/pystdlib-ref]
 
 One corpus line per page: ``{"_id": path under docs/, "title", "text": the page's Markdown, "mime": "text/markdown"}``.
+Flask's pages are reST, kept as written (directives, roles, underlined titles); ragstream reads reST as plain
+text, so their lines say ``"mime": "text/plain"`` and the title is the page's first underlined section title.
 The title is the page's first ``#`` heading; httpx pages without one take their MkDocs navigation title.
 FastAPI's ``{* ../../docs_src/file.py ln[..] hl[..] *}`` and ``{! file !}`` include directives are replaced
 by the included file (only the ``ln`` lines when given), as the rendered site shows it.
-The Python standard library pages are reST, kept unchanged as ``text/plain`` (how ragstream reads a ``.rst``
-file: it has no reST reader); their title is the first reST heading with its roles read as their text.
+pdf-manuals has no corpus.jsonl: its PDFs go to ``files/`` as they are (ragstream reads them itself), each
+taken from its repository at a fixed commit and checked against its sha256.
+Starlette's pages mostly have no ``#`` heading (they take their navigation title), and its mkdocstrings
+"API Reference" blocks (rendered from the code's docstrings, not written in the page) are left out.
+The Python standard library pages (pystdlib) are reST too, kept unchanged as ``text/plain``; their title is the
+first section title with its roles read as their text (``:mod:`shutil` --- ...`` -> ``shutil — ...``).
 Queries and qrels are written by hand (queries.jsonl, qrels/): this script never touches them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -52,9 +62,13 @@ FASTAPI_SKIPPED = frozenset({  # section pages that are mostly links to other pa
     "advanced/index.md", "advanced/security/index.md", "how-to/index.md", "how-to/testing-database.md",
     "deployment/cloud.md", "how-to/general.md",
 })
-_STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
-_BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
-_LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
+FLASK_DOCS = "docs/"
+FLASK_SKIPPED = frozenset({  # the changelog and licence (included files), a link-only page, and obsolete stubs
+    "changes.rst", "license.rst", "contributing.rst", "reqcontext.rst", "patterns/jquery.rst", "deploying/eventlet.rst",
+})
+PLAIN_MIME = "text/plain"
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1+[ \t]*$")
+_RST_ROLE = re.compile(r":[\w:.-]+:`(?:[^`<]*<)?~?!?(?P<target>[^`>]*)>?`")
 PYSTDLIB_DOCS = "Doc/library/"
 PYSTDLIB_PAGES = (  # long reference pages of related modules: files, processes, text, data, time, logging
     "os", "os.path", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "io", "subprocess", "threading",
@@ -64,9 +78,26 @@ PYSTDLIB_PAGES = (  # long reference pages of related modules: files, processes,
     "multiprocessing", "concurrent.futures", "asyncio-subprocess", "queue", "filecmp", "stat", "fileinput",
     "gzip", "configparser", "pickle", "calendar", "textwrap", "contextlib", "logging.config", "functions",
 )
-PLAIN_MIME = "text/plain"
-_RST_MIN_RULE = 3  # the shortest underline taken for a section title
-_RST_ROLE = re.compile(r":[\w:.-]+:`(?:[^`<]*<)?~?!?(?P<target>[^`>]*)>?`")
+PDF_MANUALS = {  # file name in files/ -> (upstream path, commit, sha256)
+    "uthash-userguide.pdf": ("doc/userguide.pdf", "fcaf9de7dfc6268a79c69410f8c9e1e3da86da85",
+                             "0aa5f6aea10cad040645ef0af19f241610fc26aae5315d5b03a5c6da75f601b6"),
+}
+STARLETTE_DOCS = "docs/"
+STARLETTE_NAV_TITLES = {  # mkdocs.yml's nav at the pinned commit
+    "index.md": "Introduction", "applications.md": "Applications", "requests.md": "Requests",
+    "responses.md": "Responses", "websockets.md": "WebSockets", "routing.md": "Routing", "endpoints.md": "Endpoints",
+    "middleware.md": "Middleware", "staticfiles.md": "Static Files", "templates.md": "Templates",
+    "database.md": "Database", "graphql.md": "GraphQL", "authentication.md": "Authentication",
+    "schemas.md": "API Schemas", "lifespan.md": "Lifespan", "background.md": "Background Tasks",
+    "server-push.md": "Server Push", "exceptions.md": "Exceptions", "config.md": "Configuration",
+    "threadpool.md": "Thread Pool", "testclient.md": "Test Client", "release-notes.md": "Release Notes",
+    "third-party-packages.md": "Third Party Packages", "contributing.md": "Contributing",
+}
+"""Every page kept (``sponsorship.md``, the funding appeal, is left out)."""
+_API_REFERENCE = re.compile(r'^[?!]{3}\+?\s+abstract\s+"API Reference"\s*$')
+_STAR_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<args>.*?)\*\}[ \t]*$")
+_BANG_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{!>?[ \t]*(?P<path>[^!\s][^!]*?)[ \t]*!\}[ \t]*$")
+_LINES_ARG = re.compile(r"\bln\[(?P<spans>[\d:,\s]+)\]")
 _FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".html": "jinja", ".css": "css", ".toml": "toml"}
 
 
@@ -137,39 +168,101 @@ def _select_lines(source: str, args: str) -> str:
     return "\n".join(chosen)
 
 
+def _git(git_dir: Path, *args: str) -> str:
+    """The output of a git command on the (bare) repository ``git_dir``."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True).stdout
+
+
 def build_fastapi(git_dir: Path, commit: str) -> list[dict[str, str]]:
     """The kept English pages of a FastAPI repository (a bare git directory) at ``commit``."""
     def read(path: str) -> str:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
+        return _git(git_dir, "show", f"{commit}:{path}")
 
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS],
-                           check=True, capture_output=True, text=True).stdout.split("\n")
+    names = _git(git_dir, "ls-tree", "-r", "--name-only", commit, FASTAPI_DOCS).split("\n")
     return [page_entry(page, inline_includes(read(FASTAPI_DOCS + page), read)) for page in fastapi_pages(names)]
 
 
 def rst_title(text: str) -> str | None:
-    """The first reST section title (a line underlined, perhaps overlined, by ``=``, ``*`` or ``-``), roles as text."""
+    """The first section title of a reST page: a text line underlined (and maybe overlined) by punctuation."""
     lines = text.split("\n")
-    for line, under in pairwise(lines):
-        rule = under.strip()
-        if line.strip() and not line.startswith((" ", "..")) and len(rule) >= _RST_MIN_RULE and set(rule) <= set("=*-#"):
-            title = _RST_ROLE.sub(lambda m: m["target"], line.strip())
-            return title.replace("\\ ", "").replace(" --- ", " — ")  # "\ " only separates markup from text
+    for line, below in pairwise(lines):
+        title = line.strip()
+        if not title or _RST_UNDERLINE.match(line) or not _RST_UNDERLINE.match(below):
+            continue
+        field = line.startswith(":") and not _RST_ROLE.match(line)  # ":orphan:", not ":mod:`os` --- ..."
+        if len(below.rstrip()) >= len(title) and not line.startswith((" ", "\t", "..")) and not field:
+            return title
     return None
 
 
+def build_flask(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """Every reST page under Flask's ``docs/`` at ``commit`` but :data:`FLASK_SKIPPED`, its text as written."""
+    names = _git(git_dir, "ls-tree", "-r", "--name-only", commit, FLASK_DOCS).split("\n")
+    pages = sorted(name[len(FLASK_DOCS):] for name in names if name.endswith(".rst"))
+    entries = []
+    for page in pages:
+        if page in FLASK_SKIPPED:
+            continue
+        text = _git(git_dir, "show", f"{commit}:{FLASK_DOCS}{page}")
+        title = rst_title(text)
+        if not title:
+            raise SystemExit(f"{page}: no section title")
+        entries.append({"_id": page, "title": title, "text": text, "mime": PLAIN_MIME})
+    return entries
+
+
+def write_pdf_manuals(git_dir: Path, out: Path) -> None:
+    """Copy the manuals of :data:`PDF_MANUALS` from a (bare) git directory of their repository into ``out/files``."""
+    files = out / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    for name, (path, commit, sha256) in PDF_MANUALS.items():
+        data = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                              check=True, capture_output=True).stdout  # bytes: _git decodes text
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise SystemExit(f"{commit}:{path}: sha256 differs from the one the questions were judged on")
+        (files / name).write_bytes(data)
+        print(f"{files / name}: {len(data)} bytes")
+
+
+def strip_api_reference(text: str) -> str:
+    """The page without its ``??? abstract "API Reference"`` blocks (an indented ``::: module.Class`` directive)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        if _API_REFERENCE.match(line):
+            skipping = True
+            continue
+        if skipping and (not line.strip() or line[:1] in " \t"):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def build_starlette(git_dir: Path, commit: str) -> list[dict[str, str]]:
+    """The kept pages of a Starlette repository (a bare git directory) at ``commit``."""
+    names = _git(git_dir, "ls-tree", "--name-only", commit, STARLETTE_DOCS).split()
+    pages = sorted(name[len(STARLETTE_DOCS):] for name in names if name.endswith(".md"))
+    missing = set(STARLETTE_NAV_TITLES) - set(pages)
+    if missing:
+        raise SystemExit(f"pages missing at {commit}: {sorted(missing)}")
+    return [page_entry(page, strip_api_reference(_git(git_dir, "show", f"{commit}:{STARLETTE_DOCS}{page}")),
+                       STARLETTE_NAV_TITLES[page])
+            for page in pages if page in STARLETTE_NAV_TITLES]
+
+
 def build_pystdlib(git_dir: Path, commit: str) -> list[dict[str, str]]:
-    """The chosen ``Doc/library/*.rst`` reference pages of a CPython repository at ``commit``, reST unchanged."""
+    """The :data:`PYSTDLIB_PAGES` of a CPython repository at ``commit``, reST unchanged, titles without markup."""
     entries = []
     for name in PYSTDLIB_PAGES:
         path = f"{PYSTDLIB_DOCS}{name}.rst"
-        text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
+        text = _git(git_dir, "show", f"{commit}:{path}")
         title = rst_title(text)
         if not title:
-            raise SystemExit(f"{path}: no reST section title")
-        entries.append({"_id": path[len("Doc/"):], "title": title, "text": text, "mime": PLAIN_MIME})
+            raise SystemExit(f"{path}: no section title")
+        plain = _RST_ROLE.sub(lambda match: match["target"], title)
+        plain = plain.replace("\\ ", "").replace(" --- ", " \u2014 ")  # "\ " only separates markup from text
+        entries.append({"_id": path[len("Doc/"):], "title": plain, "text": text, "mime": PLAIN_MIME})
     return entries
 
 
@@ -184,17 +277,24 @@ def write_corpus(entries: list[dict[str, str]], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", choices=("httpx", "fastapi", "pystdlib"))
-    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, pystdlib: a (bare) git directory")
-    parser.add_argument("--commit", default="HEAD", help="fastapi, pystdlib: the revision to read")
+    parser.add_argument("site", choices=("httpx", "fastapi", "flask", "starlette", "pdf-manuals", "pystdlib"))
+    parser.add_argument("source", type=Path, help="httpx: its docs/ folder; fastapi, flask, starlette, pdf-manuals, "
+                        "pystdlib: a (bare) git directory (uthash's for pdf-manuals, CPython's for pystdlib)")
+    parser.add_argument("--commit", default="HEAD", help="fastapi, flask, starlette, pystdlib: the revision to read")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    if args.site == "httpx":
+    if args.site == "pdf-manuals":
+        write_pdf_manuals(args.source, args.out or HERE / "pdf-manuals")
+    elif args.site == "httpx":
         write_corpus(build_httpx(args.source), args.out or HERE / "httpx-docs")
     elif args.site == "fastapi":
         write_corpus(build_fastapi(args.source, args.commit), args.out or HERE / "fastapi-docs")
-    else:
+    elif args.site == "starlette":
+        write_corpus(build_starlette(args.source, args.commit), args.out or HERE / "starlette-docs")
+    elif args.site == "pystdlib":
         write_corpus(build_pystdlib(args.source, args.commit), args.out or HERE / "pystdlib-ref")
+    else:
+        write_corpus(build_flask(args.source, args.commit), args.out or HERE / "flask-docs")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Chunks below ``min_relevance`` are dropped, at most ``max_chunks`` kept; ``meets
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -29,6 +30,7 @@ from ragstream.models import Chunk, QuestionScope, SearchResult
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
 
+logger = logging.getLogger("ragstream.answer")
 T = TypeVar("T")
 SearchFn = Callable[..., SearchResult]
 EmbedFn = Callable[[str], np.ndarray]
@@ -71,7 +73,7 @@ def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
 
 
 class Retriever:
-    """Runs the retrieve over ``search`` (``Ragstream.search``) with a timeout."""
+    """Runs the retrieve over ``search`` (``Ragstream.search``) with a bounded wait."""
 
     def __init__(self, search: SearchFn, embed_query: EmbedFn, config: AnswerConfig, max_query_chars: int) -> None:
         self._search = search
@@ -98,7 +100,7 @@ class Retriever:
         result = run_with_timeout(
             lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector,
                                  snapshot=snapshot, user=user, collections=QuestionScope(collections=collections)),
-            self._config.timeout_seconds,
+            self._config.timeout_seconds, self._config.search_max_wait_seconds,
         )
         scored = [(hit.chunk, relevance(hit.dense_score)) for hit in result.hits]
         scored.sort(key=lambda item: -item[1])
@@ -115,9 +117,10 @@ class Retriever:
         )
 
 
-def run_with_timeout(fn: Callable[[], T], seconds: float) -> T:
-    """``fn()`` in a worker thread; VectorDBUnavailableError when it takes longer than ``seconds``
-    or fails with an error that is not one of ragstream's own."""
+def run_with_timeout(fn: Callable[[], T], slow_seconds: float, max_seconds: float) -> T:
+    """``fn()`` in a worker thread. Still running after ``slow_seconds``, it is logged as slow and waited for, up to
+    ``max_seconds`` in all (a busy store answers slowly rather than fail); VectorDBUnavailableError (logged) past
+    that, or when it fails with an error that is not one of ragstream's own."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -126,14 +129,25 @@ def run_with_timeout(fn: Callable[[], T], seconds: float) -> T:
         except BaseException as error:
             outcome["error"] = error
 
+    bound = max(slow_seconds, max_seconds)
+    started = time.monotonic()
     worker = threading.Thread(target=work, name="ragstream-retrieve", daemon=True)
     worker.start()
-    worker.join(seconds)
+    worker.join(slow_seconds)
+    if worker.is_alive() and bound > slow_seconds:
+        logger.warning("vector search has not answered within %g s (answer.timeout_seconds): the store is slow; "
+                       "still waiting, up to %g s (answer.search_max_wait_seconds)", slow_seconds, bound)
+        worker.join(max(0.0, bound - (time.monotonic() - started)))
     if worker.is_alive():
-        raise VectorDBUnavailableError(f"vector search did not answer within {seconds:g} s")
+        message = f"vector search did not answer within {bound:g} s (answer.search_max_wait_seconds)"
+        logger.warning("retrieve failed: %s", message)
+        raise VectorDBUnavailableError(message)
     error = outcome.get("error")
     if isinstance(error, RagstreamError):
+        if isinstance(error, VectorDBUnavailableError):
+            logger.warning("retrieve failed: the vector store is unavailable: %s", error.message)
         raise error
     if error is not None:
+        logger.warning("retrieve failed: vector search raised %s: %s", type(error).__name__, error)
         raise VectorDBUnavailableError(f"vector search failed: {type(error).__name__}: {error}") from error
     return outcome["value"]

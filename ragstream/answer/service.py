@@ -46,6 +46,8 @@ from ragstream.answer.models import (
     SupportEvent,
 )
 from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
+from ragstream.answer.sentence_support.checker import SupportChecker, SupportModels
+from ragstream.answer.sentence_support.run import SupportRun, finish_support, support_summary
 from ragstream.answer.streaming import citation_payload, done_event, stream_events
 from ragstream.answer.turn import MS, Turn, asked, fragment_reason, llm_calls, llm_reason, tokens_of
 from ragstream.config import RagstreamConfig
@@ -65,8 +67,6 @@ from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.retrieval.searcher import validate_query
-from ragstream.sentence_support.checker import SupportChecker, SupportModels
-from ragstream.sentence_support.run import SupportRun, finish_support, support_summary
 from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstream.answer.models import DocumentChunk
+from ragstream.answer.sentence_support.run import SupportOutcome
 from ragstream.errors import LLMError, VectorDBUnavailableError
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
-from ragstream.sentence_support.run import SupportOutcome
 
 if TYPE_CHECKING:
     from ragstream.providers.llm_client import ChatCompletionResult

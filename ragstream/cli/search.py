@@ -55,7 +55,7 @@ def search(
 
 
 def eval_command(
-    beir: Annotated[Path, typer.Option("--beir", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")],
+    beir: Annotated[Path, typer.Option("--beir", help="BEIR dataset folder (corpus.jsonl or files/, queries.jsonl, qrels/).")],
     split: Annotated[str, typer.Option(help="qrels split to score.")] = "train",
     max_queries: Annotated[int | None, typer.Option(help="Score only the first N queries.")] = None,
     config: ConfigOption = None,

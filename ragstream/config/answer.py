@@ -88,7 +88,12 @@ class AnswerConfig(ConfigSection):
         "embedder (docs/configuration.md).",
     )
     candidates: int = Field(20, description="retrieve(): dense candidates looked at before the threshold.")
-    timeout_seconds: float = Field(10.0, description="retrieve(): VectorDBUnavailableError after this many seconds.")
+    timeout_seconds: float = Field(
+        10.0, gt=0, description="retrieve(): a vector search still running after this many seconds is logged as slow "
+        "(WARNING) and waited for, up to search_max_wait_seconds: a busy store answers slowly rather than fail.")
+    search_max_wait_seconds: float = Field(
+        120.0, gt=0, description="retrieve(): VectorDBUnavailableError (logged) when its vector search has not answered "
+        "after this many seconds (a hung store; load alone stays well within it).")
     cache: RetrievalCacheConfig = RetrievalCacheConfig()
     context_tokens: int = Field(
         2000, ge=1, description="The one context budget: tokens (answering model's tokenizer, or the estimate) "

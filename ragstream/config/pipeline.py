@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
 from ragstream.config.base import ConfigSection
-from ragstream.pipeline.stages import LLMStageKey
+
+LLMStageKey = Literal["a0", "a2", "a3", "a4", "a5"]
+"""The keys of the stages that may call the LLM: the values ``pipeline.llm_stages`` accepts (the stage registry,
+``ragstream.pipeline.stages``, checks at import that its stages' keys are exactly these)."""
 
 
 class PipelineLimits(ConfigSection):

@@ -110,6 +110,13 @@ class StoreConfig(ConfigSection):
     edge_process_start_seconds: float = Field(
         900.0, gt=0, description="qdrant_edge: how long a store process may take to load the shard before it counts as "
         "failed (a million-chunk shard loads in about 15 s on 2 cores).")
+    edge_process_call_seconds: float = Field(
+        120.0, gt=0, description="qdrant_edge: the longest one call waits on a running store process (busy under load, "
+        "or hung) before it fails with vector_db_unavailable (logged); a process that exits fails the call at once. "
+        "Generous: load alone makes calls slow, and a slow answer is still an answer.")
+    edge_process_liveness_seconds: float = Field(
+        1.0, gt=0, description="qdrant_edge: how often a call waiting on the store process checks that it still runs "
+        "(a dead one fails the call then, naming its exit status or signal).")
     edge_process_stop_seconds: float = Field(
         120.0, gt=0, description="qdrant_edge: how long a retired store process may take to finish its calls in flight "
         "and close its shard before it is killed (the shard on disk stays whole: every write was flushed).")

@@ -78,7 +78,7 @@ def find_tables(data: bytes, numbers: list[int], name: str, config: PdfConfig) -
 def _table(height: float, bbox: tuple[float, float, float, float], rows: list[list[str | None]],
            config: PdfConfig) -> PageTable | None:
     """The grid as a table, or None when it is too small or too empty to be one."""
-    from ragstream.documents.office.text import table, trim_grid  # office.text imports the PDF reader (titles)
+    from ragstream.documents.office.text import table, trim_grid
 
     grid = trim_grid([[" ".join((value or "").split()) for value in row] for row in rows])
     if len(grid) < config.table_min_rows or not grid or len(grid[0]) < config.table_min_columns:

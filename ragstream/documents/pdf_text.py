@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError
 
 from ragstream.config.pdf import PdfConfig
+from ragstream.documents.document_titles import is_document_title
 from ragstream.documents.pdf_outline import OutlineEntry, read_outline
 from ragstream.documents.pdf_structure import LineCollector, TextLine, structured_pages
 from ragstream.documents.pdf_tables import FoundTables, find_tables
@@ -42,8 +42,6 @@ class PdfText:
 
 
 # Headings that name a part of a document, never the document.
-_GENERIC_HEADINGS = frozenset({"contents", "table of contents", "abstract", "index", "preface", "summary"})
-_FILE_NAME_TITLE = re.compile(r"(?i)^(?:microsoft \w+ - )?.*\.(?:pdf|docx?|odt|rtf|tex|txt|pptx?|xlsx?)$|^untitled\b")
 _TREE_NODES_PER_PAGE = 2  # a balanced page tree has fewer inner nodes than pages; more is a crafted tree
 
 
@@ -180,11 +178,6 @@ def _pages(reader: PdfReader, markers: Sequence[str], max_chars: int | None, nam
 
 def _tidy(title: str) -> str:
     return " ".join(title.split())
-
-
-def is_document_title(title: str) -> bool:
-    """A title names the document: not empty, not a file name, not a generic heading."""
-    return bool(title) and title.casefold() not in _GENERIC_HEADINGS and not _FILE_NAME_TITLE.match(title)
 
 
 def _open(data: bytes, name: str) -> PdfReader:

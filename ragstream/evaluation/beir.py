@@ -1,4 +1,9 @@
-"""Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), scored with ranx."""
+"""Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), scored with ranx.
+
+A dataset may hold its documents as files instead (a ``files/`` folder, e.g. PDF manuals): they are read by
+ragstream's own loaders, and its corpus ids are ``FILE#pN`` (the file's name, page N) or ``FILE`` (a file read
+without pages), matched against each retrieved chunk's source file name and page.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ from typing import Any
 from ranx import Qrels, Run, evaluate
 
 from ragstream.api import Ragstream
+from ragstream.config import RagstreamConfig, load_config
+from ragstream.documents.loaders import load_file
 from ragstream.documents.markdown_text import MARKDOWN_MIME, first_h1, split_front_matter
 from ragstream.errors import EmbedderUnavailableError, UnsupportedFileTypeError
 from ragstream.models import ChunkMetadata, LoadedDocument, Page, SearchMode
@@ -30,6 +37,9 @@ DOC_ID_KEY = "beir_id"
 PLAIN_MIME = "text/plain"
 CORPUS_MIMES = (PLAIN_MIME, MARKDOWN_MIME)
 """The formats a corpus line's optional ``"mime"`` field may name."""
+FILES_DIR = "files"
+"""A dataset folder's ``files/``: documents ingested as files (their ids ``FILE#pN``), in place of corpus.jsonl."""
+PAGE_MARK = "#p"
 
 
 @dataclass
@@ -40,12 +50,34 @@ class BeirDataset:
     corpus_path: Path
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    files_dir: Path | None = None
+    """Set when the dataset's documents are the files of this folder (see :func:`load_beir`)."""
 
-    def documents(self) -> Iterator[LoadedDocument]:
-        """Corpus entries as documents, ids kept in metadata (see :func:`corpus_document`)."""
+    def documents(self, config: RagstreamConfig | None = None) -> Iterator[LoadedDocument]:
+        """Corpus entries as documents, ids kept in metadata (see :func:`corpus_document`); or, for a dataset
+        of files, each file read by ragstream's loaders under ``config`` (its name kept as the id)."""
+        if self.files_dir is not None:
+            yield from file_documents(self.files_dir, config or load_config())
+            return
         with self.corpus_path.open(encoding="utf-8") as lines:
             for line in lines:
                 yield corpus_document(self.name, json.loads(line))
+
+
+def file_documents(folder: Path, config: RagstreamConfig) -> Iterator[LoadedDocument]:
+    """Every file of ``folder`` (sorted, hidden ones aside) as loaded for ingestion, its name as the corpus id.
+    A file that cannot be read raises its :class:`ragstream.errors.DocumentError`."""
+    root = folder.resolve()
+    for path in sorted(root.iterdir()):
+        if path.is_file() and not path.name.startswith("."):
+            yield load_file(path, config, metadata={DOC_ID_KEY: path.name}, root=str(root))
+
+
+def chunk_corpus_id(meta: ChunkMetadata, *, paged: bool) -> str:
+    """The corpus id a retrieved chunk counts for: its document's id, with ``#pN`` for a chunk of page N when
+    the dataset's ids name pages (a dataset of files)."""
+    doc_id = str(meta.extra.get(DOC_ID_KEY, meta.document_id))
+    return f"{doc_id}{PAGE_MARK}{meta.page}" if paged and meta.page is not None else doc_id
 
 
 def corpus_document(dataset: str, entry: dict[str, Any]) -> LoadedDocument:
@@ -81,7 +113,8 @@ def corpus_document(dataset: str, entry: dict[str, Any]) -> LoadedDocument:
 
 
 def load_beir(directory: Path, split: str) -> BeirDataset:
-    """Read a BEIR dataset; only queries judged in ``split`` are kept."""
+    """Read a BEIR dataset; only queries judged in ``split`` are kept. A ``files/`` folder in ``directory``
+    holds the documents in place of corpus.jsonl."""
     qrels: dict[str, dict[str, int]] = {}
     with (directory / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
@@ -92,7 +125,9 @@ def load_beir(directory: Path, split: str) -> BeirDataset:
             entry = json.loads(line)
             if entry["_id"] in qrels:
                 queries[entry["_id"]] = entry["text"]
-    return BeirDataset(name=directory.name, corpus_path=directory / "corpus.jsonl", queries=queries, qrels=qrels)
+    files = directory / FILES_DIR
+    return BeirDataset(name=directory.name, corpus_path=directory / "corpus.jsonl", queries=queries, qrels=qrels,
+                       files_dir=files if files.is_dir() else None)
 
 
 @dataclass
@@ -111,7 +146,8 @@ def evaluate_retrieval(
     rs: Ragstream, dataset: BeirDataset, *, modes: Sequence[str] = MODES, depth: int = 100, max_queries: int | None = None
 ) -> EvalResult:
     """Ingest the corpus (unchanged documents are skipped) and score every mode on the split."""
-    report = rs.ingest_documents(dataset.documents())
+    report = rs.ingest_documents(dataset.documents(rs.config))
+    paged = dataset.files_dir is not None
     ingest = {
         "seconds": report.duration_seconds,
         "model_seconds": report.embedding_seconds,
@@ -140,11 +176,12 @@ def evaluate_retrieval(
                 sp = rs.run_pipeline(sp, until=RANKING_STAGE)
                 timings.append((time.perf_counter() - started) * 1000)
                 rerank_timings.append((time.perf_counter() - retrieved) * 1000)
-                run[qid] = _document_scores([chunk.metadata for chunk in sp.chunks(sp.views_by_stage[RERANKER.entry])])
+                run[qid] = _document_scores([chunk.metadata for chunk in sp.chunks(sp.views_by_stage[RERANKER.entry])],
+                                           paged=paged)
             else:
                 result = rs.search(text, mode=mode, top_k=depth)  # type: ignore[arg-type]  # end to end
                 timings.append(result.latencies_ms["total"])
-                run[qid] = _document_scores([hit.chunk.metadata for hit in result.hits])
+                run[qid] = _document_scores([hit.chunk.metadata for hit in result.hits], paged=paged)
         scores = evaluate(qrels, Run(run), list(METRICS))
         metrics[mode] = {name: round(float(scores[name]), 4) for name in METRICS}
         latency[mode] = _percentiles(timings)
@@ -161,11 +198,12 @@ def _forget_queries(rs: Ragstream) -> None:
         pass  # the search falls back to BM25 and says so
 
 
-def _document_scores(ranked: Sequence[ChunkMetadata]) -> dict[str, float]:
-    """Ranked chunks -> corpus-document scores (best chunk wins); ranks are kept as strictly decreasing scores."""
+def _document_scores(ranked: Sequence[ChunkMetadata], *, paged: bool = False) -> dict[str, float]:
+    """Ranked chunks -> corpus-document (or page) scores (best chunk wins); ranks are kept as strictly decreasing
+    scores."""
     scores: dict[str, float] = {}
     for meta in ranked:
-        doc_id = str(meta.extra.get(DOC_ID_KEY, meta.document_id))
+        doc_id = chunk_corpus_id(meta, paged=paged)
         if doc_id not in scores:
             scores[doc_id] = float(len(ranked) - len(scores))
     return scores or {"__none__": 0.0}

@@ -228,12 +228,15 @@ class Tools:
 
     async def ask(self, args: AskArguments, who: Principal, progress: Progress) -> AskResult:
         """The cited answer, streamed: progress while the pipeline runs and every
-        ``mcp.progress_every_tokens`` tokens. Cancelled (the client left or cancelled), it closes the
-        stream, which stops the LLM call and keeps the turn marked incomplete, as the SSE endpoint does."""
+        ``mcp.progress_every_tokens`` tokens. The collection names and the caller go to the answer path, which
+        reads the scope inside its retried attempt (as /api/chat does): with the store down the answer comes without
+        retrieval, not as a vector_db_unavailable error; an unknown collection is still collection_not_found.
+        Cancelled (the client left or cancelled), it closes the stream, which stops the LLM call and keeps the turn
+        marked incomplete, as the SSE endpoint does."""
         await progress("retrieving passages and running the pipeline")
-        scope = await anyio.to_thread.run_sync(self._scope, args.collections, who)
         events = await anyio.to_thread.run_sync(  # the first call builds the answer path (models): off the event loop
-            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user, collections=scope))
+            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user,
+                                          collections=args.collections, admin=who.admin))
         done = False
         try:
             result = await self._consume(events, progress)

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from ragstream.config.pipeline import LLMStageKey
+
 Stage = Literal["raw", "preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5"]
 """The lifecycle vocabulary of ``SuperPrompt.stage``, in order (``raw`` before any stage ran)."""
 
 HistoryEntry = Literal["preprocessed", "a2", "retrieval", "reranked", "a3", "a4", "a5", "prompt_builder"]
 """The entry each stage appends to ``SuperPrompt.history_of_stages``, in order."""
 
-LLMStageKey = Literal["a0", "a2", "a3", "a4", "a5"]
-"""The keys of the stages that may call the LLM: the values ``pipeline.llm_stages`` accepts."""
 
 RAW: Stage = "raw"
 """``SuperPrompt.stage`` before any stage ran."""

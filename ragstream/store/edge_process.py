@@ -3,7 +3,7 @@
 qdrant-edge holds Python's GIL while it loads a shard (13 s at a million chunks, docs/scaling.md), and every
 thread of the process that loads it stops meanwhile: HTTP requests, health checks, the event loop. With
 ``store.edge_process`` on, :class:`EdgeProcessStore` keeps the shard in a child process
-(``python -m ragstream.store.edge_process``, a :class:`~ragstream.store.qdrant_edge.QdrantEdgeStore` behind a
+(``python -m ragstream.store.edge_child``, a :class:`~ragstream.store.qdrant_edge.QdrantEdgeStore` behind a
 local socket) and forwards each store call to it. An index build is prepared by that child (its own build child
 indexes a copy, :mod:`hnsw_build`); then a *second* child loads the built copy while the first one keeps
 answering, the pointer file is committed, the store switches to the second child (one reference swap) and the
@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import queue
 import secrets
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +41,11 @@ from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import Chunk
 from ragstream.store import hnsw_build
 from ragstream.store.base import Filters, RankedId, Snapshot
+from ragstream.store.edge_child import AUTHKEY_ENV, READY
 
 logger = logging.getLogger("ragstream.store")
 
-_AUTHKEY_ENV = "RAGSTREAM_EDGE_AUTHKEY"
-_READY = "ready"
 _SOCKET = "edge.sock"
-_CALLS = frozenset({
-    "reopen_writable", "upsert", "delete_generation", "flush", "set_collections", "search_dense", "search_bm25",
-    "rank_dense", "rank_bm25", "fetch", "count", "chunks_of", "points_of", "info", "prepare_build", "read_only",
-})
-"""What a child answers: the store's calls, plus the build's first half and the read-only flag."""
 
 
 class _RetiredError(Exception):
@@ -91,8 +85,9 @@ class _Child:
     """One child process holding the shard, and a pool of connections to it (one call at a time on each)."""
 
     def __init__(self, process: subprocess.Popen[str], address: str, authkey: bytes, scratch: tempfile.TemporaryDirectory[str],
-                 read_only: bool) -> None:
+                 read_only: bool, config: StoreConfig) -> None:
         self.process = process
+        self._config = config
         self.read_only = read_only
         self._address = address
         self._authkey = authkey
@@ -109,44 +104,120 @@ class _Child:
         authkey = secrets.token_bytes(32)
         spec = {"path": str(path), "dimensions": dimensions, "config": config.model_dump(mode="json"),
                 "read_only": read_only, "folder": str(folder) if folder else None, "address": address}
-        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_process", json.dumps(spec)],
+        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_child", json.dumps(spec)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env={**os.environ, _AUTHKEY_ENV: authkey.hex()})
+                                   env={**os.environ, AUTHKEY_ENV: authkey.hex()})
         line = _first_line(process, config.edge_process_start_seconds)
-        if not line.startswith(_READY):
+        if not line.startswith(READY):
+            try:  # it said why and exits, or it closed its output as it died: its end is known within a liveness check
+                ended = f"it {_ending(process.wait(timeout=config.edge_process_liveness_seconds))}"
+            except subprocess.TimeoutExpired:
+                ended = (f"it was not ready within {config.edge_process_start_seconds:g} s "
+                         "(store.edge_process_start_seconds) and was killed")
             process.kill()
             _, errors = process.communicate()
             scratch.cleanup()
             detail = (line or errors).strip()[-500:]
-            raise VectorDBUnavailableError(f"the store process did not open the index at {folder or path}: {detail}")
+            message = f"the store process did not open the index at {folder or path}: {ended}"
+            message += f": {detail}" if detail else ""
+            logger.warning("%s", message)
+            raise VectorDBUnavailableError(message)
         assert process.stderr is not None and process.stdout is not None
         for stream in (process.stdout, process.stderr):
             threading.Thread(target=_relay_log, args=(stream,), daemon=True).start()
-        return cls(process, address, authkey, scratch, read_only=line.split()[1] == "1")
+        return cls(process, address, authkey, scratch, read_only=line.split()[1] == "1", config=config)
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def call(self, method: str, *args: Any) -> Any:
-        """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping)."""
+        """``method(*args)`` on the child's store; its exceptions raised here (:class:`_RetiredError` once it is stopping).
+
+        A busy child is waited for, up to ``store.edge_process_call_seconds``; one that exits meanwhile fails the call
+        at once. Either failure is a VectorDBUnavailableError, logged with its reason."""
         with self._in_flight.call():
+            waited_until = time.monotonic() + self._config.edge_process_call_seconds
             try:
                 try:
                     connection = self._idle.get_nowait()
                 except queue.Empty:
-                    connection = Client(self._address, authkey=self._authkey)
+                    connection = self._connect(method, waited_until)
                 try:
                     connection.send((method, args))
-                    status, value = connection.recv()
+                    status, value = self._reply(connection, method, waited_until)
                 except BaseException:
-                    connection.close()
+                    connection.close()  # an abandoned call's late answer must not be read as the next call's
                     raise
                 self._idle.put(connection)
             except (OSError, EOFError) as error:
-                raise VectorDBUnavailableError(f"the store process is not answering ({error})") from error
+                raise self._failed(method, f"{self._end()} ({type(error).__name__}: {error})") from error
         if status == "error":
             raise value
         return value
+
+    def _connect(self, method: str, waited_until: float) -> Connection:
+        """A new connection to the child. Its handshake needs the child's answers, so it runs on a thread of its own,
+        waited for as a call is (:meth:`_wait`); a connection made after its caller gave up is closed."""
+        made = threading.Event()
+        lock = threading.Lock()
+        outcome: dict[str, Any] = {}
+
+        def connect() -> None:
+            try:
+                result: Connection | BaseException = Client(self._address, authkey=self._authkey)
+            except BaseException as error:
+                result = error
+            with lock:
+                if outcome.get("abandoned"):
+                    if isinstance(result, Connection):
+                        result.close()
+                    return
+                outcome["result"] = result
+            made.set()
+
+        threading.Thread(target=connect, name="ragstream-edge-connect", daemon=True).start()
+        try:
+            self._wait(made.wait, method, waited_until)
+        except VectorDBUnavailableError:
+            with lock:
+                outcome["abandoned"] = True
+                if isinstance(outcome.get("result"), Connection):
+                    outcome["result"].close()
+            raise
+        result = outcome["result"]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _reply(self, connection: Connection, method: str, waited_until: float) -> Any:
+        """The child's answer on ``connection``, waited for as a call is (:meth:`_wait`)."""
+        self._wait(connection.poll, method, waited_until)
+        return connection.recv()
+
+    def _wait(self, ready: Callable[[float], bool], method: str, waited_until: float) -> None:
+        """Until ``ready(timeout)`` while the child runs, up to ``waited_until``: VectorDBUnavailableError (logged) as
+        soon as the child has exited, or at ``waited_until`` (``store.edge_process_call_seconds``) if it runs on."""
+        liveness = self._config.edge_process_liveness_seconds
+        while not ready(min(liveness, max(0.0, waited_until - time.monotonic()))):
+            if not self.alive():
+                raise self._failed(method, self._end())
+            if time.monotonic() >= waited_until:
+                raise self._failed(method, f"the store process (pid {self.process.pid}) is running but did not answer "
+                                           f"{method} within {self._config.edge_process_call_seconds:g} s "
+                                           "(store.edge_process_call_seconds)")
+
+    def _end(self) -> str:
+        """How the child ended, or that its connection failed while it still runs."""
+        try:
+            code = self.process.wait(timeout=self._config.edge_process_liveness_seconds)
+        except subprocess.TimeoutExpired:
+            return f"the store process (pid {self.process.pid}) is running but its connection failed"
+        return f"the store process (pid {self.process.pid}) {_ending(code)}"
+
+    @staticmethod
+    def _failed(method: str, reason: str) -> VectorDBUnavailableError:
+        logger.warning("store call %s failed: %s", method, reason)
+        return VectorDBUnavailableError(f"store call {method} failed: {reason}")
 
     def stop(self, timeout: float) -> None:
         """Wait for the calls in flight, then close the child's input: it closes its shard and exits (killed past
@@ -236,7 +307,7 @@ class EdgeProcessStore:
             return child
         with self._restart_lock:
             if self._child is child and isinstance(child, _Child):
-                logger.error("the store process exited (code %s); starting it again", child.process.returncode)
+                logger.error("the store process %s; starting it again", _ending(child.process.returncode))
                 child.stop(timeout=0)
                 self._child = _Child.start(self._path, self._dimensions, self._config, read_only=child.read_only,
                                            folder=None)
@@ -352,6 +423,16 @@ class EdgeProcessStore:
         self._child.stop(self._config.edge_process_stop_seconds)
 
 
+def _ending(code: int) -> str:
+    """How a process with exit code ``code`` ended: its signal's name or its exit status."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
 def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
     """The child's first line of output (its ready line, or why it failed); '' when it said nothing in time."""
     assert process.stdout is not None
@@ -364,62 +445,3 @@ def _relay_log(stream: Any) -> None:
     for line in stream:
         if line.strip():
             logger.warning("store process: %s", line.rstrip())
-
-
-# -- the child ---------------------------------------------------------------------------------------------------
-
-def _serve(spec: Mapping[str, Any]) -> None:
-    """Open the store, say ready, and answer calls on the socket until told to close (one thread per connection)."""
-    from ragstream.store.qdrant_edge import QdrantEdgeStore
-
-    config = StoreConfig.model_validate(spec["config"])
-    folder = Path(spec["folder"]) if spec["folder"] else None
-    try:
-        store = QdrantEdgeStore(Path(spec["path"]), int(spec["dimensions"]), config,
-                                read_only=bool(spec["read_only"]), folder=folder)
-    except Exception as error:  # reported on the ready line; the parent raises it
-        print(f"failed {type(error).__name__}: {error}", flush=True)
-        sys.exit(1)
-    listener = Listener(spec["address"], authkey=bytes.fromhex(os.environ[_AUTHKEY_ENV]))
-    print(f"{_READY} {int(store.read_only)}", flush=True)
-    threading.Thread(target=_exit_with_parent, args=(store,), daemon=True).start()
-    calls: dict[str, Callable[..., Any]] = {name: getattr(store, name) for name in _CALLS if name != "read_only"}
-    calls["read_only"] = lambda: store.read_only
-    for name in ("rank_dense", "rank_bm25"):  # plain tuples: a named tuple pickles one class reference per hit
-        calls[name] = lambda *args, rank=calls[name]: [tuple(hit) for hit in rank(*args)]
-    while True:
-        try:
-            connection = listener.accept()
-        except Exception:  # a client that failed authentication or went away
-            continue
-        threading.Thread(target=_answer, args=(connection, calls), daemon=True).start()
-
-
-def _exit_with_parent(store: Any) -> None:
-    """The parent holds this child's stdin open: end of input means it is gone, so close the shard and exit."""
-    sys.stdin.read()
-    store.close()
-    os._exit(0)
-
-
-def _answer(connection: Connection, calls: Mapping[str, Callable[..., Any]]) -> None:
-    while True:
-        try:
-            method, args = connection.recv()
-        except (OSError, EOFError):
-            return
-        try:
-            reply: tuple[str, Any] = ("ok", calls[method](*args))
-        except Exception as error:
-            reply = ("error", error)
-        try:
-            connection.send(reply)
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            connection.send(("error", VectorDBUnavailableError(f"{method} failed: {reply[1]!r} ({error})")))
-        except (OSError, EOFError):
-            return
-
-
-if __name__ == "__main__":
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
-    _serve(json.loads(sys.argv[1]))

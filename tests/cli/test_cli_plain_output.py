@@ -30,6 +30,7 @@ PLAIN_RUNS: list[tuple[str, list[str], str]] = [
     ("ingest", [str(SAMPLES / "httpx-timeouts.md"), str(SAMPLES / "httpx-async.md")], "processed 2"),
     ("sync", ["{folder}", "--collection", "manuals"], "synced 1 root"),
     ("search", [QUESTION], "httpx-timeouts"),
+    ("doctor", [], "passages:"),  # what runs each model and why, over the index just made
     ("docs list", [], "manuals"),  # the collection column, by name
     ("collections list", [], "manuals"),
     ("collections show", ["manuals"], "description: Product manuals"),

@@ -12,7 +12,7 @@ from pypdf import PdfWriter
 
 from ragstream.config import LimitsConfig, RagstreamConfig
 from ragstream.documents import chunk_document, load_bytes, load_file
-from ragstream.documents.pdf_text import is_document_title
+from ragstream.documents.document_titles import is_document_title
 from ragstream.errors import (
     CorruptDocumentError,
     DocumentError,

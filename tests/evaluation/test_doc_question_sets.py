@@ -1,16 +1,19 @@
-"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Python's library reference): well
-formed, split, loadable.
+"""The documentation question sets in ``bench/datasets`` (httpx, FastAPI, Flask, Starlette, PDF
+manuals, Python's library reference): well formed, split, loadable.
 
 Each set is BEIR-shaped: corpus.jsonl (one page per line: Markdown pages with ``"mime": "text/markdown"``,
-the reST reference pages with ``"text/plain"``), queries.jsonl, and qrels/{dev,test,all}.tsv. Every judged
-page exists, every question is judged in exactly one of dev (for tuning) and test (held out), alternating by
-sorted id, the Markdown pages are chunked as Markdown (with header paths) when the evaluation ingests them,
-and a set's answers.json quotes, for every question, sentences that are in its judged pages.
+Flask's and Python's reST pages with ``"mime": "text/plain"``, as ragstream reads reST) or, for the PDF
+manuals, the PDFs in ``files/`` judged per page (``FILE#pN``), queries.jsonl, and qrels/{dev,test,all}.tsv.
+Every judged page exists,
+every question is judged in exactly one of dev (for tuning) and test (held out), alternating by sorted id, the
+Markdown pages are chunked as Markdown (with header paths) when the evaluation ingests them, and a set with an
+answers.json labels every question with sentences found on its judged pages.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -19,24 +22,51 @@ from pathlib import Path
 import pytest
 
 from ragstream import Ragstream, load_config
+from ragstream.documents import load_file
 from ragstream.documents.chunkers import chunk_document
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences
 from ragstream.errors import UnsupportedFileTypeError
-from ragstream.evaluation.beir import DOC_ID_KEY, corpus_document, load_beir
+from ragstream.evaluation.beir import DOC_ID_KEY, FILES_DIR, PAGE_MARK, corpus_document, load_beir
 
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
-SETS = {"httpx-docs": "h", "fastapi-docs": "f", "pystdlib-ref": "p"}
-PAGE_FORMATS = {  # (page id suffix, corpus mime) per set; ragstream has no reST reader, so .rst is plain text
-    "httpx-docs": (".md", "text/markdown"),
-    "fastapi-docs": (".md", "text/markdown"),
-    "pystdlib-ref": (".rst", "text/plain"),
-}
+SETS = {"httpx-docs": "h", "fastapi-docs": "f", "flask-docs": "fl", "starlette-docs": "s",
+        "pdf-manuals": "m", "pystdlib-ref": "p"}
+PAGE_FORMATS = {"httpx-docs": (".md", "text/markdown"), "fastapi-docs": (".md", "text/markdown"),
+                "flask-docs": (".rst", "text/plain"), "starlette-docs": (".md", "text/markdown"),
+                "pystdlib-ref": (".rst", "text/plain")}
+"""Each corpus set's page suffix and corpus mime: ragstream reads reST as plain text (no reST loader)."""
+MARKDOWN_SETS = sorted(name for name in SETS if not (DATASETS / name / FILES_DIR).is_dir())
+"""The sets whose pages are lines of corpus.jsonl (the others are a folder of files, read as files)."""
+MAX_FILE_BYTES = 3_000_000
 MIN_QUESTIONS = 48
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
 SPLITS = ("dev", "test")
 
 
 def _corpus(directory: Path) -> list[dict[str, str]]:
     with (directory / "corpus.jsonl").open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]
+
+
+@functools.cache
+def _file_pages(directory: Path) -> dict[str, str]:
+    """A dataset of files: ``FILE#pN`` -> page N's text as ragstream reads it."""
+    pages: dict[str, str] = {}
+    for path in sorted((directory / FILES_DIR).iterdir()):
+        for page in load_file(path, load_config()).pages:
+            pages[f"{path.name}{PAGE_MARK}{page.number}"] = page.text
+    return pages
+
+
+def _page_ids(directory: Path) -> set[str]:
+    if (directory / FILES_DIR).is_dir():
+        return set(_file_pages(directory))
+    return {entry["_id"] for entry in _corpus(directory)}
+
+
+def _normal(text: str) -> str:
+    """As bench/extractive_sentences.py compares a quote: without case, punctuation or spacing."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
 
 
 def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
@@ -49,7 +79,7 @@ def _qrels(directory: Path, split: str) -> list[tuple[str, str, int]]:
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
     directory = DATASETS / name
-    pages = {entry["_id"] for entry in _corpus(directory)}
+    pages = _page_ids(directory)
     with (directory / "queries.jsonl").open(encoding="utf-8") as lines:
         queries = [json.loads(line) for line in lines]
     ids = [query["_id"] for query in queries]
@@ -75,7 +105,7 @@ def test_every_judged_page_exists_and_every_question_is_in_one_split(name: str):
         assert set(dataset.queries) == {query for query, split_name in split_of.items() if split == "all" or split_name == split}
 
 
-@pytest.mark.parametrize("name", sorted(SETS))
+@pytest.mark.parametrize("name", MARKDOWN_SETS)
 def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     directory = DATASETS / name
     corpus = _corpus(directory)
@@ -88,34 +118,55 @@ def test_the_corpus_is_pages_of_one_format_with_their_licence(name: str):
     assert any(path.name.startswith("LICENSE") for path in directory.iterdir())
 
 
-def _normal(text: str) -> str:
-    """As bench/extractive_sentences.py compares quotes: without case, punctuation or spacing."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
-
-
-@pytest.mark.parametrize("name", sorted(name for name in SETS if (DATASETS / name / "answers.json").is_file()))
+@pytest.mark.parametrize("name", [name for name in MARKDOWN_SETS if (DATASETS / name / "answers.json").is_file()])
 def test_every_question_has_answering_sentences_found_in_its_judged_pages(name: str):
     directory = DATASETS / name
-    pages = {entry["_id"]: _normal(entry["text"]) for entry in _corpus(directory)}
+    # a sentence as written (reST pages) or as read (Markdown: link text without its address)
+    text = {entry["_id"]: _normal(entry["text"]) + " | " + _normal(" ".join(readable_sentences(CODE_BLOCK.sub("", entry["text"]))))
+            for entry in _corpus(directory)}
     judged: dict[str, set[str]] = {}
     for query, page, _ in _qrels(directory, "all"):
         judged.setdefault(query, set()).add(page)
     labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
-    assert {label["dataset"] for label in labels} == {name}
     assert sorted(label["query_id"] for label in labels) == sorted(judged)
     for label in labels:
-        assert label["answers"], label["query_id"]
+        assert label["dataset"] == name and label["answers"], label["query_id"]
         for sentence in label["answers"]:
-            assert any(_normal(sentence) in pages[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
+            assert any(_normal(sentence) in text[page] for page in judged[label["query_id"]]), (label["query_id"], sentence)
 
 
-def test_a_rest_reference_page_is_read_as_plain_text_under_its_title():
+
+def test_a_rst_page_is_read_as_plain_text_under_its_title():
+    entry = next(line for line in _corpus(DATASETS / "flask-docs") if line["_id"] == "deploying/proxy_fix.rst")
+    doc = corpus_document("flask-docs", entry)
+    assert doc.mime == "text/plain" and doc.title == "Tell Flask it is Behind a Proxy"
+    assert doc.text.startswith("Tell Flask it is Behind a Proxy\n\n") and ":doc:`werkzeug:middleware/proxy_fix`" in doc.text
+
+
+def test_a_library_reference_page_is_titled_without_its_rest_roles():
     entry = next(line for line in _corpus(DATASETS / "pystdlib-ref") if line["_id"] == "library/shutil.rst")
     doc = corpus_document("pystdlib-ref", entry)
     assert doc.mime == "text/plain" and doc.title == "shutil \u2014 High-level file operations"
-    assert doc.text.startswith(entry["title"] + "\n\n:mod:`shutil` --- High-level file operations")
-    assert doc.metadata[DOC_ID_KEY] == "library/shutil.rst"
+    assert doc.text.startswith(doc.title + "\n\n:mod:`shutil` --- High-level file operations")
     assert len(chunk_document(doc, load_config().chunking)) > 1
+
+
+def test_the_pdf_manuals_are_small_licensed_pdfs_whose_answers_are_on_their_gold_pages():
+    directory = DATASETS / "pdf-manuals"
+    assert not (directory / "corpus.jsonl").exists()  # the files are the corpus
+    files = sorted((directory / FILES_DIR).iterdir())
+    assert files and all(path.suffix == ".pdf" and path.stat().st_size < MAX_FILE_BYTES for path in files)
+    assert (directory / "SOURCES.md").is_file() and any(path.name.startswith("LICENSE") for path in directory.iterdir())
+    pages = _file_pages(directory)
+    gold: dict[str, set[str]] = {}
+    for query, page, _ in _qrels(directory, "all"):
+        gold.setdefault(query, set()).add(page)
+    labels = json.loads((directory / "answers.json").read_text(encoding="utf-8"))["questions"]
+    assert {label["query_id"] for label in labels} == set(gold)
+    for label in labels:
+        assert label["dataset"] == "pdf-manuals" and label["answers"]
+        for answer in label["answers"]:
+            assert any(_normal(answer) in _normal(pages[page]) for page in gold[label["query_id"]]), (label, answer)
 
 
 def test_a_markdown_page_is_chunked_as_markdown_with_header_paths():

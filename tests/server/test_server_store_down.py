@@ -70,6 +70,21 @@ def _ingested(tmp_path: Path, own_postgres: Path) -> str:
     return url
 
 
+def _handbook_for_bob(tmp_path: Path, own_postgres: Path) -> dict[str, str]:
+    """The samples ingested into a collection ``handbook`` everyone may read, in the test's PostgreSQL; the settings
+    of a server on it that knows bob's key."""
+    from ragstream.store.postgres import server
+
+    url = server.status(own_postgres).url
+    store = {"backend": "postgres", "url": url, "connect_timeout_seconds": 2}
+    with Ragstream(load_config(data_dir=str(tmp_path / "data"), store=store, **FAST_DEFAULTS),
+                   embedder=HashEmbedder()) as rs:
+        rs.create_collection("handbook", access="all")
+        assert rs.ingest(MARKDOWN_SAMPLES[:2], collection="handbook").documents_failed == 0
+    return {"STORE__BACKEND": "postgres", "STORE__URL": url, "STORE__CONNECT_TIMEOUT_SECONDS": "2",
+            "SERVER__KEYS": keys_json("bob")}
+
+
 def test_questions_answer_without_retrieval_while_postgres_is_stopped(tmp_path, own_postgres):
     from ragstream.store.postgres import server
 
@@ -178,14 +193,7 @@ def test_a_users_scoped_questions_answer_without_retrieval_while_postgres_is_sto
     unknown collection is still 404 ``collection_not_found`` (``model_not_found`` as a /v1 model)."""
     from ragstream.store.postgres import server
 
-    url = server.status(own_postgres).url
-    store = {"backend": "postgres", "url": url, "connect_timeout_seconds": 2}
-    with Ragstream(load_config(data_dir=str(tmp_path / "data"), store=store, **FAST_DEFAULTS),
-                   embedder=HashEmbedder()) as rs:
-        rs.create_collection("handbook", access="all")
-        assert rs.ingest(MARKDOWN_SAMPLES[:2], collection="handbook").documents_failed == 0
-    settings = {"STORE__BACKEND": "postgres", "STORE__URL": url, "STORE__CONNECT_TIMEOUT_SECONDS": "2",
-                "SERVER__KEYS": keys_json("bob")}
+    settings = _handbook_for_bob(tmp_path, own_postgres)
     with running_server(tmp_path / "srv", hash_embedder=True, data_dir=tmp_path / "data", **settings) as srv, \
             key_client(srv.url, BOB_KEY, timeout=httpx.Timeout(TIMEOUT)) as bob:
         healthy = bob.post("/api/query", json={"query": ASYNC_QUESTION, "collections": ["handbook"]}).json()
@@ -225,3 +233,25 @@ def test_a_users_scoped_questions_answer_without_retrieval_while_postgres_is_sto
                     "model": model, "stream": stream, "messages": [{"role": "user", "content": QUESTION}]})
                 assert completion.status_code == 200, (model, stream, completion.text)
                 assert "could not be searched" in completion.text, (model, stream)
+
+
+def test_a_users_mcp_ask_answers_without_retrieval_while_postgres_is_stopped(tmp_path, own_postgres):
+    """MCP ``ask`` as a user (not an admin) over /mcp: the collections the user may read come from the catalog, in the
+    stopped PostgreSQL too; that read is part of the answer's retried attempt, as on /api/chat, so the question is
+    answered without retrieval (``degraded_reason``), scoped or not, instead of a ``vector_db_unavailable`` tool
+    error. With PostgreSQL up, an unknown collection is still ``collection_not_found``."""
+    from ragstream.store.postgres import server
+
+    settings = _handbook_for_bob(tmp_path, own_postgres)
+    with running_server(tmp_path / "srv", hash_embedder=True, data_dir=tmp_path / "data", **settings) as srv, \
+            connected(http_session(srv.url, BOB_KEY)) as mcp:
+        healthy = mcp.ok("ask", {"question": ASYNC_QUESTION, "collections": ["handbook"]})
+        assert healthy["metadata"]["degraded_reason"] is None and healthy["sources"], healthy
+        assert mcp.error("ask", {"question": QUESTION, "collections": ["no-such"]})["code"] == "collection_not_found"
+
+        server.stop(own_postgres)  # the real fault
+        for scope in ({}, {"collections": ["handbook"]}):
+            asked = mcp.ok("ask", {"question": QUESTION, **scope})
+            assert asked["metadata"]["mode"] == "no_retrieval" and asked["confidence"]["level"] == "Low", scope
+            assert "vector_db_unavailable" in asked["metadata"]["degraded_reason"] and asked["citations"] == [], scope
+            assert asked["answer"].startswith("The documents could not be searched ("), scope

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragstream.documents.pdf_text import is_document_title
+from ragstream.documents.document_titles import is_document_title
 from ragstream.errors import DocumentTooLargeError, FileTooLargeError
 from ragstream.models import Page
 

@@ -10,14 +10,11 @@ from support.recording_llm import RecordingLLM
 from ragstream.answer.citations import CitationResolver
 from ragstream.answer.confidence import with_support
 from ragstream.answer.models import Confidence, DocumentChunk
-from ragstream.config import load_config
-from ragstream.providers.deadline import Deadline
-from ragstream.providers.llm_client import LLMClient
-from ragstream.sentence_support.checker import SupportChecker, SupportModels, locate, passage_units
-from ragstream.sentence_support.judge import judge, judge_candidates, parse_judgement
-from ragstream.sentence_support.run import SupportRun
-from ragstream.sentence_support.sentences import complete_sentences, split_answer
-from ragstream.sentence_support.signals import (
+from ragstream.answer.sentence_support.checker import SupportChecker, SupportModels, locate, passage_units
+from ragstream.answer.sentence_support.judge import judge, judge_candidates, parse_judgement
+from ragstream.answer.sentence_support.run import SupportRun
+from ragstream.answer.sentence_support.sentences import complete_sentences, split_answer
+from ragstream.answer.sentence_support.signals import (
     WordIndex,
     abstains,
     content_words,
@@ -29,6 +26,9 @@ from ragstream.sentence_support.signals import (
     squeeze,
     squeezed_tokens,
 )
+from ragstream.config import load_config
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.llm_client import LLMClient
 
 CONFIG = load_config()
 TIMEOUTS = """# Timeouts

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragstream.answer.models import DocumentChunk, SentenceSupport
+from ragstream.answer.sentence_support.checker import SupportChecker
+from ragstream.answer.sentence_support.judge import judge, judge_candidates
+from ragstream.answer.sentence_support.sentences import AnswerSentence, complete_sentences, split_answer
 from ragstream.config import SupportConfig
 from ragstream.providers.deadline import Deadline
-from ragstream.sentence_support.checker import SupportChecker
-from ragstream.sentence_support.judge import judge, judge_candidates
-from ragstream.sentence_support.sentences import AnswerSentence, complete_sentences, split_answer
 
 if TYPE_CHECKING:
     from ragstream.providers.llm_client import LLMClient

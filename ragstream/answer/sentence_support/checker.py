@@ -1,7 +1,7 @@
 """Does what a sentence cites say what the sentence says? One verdict per answer sentence.
 
 Each sentence is checked against the attachments its markers cite (a sentence citing none: against all
-of them). Hard checks first (:mod:`ragstream.sentence_support.signals`): every number and named entity of the
+of them). Hard checks first (:mod:`ragstream.answer.sentence_support.signals`): every number and named entity of the
 sentence must be in those passages, and a negated sentence needs a negated passage sentence among its
 closest ones (an affirmative copy of a negated passage sentence contradicts it). Then the degree of
 support: the share of the sentence's content words the passages hold, the best cosine between the
@@ -26,14 +26,8 @@ import numpy as np
 
 from ragstream.answer.citations import CitationResolver
 from ragstream.answer.models import DocumentChunk, SentenceSupport, SupportSpan, Verdict
-from ragstream.config import SupportConfig
-from ragstream.documents.prose import CODE_BLOCK, readable_sentences
-from ragstream.errors import EmbeddingFailureError, RagstreamError
-from ragstream.providers.deadline import Deadline
-from ragstream.providers.embedders.base import Embedder, scoring_vectors
-from ragstream.providers.rerankers.base import Reranker
-from ragstream.sentence_support.sentences import AnswerSentence
-from ragstream.sentence_support.signals import (
+from ragstream.answer.sentence_support.sentences import AnswerSentence
+from ragstream.answer.sentence_support.signals import (
     WordIndex,
     abstains,
     content_words,
@@ -46,6 +40,12 @@ from ragstream.sentence_support.signals import (
     squeeze,
     squeezed_tokens,
 )
+from ragstream.config import SupportConfig
+from ragstream.documents.prose import CODE_BLOCK, readable_sentences
+from ragstream.errors import EmbeddingFailureError, RagstreamError
+from ragstream.providers.deadline import Deadline
+from ragstream.providers.embedders.base import Embedder, scoring_vectors
+from ragstream.providers.rerankers.base import Reranker
 
 CROSS_ENCODER = "cross_encoder"
 PASSAGE_CACHE_SIZE = 2048

@@ -16,8 +16,8 @@ from support.answer_fixtures import MARKDOWN_SAMPLES, llm_overrides
 from support.required import LLAMA, unavailable
 
 from ragstream.answer.citations import CitationResolver
-from ragstream.sentence_support.checker import SupportChecker, SupportModels
-from ragstream.sentence_support.sentences import split_answer
+from ragstream.answer.sentence_support.checker import SupportChecker, SupportModels
+from ragstream.answer.sentence_support.sentences import split_answer
 
 pytestmark = pytest.mark.slow
 

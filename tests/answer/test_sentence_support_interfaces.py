@@ -24,8 +24,8 @@ from support.server_process import RunningServer, running_server
 from typer.testing import CliRunner
 
 from ragstream.answer.render import UNSUPPORTED_MARK
+from ragstream.answer.sentence_support.judge import JUDGE_SYSTEM
 from ragstream.cli import app
-from ragstream.sentence_support.judge import JUDGE_SYSTEM
 
 QUESTION = "What is the default timeout in HTTPX?"
 PAGE = """# Timeouts

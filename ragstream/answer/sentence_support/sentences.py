@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from ragstream.answer.markers import split_markers
+from ragstream.answer.sentence_support.signals import content_words
 from ragstream.documents.prose import CODE_BLOCK, READABLE_SENTENCE_END, readable_sentences
-from ragstream.sentence_support.signals import content_words
 
 _SKIPPED_LINE = re.compile(r"^\s*(?:#|\||(?:[-*_]\s*){3,}$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
