@@ -69,10 +69,10 @@ def passage_window(query: str, text: str, max_words: int) -> str:
     distinct query terms (the earliest such run on a tie); ``text`` itself when it is short enough."""
     if len(text.split()) <= max_words:
         return text
-    terms = _stems(query)
+    terms = stems(query)
     units = [unit for unit in _units(text) if unit.strip()]
     sizes = [len(unit.split()) for unit in units]
-    found = [_stems(unit) & terms for unit in units]
+    found = [stems(unit) & terms for unit in units]
     best, best_span = -1, (0, 1)
     end, words_in = 0, 0
     for start in range(len(units)):
@@ -90,7 +90,7 @@ def passage_window(query: str, text: str, max_words: int) -> str:
     return " ".join(" ".join(units[best_span[0] : best_span[1]]).split()[:max_words])
 
 
-def _stems(text: str) -> set[str]:
+def stems(text: str) -> set[str]:
     """Content words of ``text`` split at punctuation (``httpx.Timeout``: two), cut to their first
     ``STEM_CHARS`` letters so that 'timeouts' meets 'timeout'."""
     return {term[:STEM_CHARS] for term in content_terms(_PUNCTUATION.sub(" ", text))}
