@@ -6,6 +6,8 @@ candidates (``retrieval/rerank.py``: heading + the window around the hit, blende
 score by ``reranker.weight``); the rest keep their fused order after them. Without a reranker (the
 model cannot load, reranking is off) or when the question's deadline runs out, the stage keeps the
 fused retrieval order and its report says why. ``sp.rerank`` holds both scores and the moves.
+With ``reranker.ranking = "learned"`` the head's logits become features of the learned ranker
+(``retrieval/learned_ranker.py``), which orders the candidates page by page.
 """
 
 from __future__ import annotations
