@@ -10,6 +10,7 @@ for every question of its tune half, and the stage's candidates are cached in ``
 take seconds). Rows are pages (:mod:`ragstream.retrieval.ranker_features`, the stage's own code), labelled by
 the qrels grade, one group per question. Every ``--holdout``-th tune question of each set (by sorted id) is held
 out for early stopping and the figures of the card; each set weighs the same in training (``--balance``).
+The model shipped is then trained again on every tune question for the rounds early stopping chose (``--refit``).
 Writes the LightGBM text model (default: the package's ``retrieval/models/ranker.txt``) and its JSON card beside it
 (features, sets, commit, parameters, held-out figures against hybrid and the blend). Prints the card.
 """
@@ -98,6 +99,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
     parser.add_argument("--holdout", type=int, default=4, help="Every n-th tune question is held out (early stopping).")
+    parser.add_argument("--refit", action=argparse.BooleanOptionalAction, default=True,
+                        help="Ship a model trained on every tune question for the rounds early stopping chose.")
     parser.add_argument("--balance", action=argparse.BooleanOptionalAction, default=True,
                         help="Each set weighs the same in training (else each question does).")
     args = parser.parse_args()
@@ -120,17 +123,22 @@ def main() -> None:
     valid_set = stack(valid, weights)
     booster = lightgbm.train(PARAMS, train_set, num_boost_round=ROUNDS, valid_sets=[valid_set], valid_names=["holdout"],
                              callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False)])
+    held_out = LearnedRanker(path=args.out, features=FEATURES,
+                             booster=lightgbm.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration)))
+    rounds = booster.best_iteration or ROUNDS
+    if args.refit:  # the shipped model learns from every tune question, for the rounds early stopping chose
+        booster = lightgbm.train(PARAMS, stack(train + valid, weights), num_boost_round=rounds)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(booster.model_to_string(num_iteration=booster.best_iteration), encoding="utf-8")
-    ranker = LearnedRanker(path=args.out, booster=lightgbm.Booster(model_file=str(args.out)), features=FEATURES)
-    importance = dict(zip(FEATURES, booster.feature_importance("gain").round(1).tolist(), strict=True))
+    args.out.write_text(booster.model_to_string(num_iteration=rounds), encoding="utf-8")
+    importance = dict(zip(FEATURES, booster.feature_importance("gain", iteration=rounds).round(1).tolist(), strict=True))
     card = {
         "model": args.out.name, "library": f"lightgbm {lightgbm.__version__}", "features": list(FEATURES),
         "sets": {name: {"tune_questions": size, "weight": round(weights[name], 4)} for name, size in sizes.items()},
         "halves": "tune = qrels/dev.tsv; sets with only train qrels: even positions of the sorted query ids",
         "holdout": f"every {args.holdout}th tune question of each set (sorted ids), for early stopping",
-        "commit": commit(), "params": PARAMS, "best_iteration": booster.best_iteration,
-        "holdout_figures": figures(ranker, valid, qrels), "feature_gain": importance,
+        "commit": commit(), "params": PARAMS, "rounds": rounds,
+        "refit": "trained again on every tune question (holdout included) for those rounds" if args.refit else None,
+        "holdout_figures": figures(held_out, valid, qrels), "feature_gain": importance,
         "command": "python bench/train_ranker.py " + " ".join(f"--set {s}" for s in args.sets),
         "load_average": [[round(x, 2) for x in load] for load in loads],
     }
