@@ -31,7 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranker_data import TUNE, QuestionSet, cached_rows, candidates, mean_metrics, open_index, page_of, question_set
 
-from ragstream.retrieval.learned_ranker import SHIPPED_MODEL, LearnedRanker, card_path
+from ragstream.config import RerankerConfig
+from ragstream.retrieval.learned_ranker import BASE_FEATURE_INDEX, SHIPPED_MODEL, LearnedRanker, card_path
 from ragstream.retrieval.ranker_features import FEATURES, page_rows
 
 PARAMS: dict[str, Any] = {
@@ -39,7 +40,13 @@ PARAMS: dict[str, Any] = {
     "min_data_in_leaf": 20, "feature_fraction": 0.8, "lambda_l2": 1.0, "lambdarank_truncation_level": 20,
     "deterministic": True, "force_row_wise": True, "num_threads": 2, "seed": 13, "verbosity": -1,
 }
-ROUNDS, PATIENCE = 1000, 50
+ROUNDS, PATIENCE = 300, 20
+BASE_SCALE = 10.0
+"""The trees learn a correction of the blend: every page starts from 10 x its blended score (``blend_best``, 0..1).
+Chosen by 4-fold cross-validation on the tune halves (docs/ranking.md): plain lambdarank, with no start, and starts
+of 2 and 5 ranked httpx's held-out folds lower."""
+RERANKER = RerankerConfig()
+"""The blend's settings the features' blend columns use: the defaults, as at run time."""
 
 
 def group_rows(qs: QuestionSet, rows: dict[str, Any], qrels: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
@@ -48,7 +55,7 @@ def group_rows(qs: QuestionSet, rows: dict[str, Any], qrels: dict[str, dict[str,
     for qid in sorted(rows):
         row = rows[qid]
         cands = candidates(row)
-        found = page_rows(row["query"], cands, row["head"])
+        found = page_rows(row["query"], cands, RERANKER)
         ids = [page_of(cands[members[0]].chunk) for members in found.members]
         groups.append({"set": qs.name, "qid": qid, "X": found.matrix, "pages": ids,
                        "y": [qrels[qid].get(page, 0) for page in ids], "row": row})
@@ -61,14 +68,14 @@ def stack(groups: list[dict[str, Any]], weights: dict[str, float]) -> lightgbm.D
     y = np.concatenate([g["y"] for g in groups])
     w = np.concatenate([[weights[g["set"]]] * len(g["y"]) for g in groups])
     return lightgbm.Dataset(matrix, y, group=[len(g["y"]) for g in groups], weight=w, feature_name=list(FEATURES),
-                            free_raw_data=False)
+                            init_score=BASE_SCALE * matrix[:, BASE_FEATURE_INDEX], free_raw_data=False)
 
 
 def learned_pages(ranker: LearnedRanker, group: dict[str, Any]) -> list[str]:
     """A question's page ranking by the model."""
     row = group["row"]
     cands = candidates(row)
-    outcome = ranker.rank(row["query"], cands, row["head"])
+    outcome = ranker.rank(row["query"], cands, RERANKER)
     return list(dict.fromkeys(page_of(cands[i].chunk) for i in outcome.order))
 
 
@@ -123,7 +130,7 @@ def main() -> None:
     valid_set = stack(valid, weights)
     booster = lightgbm.train(PARAMS, train_set, num_boost_round=ROUNDS, valid_sets=[valid_set], valid_names=["holdout"],
                              callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False)])
-    held_out = LearnedRanker(path=args.out, features=FEATURES,
+    held_out = LearnedRanker(path=args.out, features=FEATURES, base_scale=BASE_SCALE,
                              booster=lightgbm.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration)))
     rounds = booster.best_iteration or ROUNDS
     if args.refit:  # the shipped model learns from every tune question, for the rounds early stopping chose
@@ -132,7 +139,7 @@ def main() -> None:
     args.out.write_text(booster.model_to_string(num_iteration=rounds), encoding="utf-8")
     importance = dict(zip(FEATURES, booster.feature_importance("gain", iteration=rounds).round(1).tolist(), strict=True))
     card = {
-        "model": args.out.name, "library": f"lightgbm {lightgbm.__version__}", "features": list(FEATURES),
+        "model": args.out.name, "base_scale": BASE_SCALE, "library": f"lightgbm {lightgbm.__version__}", "features": list(FEATURES),
         "sets": {name: {"tune_questions": size, "weight": round(weights[name], 4)} for name, size in sizes.items()},
         "halves": "tune = qrels/dev.tsv; sets with only train qrels: even positions of the sorted query ids",
         "holdout": f"every {args.holdout}th tune question of each set (sorted ids), for early stopping",

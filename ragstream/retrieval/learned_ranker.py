@@ -6,6 +6,10 @@ another. Loading it trains nothing. It scores every page of the stage's candidat
 (:mod:`ragstream.retrieval.ranker_features`); pages are ordered by that score, each page's chunks stay
 together in their fused order, and every chunk's final score is its page's score min-max scaled to 0..1
 over the question's pages (1 for the first page).
+
+The model learns a correction of the blend: a page's score is ``base_scale`` (from the card) x its
+``blend_best`` feature (its best chunk's blended score) + the trees' output, so a model with no trees
+orders pages as the blend does.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from ragstream.providers.rerankers.base import Reranker
 from ragstream.retrieval.ranker_features import FEATURES, Candidate, candidates_of, page_rows
 from ragstream.retrieval.rerank import Reranked, min_max, passages
 
+BASE_FEATURE = "blend_best"
+BASE_FEATURE_INDEX = FEATURES.index(BASE_FEATURE)
 SHIPPED_MODEL = Path(__file__).with_name("models") / "ranker.txt"
 """The model trained on the question sets named in its card (``ranker.json`` beside it)."""
 
@@ -41,15 +47,20 @@ class LearnedRanker:
     path: Path
     booster: Any
     features: tuple[str, ...]
+    base_scale: float = 0.0
+    """The weight of the blend's page score the trees' output is added to (the card's ``base_scale``)."""
 
     def page_scores(self, rows: Any) -> list[float]:
         """The model's score of each row of a feature matrix (higher: better page)."""
-        return [float(value) for value in self.booster.predict(rows, num_threads=1)] if len(rows) else []
+        if not len(rows):
+            return []
+        base = self.base_scale * rows[:, BASE_FEATURE_INDEX]
+        return [float(value) for value in base + self.booster.predict(rows, num_threads=1)]
 
-    def rank(self, query: str, candidates: Sequence[Candidate], head: int) -> Reranked:
+    def rank(self, query: str, candidates: Sequence[Candidate], config: RerankerConfig) -> Reranked:
         """``candidates`` (fused order) re-ordered page by page: pages by the model's score (ties: fused
         order), each page's chunks in their fused order, every chunk scored with its page's 0..1 score."""
-        rows = page_rows(query, candidates, head)
+        rows = page_rows(query, candidates, config)
         raw = self.page_scores(rows.matrix)
         scaled = min_max(raw) if len(raw) > 1 else [1.0] * len(raw)
         order: list[int] = []
@@ -68,7 +79,7 @@ def rerank_learned(reranker: Reranker, ranker: LearnedRanker, query: str, chunks
     logits are features), then ``ranker`` orders the pages. Raises DeadlineExceededError like :func:`rerank`."""
     head = min(len(chunks), config.top_n)
     logits = reranker.score(query, passages(query, chunks[:head], config), deadline=deadline)
-    return ranker.rank(query, candidates_of(chunks, fused, retrievers, logits), head)
+    return ranker.rank(query, candidates_of(chunks, fused, retrievers, logits), config)
 
 
 _LOADED: dict[Path, LearnedRanker] = {}
@@ -98,7 +109,12 @@ def _read(model: Path) -> LearnedRanker:
     if names != FEATURES:
         raise ModelUnavailableError(f"the learned ranker {model} was trained on features {list(names)}, not this "
                                     f"version's {list(FEATURES)}: train it again (bench/train_ranker.py)")
-    return LearnedRanker(path=model, booster=booster, features=names)
+    try:
+        card = read_card(model)
+        base_scale = float(card.get("base_scale", 0.0))
+    except (OSError, ValueError, TypeError, AttributeError) as error:
+        raise ModelUnavailableError(f"the learned ranker's card {card_path(model)} cannot be read: {error}") from error
+    return LearnedRanker(path=model, booster=booster, features=names, base_scale=base_scale)
 
 
 def read_card(model: Path = SHIPPED_MODEL) -> dict[str, Any]:

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragstream.config import RerankerConfig
 from ragstream.models import Chunk
-from ragstream.retrieval.rerank import HEADING_SEPARATOR, stems
+from ragstream.retrieval.rerank import HEADING_SEPARATOR, blended, stems
 
 FEATURES: tuple[str, ...] = (
+    "blend_best", "blend_page_rank",
     "fused_best", "fused_second", "fused_page_rank", "fused_chunk_rank",
     "dense_best", "dense_gap", "dense_rank",
     "bm25_rel", "bm25_rank",
@@ -90,9 +92,9 @@ def _share(terms: set[str], text: str) -> float:
     return len(terms & stems(text)) / len(terms) if terms else 0.0
 
 
-def page_rows(query: str, candidates: Sequence[Candidate], head: int) -> PageRows:
-    """Group ``candidates`` (fused order) by page and compute every page's :data:`FEATURES`; the first ``head``
-    candidates are the cross-encoder's head."""
+def page_rows(query: str, candidates: Sequence[Candidate], config: RerankerConfig) -> PageRows:
+    """Group ``candidates`` (fused order) by page and compute every page's :data:`FEATURES`; the candidates with a
+    logit are the cross-encoder's head, and ``config`` (weight, min_logit) gives the blend's own order."""
     pages: list[str] = []
     members: list[list[int]] = []
     where: dict[str, int] = {}
@@ -114,6 +116,12 @@ def page_rows(query: str, candidates: Sequence[Candidate], head: int) -> PageRow
     top_bm25 = max((v for v in bm25 if v is not None), default=MISSING)
     top_cross = max((v for v in cross if v is not None), default=MISSING)
     scored = sum(v is not None for v in cross)
+    head = scored
+    blend = blended([v for v in cross if v is not None], [c.fused for c in candidates], config)
+    blend_score = dict(zip(blend.order, blend.scores, strict=True))
+    blend_rank: dict[str, int] = {}
+    for index in blend.order:
+        blend_rank.setdefault(page_key(candidates[index].chunk), len(blend_rank))
     matrix = np.full((len(pages), len(FEATURES)), MISSING, dtype=np.float64)
     for row, group in enumerate(members):
         best = group[0]  # fused order: a page's first candidate is its best
@@ -123,6 +131,7 @@ def page_rows(query: str, candidates: Sequence[Candidate], head: int) -> PageRow
         dense_best, bm25_best, cross_best = _best(dense, group), _best(bm25, group), _best(cross, group)
         headings = [candidates[i].chunk.metadata.header_path.replace(HEADING_SEPARATOR, " ") for i in group]
         values = {
+            "blend_best": max(blend_score[i] for i in group), "blend_page_rank": float(blend_rank[pages[row]]),
             "fused_best": fused[best], "fused_second": second, "fused_page_rank": float(row),
             "fused_chunk_rank": float(best),
             "dense_best": dense_best, "dense_gap": top_dense - dense_best,

@@ -164,6 +164,15 @@ def rerank(reranker: Reranker, query: str, chunks: Sequence[Chunk], fused: Seque
                         skipped=f"the fused ranking is decisive (its best leads by more than {config.skip_margin:g})")
     head = min(count, config.top_n)
     logits = reranker.score(query, passages(query, chunks[:head], config), deadline=deadline)
+    return blended(logits, fused, config)
+
+
+def blended(logits: Sequence[float], fused: Sequence[float], config: RerankerConfig) -> Reranked:
+    """The blend's order of candidates with fused scores ``fused`` whose first ``len(logits)`` the cross-encoder
+    scored: the head by ``config.weight`` x its logits (min-max) + the rest x fused, the tail after it; the fused
+    order when no logit reaches ``config.min_logit``."""
+    count, head = len(fused), len(logits)
+    tail_scores = [(1.0 - config.weight) * score for score in relative(fused)]
     if max(logits, default=config.min_logit) < config.min_logit:  # the model is sure of no passage: keep the fused order
         return Reranked(order=list(range(count)), scores=tail_scores, cross_scores=dict(enumerate(logits)),
                         skipped=f"the cross-encoder found no passage scoring {config.min_logit:g} or more")

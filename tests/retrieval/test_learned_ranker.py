@@ -8,6 +8,7 @@ import math
 import pytest
 from support.index_fixtures import SAMPLES
 
+from ragstream.config import RerankerConfig
 from ragstream.errors import ModelUnavailableError
 from ragstream.pipeline.stages import RERANKER, RETRIEVAL
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -46,7 +47,7 @@ def test_page_features_group_the_candidates_by_page(make_fast_index):
     sp = rs.run_pipeline(QUESTION, until="Retrieval")
     head = 4
     cands = _candidates(sp, [3.0, -1.0, 0.5, 1.0])
-    rows = page_rows(QUESTION, cands, head)
+    rows = page_rows(QUESTION, cands, RerankerConfig(min_logit=2.0, weight=0.4))
     assert rows.matrix.shape == (len(rows.pages), len(FEATURES)) and 1 < len(rows.pages) <= len(DOCS)
     assert sorted(i for members in rows.members for i in members) == list(range(len(cands)))
     for page, members in zip(rows.pages, rows.members, strict=True):
