@@ -74,16 +74,20 @@ def test_the_shipped_model_matches_its_card():
     ranker = load_ranker()
     assert ranker.path == SHIPPED_MODEL and ranker.features == FEATURES
     assert card["features"] == list(FEATURES) == ranker.booster.feature_name()
-    assert card["model"] == SHIPPED_MODEL.name and card["sets"]
+    assert card["model"] == SHIPPED_MODEL.name and card["sets"] and ranker.base_scale == card["base_scale"] > 0
 
 
 def test_a_model_that_is_not_a_ranker_is_refused_with_the_reason(tmp_path):
     with pytest.raises(ModelUnavailableError, match="cannot be read"):
         load_ranker(tmp_path / "absent.txt")
     other = tmp_path / "other.txt"
-    other.write_text(SHIPPED_MODEL.read_text().replace("feature_names=fused_best", "feature_names=something_else"))
+    other.write_text(SHIPPED_MODEL.read_text().replace("feature_names=blend_best", "feature_names=something_else"))
     with pytest.raises(ModelUnavailableError, match="train it again"):
         load_ranker(other)
+    cardless = tmp_path / "cardless.txt"
+    cardless.write_text(SHIPPED_MODEL.read_text())
+    with pytest.raises(ModelUnavailableError, match="card"):
+        load_ranker(cardless)
 
 
 def test_the_reranker_stage_ranks_pages_with_the_shipped_model(make_fast_index):
