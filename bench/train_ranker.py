@@ -91,6 +91,30 @@ def figures(ranker: LearnedRanker, groups: list[dict[str, Any]], qrels: dict[str
     return out
 
 
+def cross_validate(groups: list[dict[str, Any]], weights: dict[str, float], qrels: dict[str, dict[str, dict[str, int]]],
+                   folds: int, rounds: int, params: dict[str, Any]) -> dict[str, Any]:
+    """Figures of models trained for ``rounds`` on all folds but one of every set's tune questions (by sorted id
+    position), each scored on the fold it did not see; the folds' rankings pooled per set."""
+    position = {(g["set"], g["qid"]): i for name in {g["set"] for g in groups}
+                for i, g in enumerate(sorted((g for g in groups if g["set"] == name), key=lambda g: g["qid"]))}
+    pages: dict[tuple[str, str], list[str]] = {}
+    for fold in range(folds):
+        seen = [g for g in groups if position[g["set"], g["qid"]] % folds != fold]
+        booster = lightgbm.train({**PARAMS, **params}, stack(seen, weights), num_boost_round=rounds)
+        ranker = LearnedRanker(path=Path("cv"), booster=booster, features=FEATURES, base_scale=BASE_SCALE)
+        for g in groups:
+            if position[g["set"], g["qid"]] % folds == fold:
+                pages[g["set"], g["qid"]] = learned_pages(ranker, g)
+    out: dict[str, Any] = {}
+    for name in sorted({g["set"] for g in groups}):
+        mine = [g for g in groups if g["set"] == name]
+        out[name] = {"questions": len(mine)} | {
+            method: mean_metrics({g["qid"]: pick(g) for g in mine}, qrels[name])
+            for method, pick in (("hybrid", lambda g: g["row"]["hybrid"]), ("blend", lambda g: g["row"]["blend"]),
+                                 ("learned", lambda g: pages[g["set"], g["qid"]]))}
+    return out
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
@@ -110,6 +134,11 @@ def main() -> None:
                         help="Ship a model trained on every tune question for the rounds early stopping chose.")
     parser.add_argument("--balance", action=argparse.BooleanOptionalAction, default=True,
                         help="Each set weighs the same in training (else each question does).")
+    parser.add_argument("--cv", type=int, default=0, metavar="FOLDS",
+                        help="Only cross-validate on the tune halves (no model written): --rounds trees per fold.")
+    parser.add_argument("--rounds", type=int, default=50, help="With --cv: trees per fold.")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="With --cv: a LightGBM parameter instead of the default (a number).")
     args = parser.parse_args()
     loads = [list(os.getloadavg())]
     train, valid = [], []
@@ -126,6 +155,12 @@ def main() -> None:
         sizes[qs.name] = len(groups)
     loads.append(list(os.getloadavg()))
     weights = {name: (sum(sizes.values()) / len(sizes) / size if args.balance else 1.0) for name, size in sizes.items()}
+    if args.cv:
+        params = {key: float(value) if "." in value else int(value)
+                  for key, value in (item.split("=", 1) for item in args.param)}
+        print(json.dumps({"cv_folds": args.cv, "rounds": args.rounds, "base_scale": BASE_SCALE, "params": params,
+                          "sets": cross_validate(train + valid, weights, qrels, args.cv, args.rounds, params)}, indent=2))
+        return
     train_set = stack(train, weights)
     valid_set = stack(valid, weights)
     booster = lightgbm.train(PARAMS, train_set, num_boost_round=ROUNDS, valid_sets=[valid_set], valid_names=["holdout"],
