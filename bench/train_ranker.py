@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +80,16 @@ def learned_pages(ranker: LearnedRanker, group: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(page_of(cands[i].chunk) for i in outcome.order))
 
 
-def figures(ranker: LearnedRanker, groups: list[dict[str, Any]], qrels: dict[str, dict[str, dict[str, int]]]) -> dict[str, Any]:
-    """Per set: hybrid, the blend and the learned ranker on ``groups``."""
+def figures(learned: Callable[[dict[str, Any]], list[str]], groups: list[dict[str, Any]],
+            qrels: dict[str, dict[str, dict[str, int]]]) -> dict[str, Any]:
+    """Per set: hybrid, the blend and the learned ranking (``learned(group)``: its pages) on ``groups``."""
     out: dict[str, Any] = {}
     for name in sorted({g["set"] for g in groups}):
         mine = [g for g in groups if g["set"] == name]
         out[name] = {"questions": len(mine)} | {
             method: mean_metrics({g["qid"]: pick(g) for g in mine}, qrels[name])
             for method, pick in (("hybrid", lambda g: g["row"]["hybrid"]), ("blend", lambda g: g["row"]["blend"]),
-                                 ("learned", lambda g: learned_pages(ranker, g)))}
+                                 ("learned", learned))}
     return out
 
 
@@ -105,14 +107,7 @@ def cross_validate(groups: list[dict[str, Any]], weights: dict[str, float], qrel
         for g in groups:
             if position[g["set"], g["qid"]] % folds == fold:
                 pages[g["set"], g["qid"]] = learned_pages(ranker, g)
-    out: dict[str, Any] = {}
-    for name in sorted({g["set"] for g in groups}):
-        mine = [g for g in groups if g["set"] == name]
-        out[name] = {"questions": len(mine)} | {
-            method: mean_metrics({g["qid"]: pick(g) for g in mine}, qrels[name])
-            for method, pick in (("hybrid", lambda g: g["row"]["hybrid"]), ("blend", lambda g: g["row"]["blend"]),
-                                 ("learned", lambda g: pages[g["set"], g["qid"]]))}
-    return out
+    return figures(lambda g: pages[g["set"], g["qid"]], groups, qrels)
 
 
 def commit() -> str:
@@ -180,7 +175,7 @@ def main() -> None:
         "holdout": f"every {args.holdout}th tune question of each set (sorted ids), for early stopping",
         "commit": commit(), "params": PARAMS, "rounds": rounds,
         "refit": "trained again on every tune question (holdout included) for those rounds" if args.refit else None,
-        "holdout_figures": figures(held_out, valid, qrels), "feature_gain": importance,
+        "holdout_figures": figures(lambda g: learned_pages(held_out, g), valid, qrels), "feature_gain": importance,
         "command": "python bench/train_ranker.py " + " ".join(f"--set {s}" for s in args.sets),
         "load_average": [[round(x, 2) for x in load] for load in loads],
     }
