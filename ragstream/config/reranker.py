@@ -28,6 +28,14 @@ class RerankerConfig(ConfigSection):
         "of the packaged export of ``model``.")
     onnx_sha256: str | None = Field(
         None, description="backend onnx: the sha256 ``onnx_model`` must have (packaged models are always checked).")
+    ranking: Literal["blend", "learned"] = Field(
+        "blend", description="How the stage orders its candidates. blend: the cross-encoder's score blended with the "
+        "fused score (weight, min_logit). learned: a LightGBM ranking model over each candidate page's features "
+        "(retrieval and cross-encoder scores, query terms in title, headings and path), pages first "
+        "(docs/ranking.md).")
+    ranker_model: str | None = Field(
+        None, description="ranking learned: a LightGBM model file trained by bench/train_ranker.py; None: the model "
+        "shipped in the package (retrieval/models/ranker.txt).")
     top_n: int = Field(
         6, ge=1, description="Candidates (the head of the fused ranking) the cross-encoder scores; the rest of "
         "the N2 candidates keep their fused order after them.")

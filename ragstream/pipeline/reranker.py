@@ -6,6 +6,8 @@ candidates (``retrieval/rerank.py``: heading + the window around the hit, blende
 score by ``reranker.weight``); the rest keep their fused order after them. Without a reranker (the
 model cannot load, reranking is off) or when the question's deadline runs out, the stage keeps the
 fused retrieval order and its report says why. ``sp.rerank`` holds both scores and the moves.
+With ``reranker.ranking = "learned"`` the head's logits become features of the learned ranker
+(``retrieval/learned_ranker.py``), which orders the candidates page by page.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragstream.config import PipelineLimits, RerankerConfig
-from ragstream.errors import DeadlineExceededError, EmbeddingFailureError
+from ragstream.errors import DeadlineExceededError, EmbeddingFailureError, ModelUnavailableError
 from ragstream.pipeline.context import StageContext
 from ragstream.pipeline.query_pieces import normalized_query, search_body
 from ragstream.pipeline.stages import RERANKER as SPEC
@@ -21,7 +23,8 @@ from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import RerankDetails, ScoreSummary, SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.rerankers.base import Reranker
-from ragstream.retrieval.rerank import relevance, rerank, summary
+from ragstream.retrieval.learned_ranker import LearnedRanker, load_ranker, rerank_learned
+from ragstream.retrieval.rerank import Reranked, relevance, rerank, summary
 
 SCORE_DIGITS = 6
 
@@ -36,11 +39,30 @@ class Inputs:
     settings: RerankerConfig
     limits: PipelineLimits
     deadline: Deadline
+    learned: LearnedRanker | None = None
+    """``reranker.ranking = "learned"``: the loaded model (None with the blend, or when it cannot load)."""
+    learned_unavailable: str | None = None
 
 
 def inputs(ctx: StageContext) -> Inputs:
-    """The ReRanker's inputs, taken from the pipeline's context."""
-    return Inputs(ctx.reranker, ctx.reranker_unavailable, ctx.config.reranker, ctx.config.pipeline, ctx.deadline)
+    """The ReRanker's inputs, taken from the pipeline's context (the learned model is loaded once per process)."""
+    settings = ctx.config.reranker
+    learned, why = None, None
+    if settings.ranking == "learned":
+        try:
+            learned = load_ranker(settings.ranker_model)
+        except ModelUnavailableError as error:
+            why = f"the learned ranker is unavailable, blended instead: {error.message}"
+    return Inputs(ctx.reranker, ctx.reranker_unavailable, settings, ctx.config.pipeline, ctx.deadline, learned, why)
+
+
+def _order(sp: SuperPrompt, deps: Inputs, reranker: Reranker, candidates: list[str], fused: list[float]) -> Reranked:
+    """The learned ranker's order when it is loaded, else the blend's."""
+    query, chunks = normalized_query(search_body(sp)), sp.chunks(candidates)
+    if deps.learned is None:
+        return rerank(reranker, query, chunks, fused, deps.settings, deps.deadline)
+    retrievers = {cid: (s.dense, s.bm25) for cid, s in sp.retriever_scores.items()}
+    return rerank_learned(reranker, deps.learned, query, chunks, fused, retrievers, deps.settings, deps.deadline)
 
 
 def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
@@ -51,8 +73,7 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     outcome = None
     if reranker is not None:
         try:
-            outcome = rerank(reranker, normalized_query(search_body(sp)), sp.chunks(candidates), fused,
-                             deps.settings, deps.deadline)
+            outcome = _order(sp, deps, reranker, candidates, fused)
         except EmbeddingFailureError as error:
             reason = f"the reranker's embedder is unavailable: {error.message}"
         except DeadlineExceededError as error:
@@ -68,7 +89,8 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
         new_rank = {index: rank for rank, index in enumerate(outcome.order)}
         relevant = {i: relevance(score, reranker.backend) for i, score in outcome.cross_scores.items()}
         sp.rerank = RerankDetails(
-            backend=reranker.backend, weight=deps.settings.weight, candidates_scored=outcome.scored,
+            backend=reranker.backend, ranking="learned" if deps.learned is not None else "blend",
+            weight=deps.settings.weight, candidates_scored=outcome.scored,
             skipped=outcome.skipped,
             cross_scores={candidates[i]: round(score, SCORE_DIGITS) for i, score in outcome.cross_scores.items()},
             relevance={candidates[i]: round(value, SCORE_DIGITS) for i, value in relevant.items()},
@@ -77,8 +99,9 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
             fused_scores={candidates[i]: fused[i] for i in outcome.cross_scores},
             moved={candidates[i]: i - new_rank[i] for i in outcome.cross_scores},
         )
-        sp.report(SPEC.entry, "function", fallback=reranker.degraded_reason is not None,
-                  reason=reranker.degraded_reason or outcome.skipped, model=reranker.model)
+        degraded = reranker.degraded_reason or deps.learned_unavailable
+        sp.report(SPEC.entry, "function", fallback=degraded is not None, reason=degraded or outcome.skipped,
+                  model=reranker.model if deps.learned is None else f"{reranker.model} + {deps.learned.path.name}")
     sp.extras["reranker"] = {"backend": sp.rerank.backend, "candidates_scored": sp.rerank.candidates_scored}
     sp.advance(SPEC.entry)
     return sp

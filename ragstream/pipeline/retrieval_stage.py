@@ -29,7 +29,7 @@ from ragstream.pipeline.conversation import conversation_chunks
 from ragstream.pipeline.query_pieces import normalized_query, query_pieces, search_body
 from ragstream.pipeline.scoring import log_avg_exp
 from ragstream.pipeline.stages import RETRIEVAL as SPEC
-from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.pipeline.super_prompt import RetrieverScores, SuperPrompt
 from ragstream.providers.embedders.base import scoring_vectors
 from ragstream.store.payload import malformed
 
@@ -71,6 +71,7 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     best_rank: dict[str, float] = {}
     malformed_chunks: dict[str, str] = {}
     relative: list[dict[str, float]] = []
+    retriever_scores: dict[str, RetrieverScores] = {}
     modes: list[str] = []
     per_piece = min(limits.N1_RETR_MAX_CANDIDATES, deps.retrieval.candidates)  # the search's own fusion depth
     for index, piece in enumerate(pieces):
@@ -87,6 +88,8 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
                 malformed_chunks[hit.chunk.chunk_id] = reason
                 continue
             chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
+            if index == 0:  # the whole query's own scores (the other pieces' differ in scale)
+                retriever_scores[hit.chunk.chunk_id] = RetrieverScores(dense=hit.dense_score, bm25=hit.bm25_score)
             best_rank[hit.chunk.chunk_id] = min(best_rank.get(hit.chunk.chunk_id, NOT_RANKED), hit.rank)
 
     sp.malformed_chunks = malformed_chunks
@@ -111,6 +114,7 @@ def run(sp: SuperPrompt, deps: Inputs) -> SuperPrompt:
     sp.views_by_stage[SPEC.entry] = [chunk_id for chunk_id, _ in kept]
     sp.scores_by_stage[SPEC.entry] = [round(score, 6) for _, score in kept]
     sp.query_pieces = pieces
+    sp.retriever_scores = {chunk_id: retriever_scores[chunk_id] for chunk_id, _ in kept if chunk_id in retriever_scores}
     sp.retrieval_mode = modes[0] if len(set(modes)) == 1 else ",".join(modes)
     sp.extras["retrieval"] = {"query": query, "pieces": pieces, "search_modes": modes, "candidates": len(ranked),
                               "conversation_candidates": len(conversation), "kept": len(kept)}

@@ -103,12 +103,12 @@ RETRIEVAL = StageSpec(
     name="Retrieval", module="retrieval_stage", entry="retrieval", sets_stage="retrieval",
     reads=_fields("recentConversation") | SEARCH_READS,
     writes=_fields("base_context_chunks", "views_by_stage", "scores_by_stage", "query_pieces", "retrieval_mode",
-                   "malformed_chunks"),
+                   "malformed_chunks", "retriever_scores"),
     logs=_fields("retrieval"), cap="N1_RETR_MAX_CANDIDATES",
     summary="the hybrid search's candidates for the query's pieces and the conversation")
 RERANKER = StageSpec(
     name="ReRanker", module="reranker", entry="reranked", sets_stage="reranked",
-    reads=_fields("base_context_chunks") | SEARCH_READS,
+    reads=_fields("base_context_chunks", "retriever_scores") | SEARCH_READS,
     writes=_fields("views_by_stage", "scores_by_stage", "rerank"),
     logs=_fields("reranker"), cap="N2_RERANK_TOP_K",
     summary="the head of the candidates re-ordered by the cross-encoder")

@@ -68,6 +68,8 @@ class RerankDetails(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     backend: str = Field("none", description="cross_encoder, bi_encoder, or none (the retrieval order was kept).")
+    ranking: str = Field("blend", description="blend (cross-encoder and fused score) or learned (the ranking model, "
+                         "pages first; docs/ranking.md).")
     weight: float = Field(0.0, description="Share of the cross-encoder score in the final score.")
     candidates_scored: int = Field(0, description="Chunks the model scored (the head of the retrieval view).")
     skipped: str | None = Field(None, description="Why the model did not run although it loaded (a decisive ranking).")
@@ -82,6 +84,15 @@ class RerankDetails(BaseModel):
     fused_scores: dict[str, float] = Field(default_factory=dict, description="The retrieval score per scored chunk id.")
     moved: dict[str, int] = Field(
         default_factory=dict, description="Per scored chunk id: retrieval rank minus reranked rank (positive: moved up).")
+
+
+class RetrieverScores(BaseModel):
+    """Each retriever's own score of one retrieved chunk for the whole query (None: that retriever did not return it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dense: float | None = Field(None, description="The dense cosine.")
+    bm25: float | None = Field(None, description="The BM25 score.")
 
 
 class SuperPrompt(BaseModel):
@@ -132,6 +143,9 @@ class SuperPrompt(BaseModel):
         default_factory=dict, description="Retrieval: stored chunks the search found but left out because their "
         "stored point is malformed (no text, a missing or mistyped field), by id, with the reason.")
     retrieval_mode: str = Field("", description="hybrid, or bm25 when the embedder was unavailable.")
+    retriever_scores: dict[str, RetrieverScores] = Field(
+        default_factory=dict, description="Retrieval: per chunk id the whole query's search returned, the dense and "
+        "BM25 scores before fusion (the learned ranker's features, docs/ranking.md).")
     rerank: RerankDetails = Field(default_factory=RerankDetails, description="The ReRanker's scores and moves.")
     chunk_decisions: dict[str, str] = Field(
         default_factory=dict, description="A3's keep/drop decision per chunk id of its working set."

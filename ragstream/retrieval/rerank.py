@@ -69,10 +69,10 @@ def passage_window(query: str, text: str, max_words: int) -> str:
     distinct query terms (the earliest such run on a tie); ``text`` itself when it is short enough."""
     if len(text.split()) <= max_words:
         return text
-    terms = _stems(query)
+    terms = stems(query)
     units = [unit for unit in _units(text) if unit.strip()]
     sizes = [len(unit.split()) for unit in units]
-    found = [_stems(unit) & terms for unit in units]
+    found = [stems(unit) & terms for unit in units]
     best, best_span = -1, (0, 1)
     end, words_in = 0, 0
     for start in range(len(units)):
@@ -90,7 +90,7 @@ def passage_window(query: str, text: str, max_words: int) -> str:
     return " ".join(" ".join(units[best_span[0] : best_span[1]]).split()[:max_words])
 
 
-def _stems(text: str) -> set[str]:
+def stems(text: str) -> set[str]:
     """Content words of ``text`` split at punctuation (``httpx.Timeout``: two), cut to their first
     ``STEM_CHARS`` letters so that 'timeouts' meets 'timeout'."""
     return {term[:STEM_CHARS] for term in content_terms(_PUNCTUATION.sub(" ", text))}
@@ -164,6 +164,15 @@ def rerank(reranker: Reranker, query: str, chunks: Sequence[Chunk], fused: Seque
                         skipped=f"the fused ranking is decisive (its best leads by more than {config.skip_margin:g})")
     head = min(count, config.top_n)
     logits = reranker.score(query, passages(query, chunks[:head], config), deadline=deadline)
+    return blended(logits, fused, config)
+
+
+def blended(logits: Sequence[float], fused: Sequence[float], config: RerankerConfig) -> Reranked:
+    """The blend's order of candidates with fused scores ``fused`` whose first ``len(logits)`` the cross-encoder
+    scored: the head by ``config.weight`` x its logits (min-max) + the rest x fused, the tail after it; the fused
+    order when no logit reaches ``config.min_logit``."""
+    count, head = len(fused), len(logits)
+    tail_scores = [(1.0 - config.weight) * score for score in relative(fused)]
     if max(logits, default=config.min_logit) < config.min_logit:  # the model is sure of no passage: keep the fused order
         return Reranked(order=list(range(count)), scores=tail_scores, cross_scores=dict(enumerate(logits)),
                         skipped=f"the cross-encoder found no passage scoring {config.min_logit:g} or more")

@@ -176,7 +176,8 @@ def test_every_stage_reads_and_writes_only_what_it_declares(deterministic, state
     runs = {"deterministic": _fields_touched(deterministic, states)}
     with RecordingLLM(respond=_agent_reply) as llm:
         config = load_config(data_dir=tmp_path / "llm", pipeline={**CAPS, "llm_stages": list(LLM_STAGE_KEYS)},
-                             llm={"base_url": llm.base_url, "model": "recorder", "max_retries": 0})
+                             llm={"base_url": llm.base_url, "model": "recorder", "max_retries": 0},
+                             reranker={"ranking": "learned"})  # the learned ranker's reads (the blend's: the other run)
         with Ragstream(config, embedder=hash_embedder) as rs:
             assert rs.ingest([SAMPLES]).documents_failed == 0
             states = _run_states(rs)
