@@ -109,8 +109,8 @@ class CollectionService:
         unreadable one."""
         record = self.resolve(name, user, admin)
         if user is not None:
-            record = record.model_copy(update={"documents": len(self._catalog.documents.list(
-                user, collections=[record.collection_id]))})
+            record = record.model_copy(update={"documents": self._catalog.documents.count(
+                user, collections=[record.collection_id])})
         return record
 
     def scope(self, names: Sequence[str] | None, user: str | None = None, admin: bool = False) -> QuestionScope:
@@ -211,7 +211,8 @@ class CollectionService:
                 only_here = set(self._registry.document_ids(record.collection_id, only_here=True))
                 records = [r for r in self._catalog.documents.list(collections=[record.collection_id])
                            if r.document_id in only_here]
-                foreign = [r.document_id for r in records if not self._owns(r, user, admin)]
+                collections = {r.collection_id: r for r in self._registry.list()}
+                foreign = [r.document_id for r in records if not self._owns(r, user, admin, collections)]
                 if foreign:
                     raise PermissionDeniedError(
                         f"collection {name!r} is the only collection of {len(foreign)} document(s) you may not delete "
@@ -271,18 +272,21 @@ class CollectionService:
         record = self._catalog.documents.get(document_id, user)
         return record is not None and self._owns(record, user)
 
-    def _owns(self, record: DocumentRecord, user: str | None, admin: bool = False) -> bool:
+    def _owns(self, record: DocumentRecord, user: str | None, admin: bool = False,
+              collections: dict[str, CollectionRecord] | None = None) -> bool:
         """Whether ``user`` has the right to change the document ``record`` wherever it is (docs/collections.md):
         a user's own upload is theirs; a document uploaded into a collection belongs to the editors of that
         collection (its home, from its source); a shared one (ingested by the CLI, synced, watched, or uploaded by an
         admin with ``shared``) to admins alone. Which collections it sits in now never grants the right: a user could
-        otherwise move a shared document into a collection of theirs and so make it theirs."""
+        otherwise move a shared document into a collection of theirs and so make it theirs. ``collections`` (id ->
+        record, read once for many documents) spares the read of the home."""
         if user is None or admin:
             return True
         if record.owner is not None:
             return record.owner == user
         home_id = collection_home(record)
-        home = self._registry.get(home_id) if home_id is not None else None
+        home = (None if home_id is None else collections.get(home_id) if collections is not None
+                else self._registry.get(home_id))
         return home is not None and home.collection_id != DEFAULT_COLLECTION_ID and home.editable_by(user)
 
     def remember_roots(self, paths: Sequence[str | Path], collection: str | None) -> None:
@@ -332,13 +336,13 @@ class CollectionService:
         return changed
 
     def _managed(self, name: str, user: str | None, admin: bool) -> CollectionRecord:
-        record = self.get(name, user, admin)
+        record = self.resolve(name, user, admin)  # its rights only: no count of its documents
         if not record.managed_by(user, admin):
             raise PermissionDeniedError(f"only the owner of collection {name!r} or an admin may change or delete it")
         return record
 
     def _editable(self, name: str, user: str | None, admin: bool) -> CollectionRecord:
-        record = self.get(name, user, admin)
+        record = self.resolve(name, user, admin)  # its rights only: no count of its documents
         if not record.editable_by(user, admin):
             raise PermissionDeniedError(f"you may read collection {name!r} but not add or remove its documents")
         return record
@@ -347,25 +351,24 @@ class CollectionService:
                     require_owner: bool = False) -> None:
         """Each document exists and ``user`` may see it; with ``require_edit``, it is in a collection ``user`` may
         edit or one every user reads (adding it elsewhere must not widen who reads a collection ``user`` only reads);
-        with ``require_owner``, ``user`` has the right to change it (:meth:`_owns`)."""
+        with ``require_owner``, ``user`` has the right to change it (:meth:`_owns`). Two reads, however many
+        documents: the collections and the documents."""
         if len(document_ids) > self._config.max_scope * self._config.max_users:
             raise InvalidCollectionError("too many documents in one request")
-        editable = {r.collection_id for r in self._registry.list() if r.editable_by(user, admin) or r.access == "all"}
+        collections = {r.collection_id: r for r in self._registry.list()}
+        editable = {c for c, r in collections.items() if r.editable_by(user, admin) or r.access == "all"}
+        documents = self._catalog.documents.get_many(document_ids, user)
         for document_id in document_ids:
-            found = self._catalog.documents.get(document_id, user)
+            found = documents.get(document_id)
             readable = found is not None and (user is None or admin or any(
-                self._readable(c, user) for c in found.collections))
+                c in collections and collections[c].readable_by(user) for c in found.collections))
             if found is None or not readable:
                 raise DocumentNotFoundError(f"no document with id {document_id!r}")
             if require_edit and not set(found.collections) & editable:
                 raise PermissionDeniedError(f"document {document_id!r} is only in collections you may read, not change")
-            if require_owner and not self._owns(found, user, admin):
+            if require_owner and not self._owns(found, user, admin, collections):
                 raise PermissionDeniedError(f"document {document_id!r} is not yours to take out of this collection: a "
                                             "shared document only an admin may move, a user's upload only that user")
-
-    def _readable(self, collection_id: str, user: str) -> bool:
-        record = self._registry.get(collection_id)
-        return record is not None and record.readable_by(user)
 
     def _access(self, access: str, record: CollectionRecord | None, user: str | None, admin: bool) -> CollectionAccess:
         """``access`` checked: one of :data:`ACCESS_VALUES`; ``all`` (for a new collection, or one not shared with

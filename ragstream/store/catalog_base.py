@@ -129,6 +129,15 @@ class DocumentRegistry(Protocol):
         ``collections``, one in none of those collections)."""
         ...
 
+    def get_many(self, document_ids: Sequence[str], user: str | None = None) -> dict[str, DocumentRecord]:
+        """document_id -> the live record of each of ``document_ids`` ``user`` may see (the others left out), in
+        one read."""
+        ...
+
+    def count(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> int:
+        """How many documents :meth:`list` would return, in one COUNT query."""
+        ...
+
     def find_by_checksum(self, checksum: str, user: str | None = None, *,
                          collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents ``user`` may see (every one without a user; with ``collections``, in one of them) whose

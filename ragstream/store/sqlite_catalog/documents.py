@@ -82,6 +82,22 @@ class SqliteDocuments(SqliteRole):
                 (document_id, *params)).fetchone()
         return record(row) if row else None
 
+    def get_many(self, document_ids: Sequence[str], user: str | None = None) -> dict[str, DocumentRecord]:
+        """document_id -> the live record of each of ``document_ids`` ``user`` may see, in one read."""
+        visible, params = _visible_to(user)
+        with self._connection.lock:
+            rows = self._connection.db.execute(
+                f"SELECT {_RECORD} FROM documents WHERE document_id IN (SELECT value FROM json_each(?)) AND {visible}",
+                (json.dumps(builtins.list(document_ids)), *params)).fetchall()
+        return {found.document_id: found for found in map(record, rows)}
+
+    def count(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> int:
+        """How many live documents ``user`` may see (with ``collections``: in one of them)."""
+        visible, params = _visible_to(user, collections)
+        with self._connection.lock:
+            return int(self._connection.db.execute(f"SELECT COUNT(*) FROM documents WHERE {visible}",
+                                                   params).fetchone()[0])
+
     def find_by_checksum(self, checksum: str, user: str | None = None, *,
                          collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""

@@ -81,6 +81,20 @@ class PostgresDocuments(PostgresRole):
                                (document_id, *params)).fetchone()
         return record(row) if row else None
 
+    def get_many(self, document_ids: Sequence[str], user: str | None = None) -> dict[str, DocumentRecord]:
+        """document_id -> the live record of each of ``document_ids`` ``user`` may see, in one read."""
+        visible, params = _visible_to(user)
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE document_id = ANY(%s) AND {visible}",
+                                (builtins.list(document_ids), *params)).fetchall()
+        return {found.document_id: found for found in map(record, rows)}
+
+    def count(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> int:
+        """How many live documents ``user`` may see (with ``collections``: in one of them)."""
+        visible, params = _visible_to(user, collections)
+        with self._db.read() as conn:
+            return one(conn, f"SELECT COUNT(*) FROM documents WHERE {visible}", params)
+
     def find_by_checksum(self, checksum: str, user: str | None = None, *,
                          collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
