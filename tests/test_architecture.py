@@ -7,7 +7,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ragstream"
-BELOW_THE_FACADE = ("pipeline", "answer", "retrieval", "store", "providers", "agents", "documents")
+BELOW_THE_FACADE = ("pipeline", "answer", "retrieval", "store", "providers", "agents", "documents", "sync", "ingestion",
+                    "collection_service", "feedback", "migration")
 FACADE = "ragstream.api"
 
 
