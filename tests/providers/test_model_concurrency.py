@@ -16,7 +16,7 @@ import pytest
 from support.required import EXTRAS, unavailable
 
 from ragstream.config import LLMConfig
-from ragstream.providers.model_locator import resolve_model_path
+from ragstream.providers.packaged_models import resolve_model_path
 from ragstream.providers.tokens import make_token_counter
 
 THREADS = 8

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragstream.providers.model_locator import is_available_locally, resolve_model_path
+from ragstream.providers.packaged_models import is_available_locally, resolve_model_path
 
 
 def test_a_missing_path_is_not_available_and_does_not_raise(tmp_path: Path) -> None:

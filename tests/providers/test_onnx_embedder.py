@@ -23,7 +23,7 @@ from ragstream.providers.embedders import make_embedder
 from ragstream.providers.embedders.onnx_runtime import SHIPPED_MINILM, OnnxEmbedder, resolve_onnx_file
 from ragstream.providers.embedders.query_encoder import QueryEncoderEmbedder
 from ragstream.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
-from ragstream.providers.model_locator import resolve_model_path
+from ragstream.providers.packaged_models import resolve_model_path
 
 AGREEMENT = 0.999
 QUERIES = CONTRACT_QUERIES

@@ -27,8 +27,7 @@ from ragstream.config import PACKAGED_ONNX_EXPORTS, EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError, ModelUnavailableError
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.embedders.model_settings import model_settings, with_prefix
-from ragstream.providers.model_locator import resolve_model_path
-from ragstream.providers.packaged_models import locate_onnx_model, packaged_model, verify_sha256
+from ragstream.providers.packaged_models import locate_onnx_model, packaged_model, resolve_model_path, verify_sha256
 
 ONNX_FILE = "model.onnx"
 SHIPPED_MINILM = Path(__file__).resolve().parent / "minilm"

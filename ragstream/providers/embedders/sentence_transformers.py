@@ -14,7 +14,7 @@ from ragstream.config import EmbeddingConfig
 from ragstream.errors import EmbedderUnavailableError
 from ragstream.providers.embedders.base import normalise
 from ragstream.providers.embedders.model_settings import model_settings, with_prefix
-from ragstream.providers.model_locator import resolve_model_path
+from ragstream.providers.packaged_models import resolve_model_path
 
 
 class SentenceTransformerEmbedder:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ragstream.config import RerankerConfig
 from ragstream.providers.deadline import Deadline
-from ragstream.providers.model_locator import is_available_locally, resolve_model_path
+from ragstream.providers.packaged_models import is_available_locally, resolve_model_path
 
 
 class CrossEncoderUnavailableError(Exception):
