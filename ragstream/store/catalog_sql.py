@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ragstream.models import CollectionRecord, DocumentRecord, LoadedDocument, Page
+from ragstream.store.catalog_base import JOB_COLUMNS
 
 RECORD_COLUMNS = ("document_id, source, title, mime, checksum, generation, chunk_count, fingerprint, ingested_at, "
                   "metadata, owner, first_ingested_at, root")
@@ -22,6 +23,19 @@ NO_OWNER = ""
 """``conversation_turns.owner`` of conversations held for no user (the Python API and CLI)."""
 TURN_KEYS = ("message_id", "user", "assistant", "created_at", "incomplete")
 """The keys of a turn as ``conversation_turns`` returns it."""
+
+
+SAVE_JOB = ("INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (job_id) DO UPDATE SET state = EXCLUDED.state, payload = EXCLUDED.payload, "
+            "updated_at = EXCLUDED.updated_at")
+"""Create a background job, or record its state and payload."""
+JOB_BY_ID = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?"
+"""A job's row (``catalog_base.JOB_COLUMNS``)."""
+
+
+def postgres(statement: str) -> str:
+    """A shared statement (``?`` parameters) in psycopg's form (``%s`` parameters)."""
+    return statement.replace("?", "%s")
 
 
 COLLECTION_COLUMNS = "collection_id, name, description, instructions, owner, access, readers, editors, created_at, name_key"

@@ -58,6 +58,23 @@ CREATE TABLE IF NOT EXISTS {table} (
 """
 """The collections table of both backends (``{table}``: its name): names unique per owner by key
 (:data:`UNIQUE_KEY_INDEX`; PostgreSQL's schema step and SQLite's migration add it after migrating older tables)."""
+MEMBERSHIP_TABLES = """
+CREATE TABLE IF NOT EXISTS collection_documents (
+    collection_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (collection_id, document_id)
+);
+CREATE INDEX IF NOT EXISTS collection_documents_by_document ON collection_documents(document_id);
+CREATE TABLE IF NOT EXISTS collection_payloads (
+    document_id TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS root_collections (
+    root TEXT PRIMARY KEY,
+    collection_id TEXT NOT NULL
+);
+"""
+"""Which documents belong to each collection, those whose store payloads may not show it yet, and the collection
+of each synced root: the same tables in both backends."""
 UNIQUE_KEY = "collections_by_owner_and_key"
 """The unique index of names per owner (none: ''), by key; a migration replaced the global UNIQUE(name) with it."""
 UNIQUE_KEY_INDEX = f"CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_KEY} ON collections ((COALESCE(owner, '')), name_key)"

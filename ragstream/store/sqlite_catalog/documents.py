@@ -12,13 +12,15 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
 
 from ragstream.errors import CollectionNotFoundError
 from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
+from ragstream.store import documents_sql as sql
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
-from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, like_pattern, record, stored_document
 from ragstream.store.sqlite_catalog.connection import SqliteRole
+
+_SQL = sql.SQLITE
 
 # A new version keeps the time its document was first ingested, and its root unless it names one.
 _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
@@ -26,13 +28,6 @@ _INSERT_DOCUMENT = (f"INSERT OR REPLACE INTO documents ({INSERT_COLUMNS}) VALUES
                     "COALESCE(?, (SELECT root FROM documents WHERE document_id = ?)))")
 
 
-_RECORD = RECORD_COLUMNS + ", " + MEMBER_COLUMN.format(aggregate="group_concat(m.collection_id)")
-"""A record's columns and the collections it belongs to."""
-_JOIN_COLLECTIONS = ("INSERT INTO collection_documents (collection_id, document_id) VALUES (?, ?) "
-                     "ON CONFLICT DO NOTHING")
-_JOIN_DEFAULT = ("INSERT INTO collection_documents (collection_id, document_id) SELECT ?, ? WHERE NOT EXISTS "
-                 "(SELECT 1 FROM collection_documents WHERE document_id = ?)")
-_LEAVE_COLLECTIONS = "DELETE FROM collection_documents WHERE document_id = ?"
 
 
 class SqliteDocuments(SqliteRole):
@@ -54,17 +49,17 @@ class SqliteDocuments(SqliteRole):
         with self._connection.transaction() as db:
             _require_collections(db, versions)
             db.executemany(_INSERT_DOCUMENT, rows)
-            db.executemany("DELETE FROM documents WHERE document_id = ?", [(document_id,) for document_id in removed])
-            db.executemany(_LEAVE_COLLECTIONS, [(document_id,) for document_id in removed])
-            db.executemany(_JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
-            db.executemany(_JOIN_DEFAULT, [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id) for v in versions])
+            db.executemany(sql.DELETE, [(document_id,) for document_id in removed])
+            db.executemany(sql.LEAVE_COLLECTIONS, [(document_id,) for document_id in removed])
+            db.executemany(sql.JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
+            db.executemany(sql.JOIN_DEFAULT, [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id) for v in versions])
             return self._next_sequence(db)
 
     def remove_document(self, document_id: str) -> int:
         """Drop a document from the registry (its points become invisible at once); the commit sequence."""
         with self._connection.transaction() as db:
-            db.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
-            db.execute(_LEAVE_COLLECTIONS, (document_id,))
+            db.execute(sql.DELETE, (document_id,))
+            db.execute(sql.LEAVE_COLLECTIONS, (document_id,))
             return self._next_sequence(db)
 
     def _next_sequence(self, db: sqlite3.Connection) -> int:
@@ -75,45 +70,39 @@ class SqliteDocuments(SqliteRole):
     def get(self, document_id: str, user: str | None = None, *,
             collections: Sequence[str] | None = None) -> DocumentRecord | None:
         """The live record of a document, or None (also when ``user`` is given and may not see it)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._connection.lock:
-            row = self._connection.db.execute(
-                f"SELECT {_RECORD} FROM documents WHERE document_id = ? AND {visible}",
-                (document_id, *params)).fetchone()
+            row = self._connection.db.execute(_SQL.sql(sql.BY_ID, visible), (document_id, *params)).fetchone()
         return record(row) if row else None
 
     def get_many(self, document_ids: Sequence[str], user: str | None = None) -> dict[str, DocumentRecord]:
         """document_id -> the live record of each of ``document_ids`` ``user`` may see, in one read."""
-        visible, params = _visible_to(user)
+        visible, params = _SQL.visible_to(user)
         with self._connection.lock:
-            rows = self._connection.db.execute(
-                f"SELECT {_RECORD} FROM documents WHERE document_id IN (SELECT value FROM json_each(?)) AND {visible}",
-                (json.dumps(builtins.list(document_ids)), *params)).fetchall()
+            rows = self._connection.db.execute(_SQL.sql(sql.BY_IDS, visible),
+                                               (_SQL.id_list(document_ids), *params)).fetchall()
         return {found.document_id: found for found in map(record, rows)}
 
     def count(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> int:
         """How many live documents ``user`` may see (with ``collections``: in one of them)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._connection.lock:
-            return int(self._connection.db.execute(f"SELECT COUNT(*) FROM documents WHERE {visible}",
-                                                   params).fetchone()[0])
+            return int(self._connection.db.execute(_SQL.sql(sql.COUNT, visible), params).fetchone()[0])
 
     def find_by_checksum(self, checksum: str, user: str | None = None, *,
                          collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE checksum = ? AND {visible} "
-                                               "ORDER BY source", (checksum, *params)).fetchall()
+            rows = self._connection.db.execute(_SQL.sql(sql.BY_CHECKSUM, visible), (checksum, *params)).fetchall()
         return [record(row) for row in rows]
 
     def list(self, user: str | None = None, *,
              collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Every live document, by source; with ``user``, only that user's and the shared ones."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE {visible} ORDER BY source",
-                                               params).fetchall()
+            rows = self._connection.db.execute(_SQL.sql(sql.LIST, visible), params).fetchall()
         return [record(row) for row in rows]
 
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
@@ -124,8 +113,8 @@ class SqliteDocuments(SqliteRole):
         ``limit`` of them from ``offset``."""
         column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
         direction = "DESC" if descending else "ASC"
-        visible, visible_params = _visible_to(user, collections)
-        where, params = f"WHERE {visible}", visible_params
+        visible, visible_params = _SQL.visible_to(user, collections)
+        where, params = _SQL.sql(f"WHERE {visible}"), visible_params
         if query:
             pattern = like_pattern(query)
             where = f"{where} AND (lower(title) LIKE ? ESCAPE '\\' OR lower(source) LIKE ? ESCAPE '\\')"
@@ -134,7 +123,7 @@ class SqliteDocuments(SqliteRole):
             db = self._connection.db
             total = int(db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
             rows = db.execute(
-                f"SELECT {_RECORD} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
+                f"SELECT {_SQL.sql('{record}')} FROM documents {where} ORDER BY {column} {direction}, source {direction} "
                 "LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
         return DocumentPage(records=[record(row) for row in rows], total=total)
 
@@ -146,15 +135,13 @@ class SqliteDocuments(SqliteRole):
     def stored_document(self, document_id: str) -> LoadedDocument | None:
         """The extracted text of a document as it was ingested (for reindexing without the file)."""
         with self._connection.lock:
-            row = self._connection.db.execute(f"SELECT {STORED_COLUMNS} FROM documents WHERE document_id = ?",
-                                              (document_id,)).fetchone()
+            row = self._connection.db.execute(sql.STORED, (document_id,)).fetchone()
         return None if row is None else stored_document(row)
 
     def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
         """Every live document that belongs to ``root``, by source."""
         with self._connection.lock:
-            rows = self._connection.db.execute(f"SELECT {_RECORD} FROM documents WHERE root = ? ORDER BY source",
-                                               (root,)).fetchall()
+            rows = self._connection.db.execute(_SQL.sql(sql.IN_ROOT), (root,)).fetchall()
         return [record(row) for row in rows]
 
     def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
@@ -182,16 +169,3 @@ def _require_collections(db: sqlite3.Connection, versions: Sequence[DocumentVers
             (json.dumps(named),))}
         if missing := [c for c in named if c not in found]:
             raise CollectionNotFoundError(f"collection {missing[0]!r} was deleted while documents were written into it")
-
-
-def _visible_to(user: str | None, collections: Sequence[str] | None = None) -> tuple[str, tuple[Any, ...]]:
-    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
-    shared ones (owner NULL); every document when ``user`` is None. With ``collections`` (ids), only
-    documents in one of them."""
-    if collections is not None:
-        inner, params = _visible_to(user)
-        return (f"{inner} AND document_id IN (SELECT document_id FROM collection_documents WHERE collection_id IN "
-                "(SELECT value FROM json_each(?)))", (*params, json.dumps(builtins.list(collections))))
-    if user is None:
-        return "1 = 1", ()
-    return "(owner IS NULL OR owner = ?)", (user,)

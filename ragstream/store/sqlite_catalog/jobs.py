@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from ragstream.store.catalog_base import CLAIMED_JOB_COLUMNS, JOB_COLUMNS, JOB_QUEUED, JOB_RUNNING, UNFINISHED_JOB_STATES
+from ragstream.store.catalog_sql import JOB_BY_ID, SAVE_JOB
 from ragstream.store.sqlite_catalog.connection import SqliteRole
 
 
@@ -15,18 +16,12 @@ class SqliteJobQueue(SqliteRole):
     def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
         """Create or update a background job (``payload``: its progress and results as JSON text)."""
         with self._connection.transaction() as db:
-            db.execute(
-                "INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(job_id) DO UPDATE SET state = excluded.state, payload = excluded.payload, "
-                "updated_at = excluded.updated_at",
-                (job_id, kind, state, payload, now, now),
-            )
+            db.execute(SAVE_JOB, (job_id, kind, state, payload, now, now))
 
     def job(self, job_id: str) -> dict[str, str] | None:
         """A job's row (``JOB_COLUMNS``), or None."""
         with self._connection.lock:
-            row = self._connection.db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?",
-                                              (job_id,)).fetchone()
+            row = self._connection.db.execute(JOB_BY_ID, (job_id,)).fetchone()
         return dict(zip(JOB_COLUMNS, row, strict=True)) if row else None
 
     def unfinished_jobs(self) -> list[dict[str, str]]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sqlite3
 
 from ragstream.models import DEFAULT_COLLECTION_ID, name_key
+from ragstream.store.collections_sql import MEMBERSHIP_TABLES, UNIQUE_KEY_INDEX
 from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
-from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
+from ragstream.store.documents_sql import INDEXES as DOCUMENT_INDEXES
 from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
@@ -33,12 +34,7 @@ CREATE TABLE IF NOT EXISTS documents (
     first_ingested_at TEXT,
     root TEXT
 );
-CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
-CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
-CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
-CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
-CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
-CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
+@DOCUMENT_INDEXES@
 CREATE TABLE IF NOT EXISTS write_intents (
     intent_id INTEGER PRIMARY KEY AUTOINCREMENT,
     document_id TEXT NOT NULL,
@@ -84,21 +80,9 @@ CREATE TABLE IF NOT EXISTS sync_roots (
     last_summary TEXT NOT NULL DEFAULT '{}',
     watched_until REAL
 );
-CREATE TABLE IF NOT EXISTS collection_documents (
-    collection_id TEXT NOT NULL,
-    document_id TEXT NOT NULL,
-    PRIMARY KEY (collection_id, document_id)
-);
-CREATE INDEX IF NOT EXISTS collection_documents_by_document ON collection_documents(document_id);
-CREATE TABLE IF NOT EXISTS collection_payloads (
-    document_id TEXT PRIMARY KEY
-);
-CREATE TABLE IF NOT EXISTS root_collections (
-    root TEXT PRIMARY KEY,
-    collection_id TEXT NOT NULL
-);
 """
-SCHEMA += FEEDBACK_TABLE + COLLECTIONS_TABLE.format(table="collections")
+SCHEMA = (SCHEMA.replace("@DOCUMENT_INDEXES@\n", DOCUMENT_INDEXES.lstrip()) + MEMBERSHIP_TABLES.lstrip() + FEEDBACK_TABLE
+          + COLLECTIONS_TABLE.format(table="collections"))
 INDEXES = f"""
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
 CREATE INDEX IF NOT EXISTS documents_root ON documents(root);

@@ -7,12 +7,12 @@ import builtins
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ragstream.errors import CollectionNotFoundError
 from ragstream.models import DEFAULT_COLLECTION_ID, DocumentRecord, LoadedDocument
+from ragstream.store import documents_sql as sql
 from ragstream.store.catalog_base import COMMIT_SEQUENCE, SORT_COLUMNS, DocumentPage, DocumentVersion
-from ragstream.store.catalog_sql import INSERT_COLUMNS, MEMBER_COLUMN, RECORD_COLUMNS, STORED_COLUMNS, like_pattern, record, stored_document
+from ragstream.store.catalog_sql import INSERT_COLUMNS, RECORD_COLUMNS, like_pattern, record, stored_document
 from ragstream.store.postgres.catalog.connection import BUMP, PostgresRole, one
 
 # A new version keeps the time its document was first ingested (unless the version names one: a copy), and
@@ -25,13 +25,7 @@ _UPSERT_DOCUMENT = (
 )
 
 
-_RECORD = RECORD_COLUMNS + ", " + MEMBER_COLUMN.format(aggregate="string_agg(m.collection_id, ',')")
-"""A record's columns and the collections it belongs to."""
-_JOIN_COLLECTIONS = ("INSERT INTO collection_documents (collection_id, document_id) VALUES (%s, %s) "
-                     "ON CONFLICT DO NOTHING")
-_JOIN_DEFAULT = ("INSERT INTO collection_documents (collection_id, document_id) SELECT %s, %s WHERE NOT EXISTS "
-                 "(SELECT 1 FROM collection_documents WHERE document_id = %s)")
-_LEAVE_COLLECTIONS = "DELETE FROM collection_documents WHERE document_id = %s"
+_SQL = sql.POSTGRES
 
 
 class PostgresDocuments(PostgresRole):
@@ -57,8 +51,8 @@ class PostgresDocuments(PostgresRole):
                 raise CollectionNotFoundError(f"collection {missing[0]!r} was deleted while documents were written into it")
             with conn.cursor() as cursor:
                 cursor.executemany(_UPSERT_DOCUMENT, rows)
-                cursor.executemany(_JOIN_COLLECTIONS, [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
-                cursor.executemany(_JOIN_DEFAULT, [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id)
+                cursor.executemany(_SQL.sql(sql.JOIN_COLLECTIONS), [(c, v.doc.document_id) for v in versions for c in v.doc.collections])
+                cursor.executemany(_SQL.sql(sql.JOIN_DEFAULT), [(DEFAULT_COLLECTION_ID, v.doc.document_id, v.doc.document_id)
                                                    for v in versions])
             if removed:
                 conn.execute("DELETE FROM documents WHERE document_id = ANY(%s)", (builtins.list(removed),))
@@ -68,49 +62,45 @@ class PostgresDocuments(PostgresRole):
     def remove_document(self, document_id: str) -> int:
         """Drop a document from the registry; the commit sequence."""
         with self._db.write() as conn:
-            conn.execute("DELETE FROM documents WHERE document_id = %s", (document_id,))
-            conn.execute(_LEAVE_COLLECTIONS, (document_id,))
+            conn.execute(_SQL.sql(sql.DELETE), (document_id,))
+            conn.execute(_SQL.sql(sql.LEAVE_COLLECTIONS), (document_id,))
             return one(conn, BUMP, (COMMIT_SEQUENCE, 1))
 
     def get(self, document_id: str, user: str | None = None, *,
             collections: Sequence[str] | None = None) -> DocumentRecord | None:
         """The live record of a document, or None (also when ``user`` may not see it)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._db.read() as conn:
-            row = conn.execute(f"SELECT {_RECORD} FROM documents WHERE document_id = %s AND {visible}",
-                               (document_id, *params)).fetchone()
+            row = conn.execute(_SQL.sql(sql.BY_ID, visible), (document_id, *params)).fetchone()
         return record(row) if row else None
 
     def get_many(self, document_ids: Sequence[str], user: str | None = None) -> dict[str, DocumentRecord]:
         """document_id -> the live record of each of ``document_ids`` ``user`` may see, in one read."""
-        visible, params = _visible_to(user)
+        visible, params = _SQL.visible_to(user)
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE document_id = ANY(%s) AND {visible}",
-                                (builtins.list(document_ids), *params)).fetchall()
+            rows = conn.execute(_SQL.sql(sql.BY_IDS, visible), (_SQL.id_list(document_ids), *params)).fetchall()
         return {found.document_id: found for found in map(record, rows)}
 
     def count(self, user: str | None = None, *, collections: Sequence[str] | None = None) -> int:
         """How many live documents ``user`` may see (with ``collections``: in one of them)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._db.read() as conn:
-            return one(conn, f"SELECT COUNT(*) FROM documents WHERE {visible}", params)
+            return one(conn, _SQL.sql(sql.COUNT, visible), params)
 
     def find_by_checksum(self, checksum: str, user: str | None = None, *,
                          collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Documents whose source file had this sha256 (with ``user``: among those it may see)."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE checksum = %s AND {visible} "
-                                "ORDER BY source", (checksum, *params)).fetchall()
+            rows = conn.execute(_SQL.sql(sql.BY_CHECKSUM, visible), (checksum, *params)).fetchall()
         return [record(row) for row in rows]
 
     def list(self, user: str | None = None, *,
              collections: Sequence[str] | None = None) -> builtins.list[DocumentRecord]:
         """Every live document, by source; with ``user``, only that user's and the shared ones."""
-        visible, params = _visible_to(user, collections)
+        visible, params = _SQL.visible_to(user, collections)
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE {visible} ORDER BY source",
-                                params).fetchall()
+            rows = conn.execute(_SQL.sql(sql.LIST, visible), params).fetchall()
         return [record(row) for row in rows]
 
     def page(self, offset: int, limit: int, query: str = "", sort: str = "source",
@@ -119,15 +109,15 @@ class PostgresDocuments(PostgresRole):
         """``limit`` documents from ``offset`` of those ``user`` may see whose title or source contains ``query``."""
         column = SORT_COLUMNS.get(sort, SORT_COLUMNS["source"])
         direction = "DESC" if descending else "ASC"
-        visible, params = _visible_to(user, collections)
-        where = f"WHERE {visible}"
+        visible, params = _SQL.visible_to(user, collections)
+        where = _SQL.sql(f"WHERE {visible}")
         if query:
             pattern = like_pattern(query)
             where = f"{where} AND (lower(title) LIKE %s OR lower(source) LIKE %s)"
             params = (*params, pattern, pattern)
         with self._db.read() as conn:
             total = one(conn, f"SELECT COUNT(*) FROM documents {where}", params)
-            rows = conn.execute(f"SELECT {_RECORD} FROM documents {where} ORDER BY {column} {direction} "
+            rows = conn.execute(f"SELECT {_SQL.sql('{record}')} FROM documents {where} ORDER BY {column} {direction} "
                                 f"NULLS LAST, source {direction} LIMIT %s OFFSET %s", (*params, limit, offset)).fetchall()
         return DocumentPage(records=[record(row) for row in rows], total=total)
 
@@ -139,14 +129,13 @@ class PostgresDocuments(PostgresRole):
     def stored_document(self, document_id: str) -> LoadedDocument | None:
         """The extracted text of a document as it was ingested."""
         with self._db.read() as conn:
-            row = conn.execute(f"SELECT {STORED_COLUMNS} FROM documents WHERE document_id = %s", (document_id,)).fetchone()
+            row = conn.execute(_SQL.sql(sql.STORED), (document_id,)).fetchone()
         return None if row is None else stored_document(row)
 
     def documents_in_root(self, root: str) -> builtins.list[DocumentRecord]:
         """Every live document that belongs to ``root``, by source."""
         with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {_RECORD} FROM documents WHERE root = %s ORDER BY source",
-                                (root,)).fetchall()
+            rows = conn.execute(_SQL.sql(sql.IN_ROOT), (root,)).fetchall()
         return [record(row) for row in rows]
 
     def unrooted_documents_under(self, folder: str) -> builtins.list[DocumentRecord]:
@@ -162,16 +151,3 @@ class PostgresDocuments(PostgresRole):
         """Make live documents belong to ``root``."""
         with self._db.write() as conn:
             conn.execute("UPDATE documents SET root = %s WHERE document_id = ANY(%s)", (root, builtins.list(document_ids)))
-
-
-def _visible_to(user: str | None, collections: Sequence[str] | None = None) -> tuple[str, tuple[Any, ...]]:
-    """The WHERE condition (and its parameters) of the documents ``user`` may see: theirs and the
-    shared ones (owner NULL); every document when ``user`` is None. With ``collections`` (ids), only
-    documents in one of them."""
-    if collections is not None:
-        inner, params = _visible_to(user)
-        return (f"{inner} AND document_id IN (SELECT document_id FROM collection_documents WHERE collection_id = "
-                "ANY(%s))", (*params, builtins.list(collections)))
-    if user is None:
-        return "TRUE", ()
-    return "(owner IS NULL OR owner = %s)", (user,)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragstream.store.catalog_base import CLAIMED_JOB_COLUMNS, JOB_COLUMNS, JOB_QUEUED, JOB_RUNNING, UNFINISHED_JOB_STATES
+from ragstream.store.catalog_sql import JOB_BY_ID, SAVE_JOB, postgres
 from ragstream.store.postgres.catalog.connection import CLOCK, PostgresRole
 
 # The oldest job that is queued or whose worker's lease ran out, locked for this transaction; a job another
@@ -28,15 +29,12 @@ class PostgresJobQueue(PostgresRole):
     def save_job(self, job_id: str, kind: str, state: str, payload: str, now: str) -> None:
         """Create or update a background job (``payload``: its progress and results as JSON text)."""
         with self._db.write() as conn:
-            conn.execute(
-                "INSERT INTO jobs (job_id, kind, state, payload, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (job_id) DO UPDATE SET state = EXCLUDED.state, payload = EXCLUDED.payload, "
-                "updated_at = EXCLUDED.updated_at", (job_id, kind, state, payload, now, now))
+            conn.execute(postgres(SAVE_JOB), (job_id, kind, state, payload, now, now))
 
     def job(self, job_id: str) -> dict[str, str] | None:
         """A job's row (``JOB_COLUMNS``), or None."""
         with self._db.read() as conn:
-            row = conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = %s", (job_id,)).fetchone()
+            row = conn.execute(postgres(JOB_BY_ID), (job_id,)).fetchone()
         return dict(zip(JOB_COLUMNS, row, strict=True)) if row else None
 
     def unfinished_jobs(self) -> list[dict[str, str]]:

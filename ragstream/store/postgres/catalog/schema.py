@@ -3,8 +3,9 @@ here with ``IF NOT EXISTS``, so databases from before them get them when they op
 
 from __future__ import annotations
 
+from ragstream.store.collections_sql import MEMBERSHIP_TABLES, UNIQUE_KEY_INDEX
 from ragstream.store.collections_sql import TABLE as COLLECTIONS_TABLE
-from ragstream.store.collections_sql import UNIQUE_KEY_INDEX
+from ragstream.store.documents_sql import INDEXES as DOCUMENT_INDEXES
 from ragstream.store.feedback_sql import OPENS_MIGRATION
 from ragstream.store.feedback_sql import TABLE as FEEDBACK_TABLE
 
@@ -23,8 +24,7 @@ CREATE TABLE IF NOT EXISTS documents (
     size_bytes BIGINT NOT NULL,
     pages TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS documents_checksum ON documents(checksum);
-CREATE INDEX IF NOT EXISTS documents_generation ON documents(generation);
+@DOCUMENT_INDEXES@
 CREATE TABLE IF NOT EXISTS write_intents (
     intent_id BIGSERIAL PRIMARY KEY,
     document_id TEXT NOT NULL,
@@ -55,11 +55,7 @@ CREATE INDEX IF NOT EXISTS conversation_turns_by_conversation ON conversation_tu
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS owner TEXT;
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS first_ingested_at TEXT;
 CREATE INDEX IF NOT EXISTS documents_owner ON documents(owner);
-CREATE INDEX IF NOT EXISTS documents_by_title ON documents(lower(title));
-CREATE INDEX IF NOT EXISTS documents_by_source ON documents(lower(source));
-CREATE INDEX IF NOT EXISTS documents_by_chunks ON documents(chunk_count);
 CREATE INDEX IF NOT EXISTS documents_by_ingest ON documents(first_ingested_at);
-CREATE INDEX IF NOT EXISTS documents_by_update ON documents(ingested_at);
 ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS conversation_turns_by_owner ON conversation_turns(owner, conversation_id, seq);
 CREATE TABLE IF NOT EXISTS jobs (
@@ -106,19 +102,7 @@ DO $$ BEGIN
     END IF;
 END $$;
 @UNIQUE_KEY_INDEX@;
-CREATE TABLE IF NOT EXISTS collection_documents (
-    collection_id TEXT NOT NULL,
-    document_id TEXT NOT NULL,
-    PRIMARY KEY (collection_id, document_id)
-);
-CREATE INDEX IF NOT EXISTS collection_documents_by_document ON collection_documents(document_id);
-CREATE TABLE IF NOT EXISTS collection_payloads (
-    document_id TEXT PRIMARY KEY
-);
-CREATE TABLE IF NOT EXISTS root_collections (
-    root TEXT PRIMARY KEY,
-    collection_id TEXT NOT NULL
-);
+@MEMBERSHIP_TABLES@
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM collections WHERE collection_id = 'default') THEN
         -- databases from before collections: every document is in the default collection (once)
@@ -131,7 +115,8 @@ DO $$ BEGIN
 END $$;
 """
 SCHEMA = (SCHEMA.replace("@COLLECTIONS_TABLE@", COLLECTIONS_TABLE.format(table="collections"))
-          .replace("@UNIQUE_KEY_INDEX@", UNIQUE_KEY_INDEX) + FEEDBACK_TABLE)
+          .replace("@UNIQUE_KEY_INDEX@", UNIQUE_KEY_INDEX).replace("@MEMBERSHIP_TABLES@\n", MEMBERSHIP_TABLES.lstrip())
+          .replace("@DOCUMENT_INDEXES@\n", DOCUMENT_INDEXES.lstrip()) + FEEDBACK_TABLE)
 SCHEMA += f"""
 DO $$ BEGIN
     IF to_regclass('answer_citation_opens') IS NULL THEN
