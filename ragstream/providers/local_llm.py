@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragstream import child_process
 from ragstream.config import LLMConfig
 from ragstream.errors import ConfigError, LLMUnavailableError, ModelPackageMissingError, ModelUnavailableError
 from ragstream.providers.gguf_models import GGUF_MAGIC, QWEN_CODER_FILE, qwen_coder_gguf_path
@@ -37,6 +37,8 @@ from ragstream.providers.local_llm_child import READY_PREFIX
 CHILD_MODULE = "ragstream.providers.local_llm_child"
 STOP_GRACE_SECONDS = 10.0
 """How long a stopped child may take to exit after SIGTERM before it is killed."""
+READY_POLL_SECONDS = 0.1
+"""How often a caller waiting for the child to load checks that it still runs."""
 LOG_TAIL_LINES = 15
 LLM_KNOBS = ("llm.start_timeout_seconds", "llm.restart_backoff_seconds")
 DEFAULT_MODEL_NAME = "local-model"
@@ -115,13 +117,8 @@ def model_name(config: LLMConfig, path: Path) -> str:
 
 def exit_description(returncode: int) -> str:
     """How a process ended, from its return code: ``killed by signal SIGSEGV`` or ``exited with status 1``."""
-    if returncode >= 0:
-        return f"exited with status {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = str(-returncode)
-    return f"killed by signal {name}"
+    name = child_process.signal_name(returncode)
+    return f"exited with status {returncode}" if name is None else f"killed by signal {name}"
 
 
 class LocalModelServer:
@@ -169,15 +166,14 @@ class LocalModelServer:
         with self._lock:
             process = self._start_locked()
             ready = self._ready
-        ends = time.monotonic() + wait
-        while not ready.wait(timeout=min(0.1, max(0.0, ends - time.monotonic()))):
-            if process.poll() is not None:
-                raise LLMUnavailableError(self._died_message(process, "while loading the model"), attempts=0)
-            if time.monotonic() >= ends:
-                raise LLMUnavailableError(
-                    f"the local model server (pid {process.pid}) did not load {self.spec.model_path.name} within "
-                    f"{wait:g}s ({self.knobs[0]} or the call's deadline); its log ends with:\n"
-                    f"{self.log_tail()}", attempts=0)
+        waited = child_process.wait_while_alive(ready.wait, process, time.monotonic() + wait, READY_POLL_SECONDS)
+        if waited == "exited":
+            raise LLMUnavailableError(self._died_message(process, "while loading the model"), attempts=0)
+        if waited == "timeout":
+            raise LLMUnavailableError(
+                f"the local model server (pid {process.pid}) did not load {self.spec.model_path.name} within "
+                f"{wait:g}s ({self.knobs[0]} or the call's deadline); its log ends with:\n"
+                f"{self.log_tail()}", attempts=0)
         if process.poll() is not None:
             raise LLMUnavailableError(self._died_message(process, "after it started"), attempts=0)
         return f"{self._address}/v1"
@@ -193,8 +189,7 @@ class LocalModelServer:
                     self._died_message(process, f"{since:.1f}s after its start") + "\n(it is started again "
                     f"{self.restart_backoff:g}s after its last start: {self.knobs[1]})", attempts=0)
         with self.log_path.open("wb") as log:
-            process = subprocess.Popen(self.spec.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=log, start_new_session=True)
+            process = child_process.spawn(self.spec.command(), stderr=log, new_session=True)
         self._process = process
         self._started_at = time.monotonic()
         self._ready = threading.Event()
@@ -237,18 +232,7 @@ class LocalModelServer:
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """Close the child's stdin and terminate it, killing it if it does not exit in time."""
-    if process.stdin is not None:
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_GRACE_SECONDS)
+    child_process.stop(process, STOP_GRACE_SECONDS, terminate=True)
     if process.stdout is not None:
         process.stdout.close()
 

@@ -16,6 +16,8 @@ import signal
 import sys
 from types import FrameType
 
+from ragstream.child_process import until_parent_gone
+
 READY_PREFIX = "READY "
 """The line the child prints on stdout once it listens with the model loaded, followed by its base address."""
 LOOPBACK = "127.0.0.1"
@@ -71,8 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, _stop)
     print(f"{READY_PREFIX}{server.listening_address}", flush=True)
     try:
-        while os.read(sys.stdin.fileno(), 4096):
-            pass
+        until_parent_gone()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
 
+from ragstream.child_process import until_parent_gone
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError
 
@@ -58,7 +59,7 @@ def _serve(spec: Mapping[str, Any]) -> None:
 
 def _exit_with_parent(store: Any) -> None:
     """The parent holds this child's stdin open: end of input means it is gone, so close the shard and exit."""
-    sys.stdin.read()
+    until_parent_gone()
     store.close()
     os._exit(0)
 

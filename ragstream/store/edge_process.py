@@ -22,7 +22,6 @@ import os
 import queue
 import secrets
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ragstream import child_process
 from ragstream.config import StoreConfig
 from ragstream.errors import VectorDBUnavailableError
 from ragstream.models import Chunk
@@ -104,9 +104,8 @@ class _Child:
         authkey = secrets.token_bytes(32)
         spec = {"path": str(path), "dimensions": dimensions, "config": config.model_dump(mode="json"),
                 "read_only": read_only, "folder": str(folder) if folder else None, "address": address}
-        process = subprocess.Popen([sys.executable, "-m", "ragstream.store.edge_child", json.dumps(spec)],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env={**os.environ, AUTHKEY_ENV: authkey.hex()})
+        process = child_process.spawn([sys.executable, "-m", "ragstream.store.edge_child", json.dumps(spec)],
+                                      stderr=subprocess.PIPE, text=True, env={**os.environ, AUTHKEY_ENV: authkey.hex()})
         line = _first_line(process, config.edge_process_start_seconds)
         if not line.startswith(READY):
             try:  # it said why and exits, or it closed its output as it died: its end is known within a liveness check
@@ -197,14 +196,14 @@ class _Child:
     def _wait(self, ready: Callable[[float], bool], method: str, waited_until: float) -> None:
         """Until ``ready(timeout)`` while the child runs, up to ``waited_until``: VectorDBUnavailableError (logged) as
         soon as the child has exited, or at ``waited_until`` (``store.edge_process_call_seconds``) if it runs on."""
-        liveness = self._config.edge_process_liveness_seconds
-        while not ready(min(liveness, max(0.0, waited_until - time.monotonic()))):
-            if not self.alive():
-                raise self._failed(method, self._end())
-            if time.monotonic() >= waited_until:
-                raise self._failed(method, f"the store process (pid {self.process.pid}) is running but did not answer "
-                                           f"{method} within {self._config.edge_process_call_seconds:g} s "
-                                           "(store.edge_process_call_seconds)")
+        waited = child_process.wait_while_alive(ready, self.process, waited_until,
+                                                self._config.edge_process_liveness_seconds)
+        if waited == "exited":
+            raise self._failed(method, self._end())
+        if waited == "timeout":
+            raise self._failed(method, f"the store process (pid {self.process.pid}) is running but did not answer "
+                                       f"{method} within {self._config.edge_process_call_seconds:g} s "
+                                       "(store.edge_process_call_seconds)")
 
     def _end(self) -> str:
         """How the child ended, or that its connection failed while it still runs."""
@@ -224,14 +223,9 @@ class _Child:
         ``timeout``)."""
         deadline = time.monotonic() + timeout
         self._in_flight.retire(timeout)
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except (OSError, subprocess.TimeoutExpired) as error:
-            logger.warning("the store process did not close in time (%s); killed", error)
-            self.process.kill()
-            self.process.wait()
+        if child_process.stop(self.process, deadline - time.monotonic()):
+            logger.warning("the store process did not close within %g s (store.edge_process_stop_seconds); killed",
+                           timeout)
         while True:
             try:
                 self._idle.get_nowait().close()
@@ -425,12 +419,10 @@ class EdgeProcessStore:
 
 def _ending(code: int) -> str:
     """How a process with exit code ``code`` ended: its signal's name or its exit status."""
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
+    name = child_process.signal_name(code)
+    if name is None:
+        return f"exited with status {code}"
+    return f"was killed by {name}" if name.startswith("SIG") else f"was killed by signal {name}"
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
