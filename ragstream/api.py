@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
-from ragstream.api_collections import Scope
 from ragstream.api_pipeline import PipelineFacade
 from ragstream.collection_service import CollectionService
 from ragstream.config import RagstreamConfig, load_config
@@ -40,6 +39,7 @@ from ragstream.providers.embedders import Embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.providers.index_models import IndexModels
 from ragstream.retrieval.searcher import Searcher
+from ragstream.scope import WHOLE_INDEX, Scope
 from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog_base import Catalog, DocumentPage
 from ragstream.store.factory import open_catalog, open_store
@@ -166,18 +166,19 @@ class Ragstream(PipelineFacade):
         with self.snapshots.open() as snapshot:
             yield snapshot
 
-    def documents(self, *, user: str | None = None, collections: Scope = None) -> list[DocumentRecord]:
-        """Every live document ``user`` may see (all without a user), in ``collections`` if given, in one catalog read."""
-        return self.catalog.documents.list(user, collections=self._scope(collections, user).collections)
+    def documents(self, *, scope: Scope = WHOLE_INDEX) -> list[DocumentRecord]:
+        """Every live document ``scope``'s user may see (all without a user), in its collections if it names any,
+        in one catalog read."""
+        return self.catalog.documents.list(scope.user, collections=self._resolve(scope).collections)
 
     def document_page(self, offset: int = 0, limit: int | None = None, query: str = "", sort: str = "source",
-                      descending: bool = False, *, user: str | None = None, collections: Scope = None) -> DocumentPage:
-        """One page of the documents ``user`` may see (every one without a user) whose title or source
+                      descending: bool = False, *, scope: Scope = WHOLE_INDEX) -> DocumentPage:
+        """One page of the documents of ``scope`` (every one without a user or collections) whose title or source
         contains ``query`` (case-insensitive), sorted by ``sort`` (title, source, mime, chunks, ingested,
         updated), with the total that matched."""
         size = limit if limit is not None else self.config.server.documents_page_size
-        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=user,
-                                           collections=self._scope(collections, user).collections)
+        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=scope.user,
+                                           collections=self._resolve(scope).collections)
 
     def example_titles(self, count: int | None = None, *, user: str | None = None) -> list[str]:
         """Titles of the documents ``user`` may see (the largest ones first, each cut at a word to
@@ -186,7 +187,7 @@ class Ragstream(PipelineFacade):
         wanted = server.example_questions if count is None else count
         if wanted <= 0:
             return []
-        records = self.document_page(0, wanted * 2, sort="chunks", descending=True, user=user).records
+        records = self.document_page(0, wanted * 2, sort="chunks", descending=True, scope=Scope(user)).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
         return [cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
@@ -194,7 +195,7 @@ class Ragstream(PipelineFacade):
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see; an ``admin``
         sees the shared documents of every collection, as in :meth:`documents`)."""
         return _found(document_id, self.catalog.documents.get(document_id, user,
-                                                              collections=self._scope(None, user, admin).collections))
+                                                              collections=self._resolve(Scope(user, admin=admin)).collections))
 
     def document_with_chunks(self, document_id: str, *, user: str | None = None,
                              admin: bool = False) -> tuple[DocumentRecord, list[Chunk]]:
@@ -224,11 +225,11 @@ class Ragstream(PipelineFacade):
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""
-        return self.catalog.documents.find_by_checksum(checksum, user, collections=self._scope(None, user).collections)
+        return self.catalog.documents.find_by_checksum(checksum, user, collections=self._resolve(Scope(user)).collections)
 
     def filter_fields(self, *, user: str | None = None) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        return filter_fields(self.documents(user=user))
+        return filter_fields(self.documents(scope=Scope(user)))
 
     def document_chunks(self, document_id: str, *, user: str | None = None, admin: bool = False) -> list[Chunk]:
         """The live chunks of one document, in order."""
@@ -315,20 +316,19 @@ class Ragstream(PipelineFacade):
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
-        user: str | None = None,
         rerank: bool = False,
-        collections: Scope = None,
+        scope: Scope = WHOLE_INDEX,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
-        the documents ``user`` may see (every document without a user), in ``collections``; with ``rerank``, the
+        the documents ``scope``'s user may see (every document without a user), in its collections; with ``rerank``, the
         cross-encoder re-orders the first ``reranker.top_n`` hits (``retrieval/rerank.py``). Raises
         InvalidNumberError for a NaN or infinite ``score_threshold``."""
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
         result = self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
-                                      query_vector=query_vector, snapshot=snapshot, user=user,
-                                      collections=self._scope(collections, user).collections)
+                                      query_vector=query_vector, snapshot=snapshot, user=scope.user,
+                                      collections=self._resolve(scope).collections)
         if not rerank:
             return result
         from ragstream.retrieval.rerank import rerank_result
@@ -394,7 +394,7 @@ class Ragstream(PipelineFacade):
         from ragstream.providers.tokens import make_token_counter
 
         reranker, unavailable = self.reranker()
-        context = StageContext(config=self.config, search=self.search, embedder=self.embedder, reranker=reranker,
+        context = StageContext(config=self.config, search=self.searcher.search, embedder=self.embedder, reranker=reranker,
                                reranker_unavailable=unavailable, agents=AgentFactory(self.config),
                                schema=load_prompt_schema(self.config.preprocessing.prompt_schema),
                                count_tokens=make_token_counter(self.config.llm))
@@ -405,30 +405,28 @@ class Ragstream(PipelineFacade):
     # -- answers (docs/answers.md) --------------------------------------------------------------
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
-                 min_relevance: float | None = None, *, user: str | None = None, collections: Scope = None) -> RAGContext:
+                 min_relevance: float | None = None, *, scope: Scope = WHOLE_INDEX) -> RAGContext:
         """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot
-        of the documents ``user`` may see in ``collections``; cached per commit sequence, user and scope."""
+        of the documents of ``scope``; cached per commit sequence, user and resolved scope."""
         with self.snapshot() as snapshot:
-            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, user,
-                                           self._scope(collections, user))
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, self._lazy(scope))
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-            user: str | None = None, collections: Scope = None, admin: bool = False) -> Answer:
+            scope: Scope = WHOLE_INDEX) -> Answer:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
-        It reads the versions committed when the call starts, of the documents ``user`` may see, and
-        continues ``user``'s conversation of that id, in ``collections`` if given (checked for ``user``, or an admin,
-        inside the answer's attempt, so a store down while checking them is answered without retrieval too)."""
-        scope = self._lazy_scope(collections, user, admin)  # found in the pipeline's attempt, then reused
-        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, user, scope), scope)
+        It reads the versions committed when the call starts, of the documents ``scope``'s user may see, and
+        continues that user's conversation of that id, in ``scope``'s collections if it names any (resolved for its
+        reader inside the answer's attempt, so a store down while reading them is answered without retrieval too)."""
+        lazy = self._lazy(scope)  # resolved in the pipeline's attempt, then reused for the labels
+        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, lazy), lazy)
 
     def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-                      user: str | None = None, collections: Scope = None, admin: bool = False) -> Iterator[StreamEvent]:
+                      scope: Scope = WHOLE_INDEX) -> Iterator[StreamEvent]:
         """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
         committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
-        scope = self._lazy_scope(collections, user, admin)
-        return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, user, scope),
-                                     scope)
+        lazy = self._lazy(scope)
+        return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, lazy), lazy)
 
     def conversation(self, conversation_id: str, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s conversation's kept turns, oldest first (``incomplete`` marks answers cut short);
@@ -458,7 +456,7 @@ class Ragstream(PipelineFacade):
             conversations=ConversationStore(self.catalog.conversations, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS,
                                             self.feedback.record_answer),
             llm=context.agents.client,
-            retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
+            retriever=Retriever(self.searcher.search, lambda query: self.embedder().embed_queries([query])[0],
                                 self.config.answer, self.config.limits.max_query_chars),
             cache=self.retrieval_cache, cross_encoder=lambda: self.reranker()[0])
         with self._embedder_lock:

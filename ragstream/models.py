@@ -263,19 +263,6 @@ def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
     return fields
 
 
-class QuestionScope(BaseModel):
-    """What one question may read besides its user's documents: the collections it is scoped to and their
-    instructions for the answering model (docs/collections.md)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    collections: tuple[str, ...] | None = Field(None, description="Collection ids every search is limited to "
-                                                "(None: no limit beyond the user's own visibility).")
-    instructions: tuple[str, ...] = Field((), description="'name: text' of each scoped collection with instructions.")
-    names: tuple[tuple[str, str], ...] | None = Field(None, description="(id, name) of each collection the question "
-                                                      "may read, its sources' labels (None: every collection).")
-
-
 CollectionAccess = Literal["private", "readers", "all"]
 QUALIFIER = ":"
 """What separates the owner from the name in a qualified collection name ``OWNER:NAME`` (``:NAME``: no owner)."""

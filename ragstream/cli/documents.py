@@ -12,6 +12,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, open_index, reading_index
 from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, ScopeOption, VerboseOption
 from ragstream.errors import RagstreamError
+from ragstream.scope import Scope
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
@@ -61,7 +62,7 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
     with reading_index(config, data_dir, need_documents=False) as rs:
         try:
             # names, never ids; read while the index is open (a Ragstream opened here is closed when the block ends)
-            records = rs.with_collection_names(rs.documents(collections=collection))
+            records = rs.with_collection_names(rs.documents(scope=Scope(collections=collection)))
         except RagstreamError as error:
             fail(error)
     if json_output:

@@ -11,6 +11,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, load_settings, reading_index
 from ragstream.cli.options import ConfigOption, DataDirOption, ScopeOption
 from ragstream.errors import RagstreamError
+from ragstream.scope import Scope
 
 if TYPE_CHECKING:
     from ragstream.models import SearchResult
@@ -45,7 +46,7 @@ def search(
         try:
             result = rs.search_with_collection_names(rs.search(  # collection names, never ids
                 query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
-                rerank=rerank, collections=collection))
+                rerank=rerank, scope=Scope(collections=collection)))
         except RagstreamError as error:
             fail(error)
     if json_output:

@@ -44,6 +44,7 @@ from ragstream.mcp_server.schemas import (
 )
 from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
 from ragstream.observability import request_id_scope
+from ragstream.scope import Scope
 
 logger = logging.getLogger("ragstream.mcp")
 
@@ -222,7 +223,7 @@ class _Handlers:
         who = self._who(ctx)
         offset = _cursor(params.cursor if params else None)
         page = await anyio.to_thread.run_sync(
-            lambda: self.tools.rs.document_page(offset, self.tools.config.page_size, user=who.user))
+            lambda: self.tools.rs.document_page(offset, self.tools.config.page_size, scope=Scope(who.user)))
         following = offset + len(page.records)
         resources = [types.Resource(uri=DOCUMENT_URI.format(document_id=record.document_id), name=record.title,
                                     title=record.title, mime_type="text/markdown",

@@ -45,7 +45,8 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, QuestionScope, public_metadata
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, public_metadata
+from ragstream.scope import Scope
 
 if TYPE_CHECKING:
     from ragstream.answer.models import StreamEvent
@@ -71,6 +72,11 @@ class Principal:
     user: str | None
     admin: bool = False
     local: bool = False
+
+    def scope(self, collections: list[str] | None = None) -> Scope:
+        """What one tool call of ``who`` reads: the collections ``collections`` (names; none: every one it may
+        read), resolved by the facade (an unreadable one is collection_not_found there)."""
+        return Scope(self.user, collections, self.admin)
 
 
 def admin_refusal(tool: str, who: Principal) -> PermissionDeniedError:
@@ -116,8 +122,8 @@ class Tools:
             if unknown:
                 raise UnknownFilterFieldError(f"unknown filter field {', '.join(map(repr, unknown))}; "
                                               f"known fields: {', '.join(sorted(known))}")
-        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user,
-                               rerank=args.rerank, collections=self._scope(args.collections, who))
+        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, rerank=args.rerank,
+                               scope=who.scope(args.collections))
         passages = [Passage(rank=hit.rank, chunk_id=hit.chunk.chunk_id, document_id=hit.chunk.metadata.document_id,
                             title=hit.chunk.metadata.title, source=hit.chunk.metadata.source,
                             section_path=hit.chunk.metadata.header_path, page=hit.chunk.metadata.page,
@@ -132,7 +138,7 @@ class Tools:
         if len(args.query) > self.config.max_filter_chars:
             raise InvalidQueryError(f"query must be at most {self.config.max_filter_chars} characters (mcp.max_filter_chars)")
         page = self.rs.document_page(args.offset, limit, args.query.strip(), args.sort, args.order == "desc",
-                                     user=who.user, collections=self._scope(args.collections, who))
+                                     scope=who.scope(args.collections))
         following = args.offset + len(page.records)
         return DocumentList(documents=[self.info(record) for record in page.records], total=page.total,
                             offset=args.offset, limit=limit, next_offset=following if following < page.total else None)
@@ -214,11 +220,6 @@ class Tools:
         record = self._delete(self.rs, args.document_id, who)
         return DeleteResult(deleted=record.document_id, title=record.title, source=record.source)
 
-    def _scope(self, names: list[str] | None, who: Principal) -> QuestionScope:
-        """What ``who`` reads: the collections ``names`` (each readable, else collection_not_found), or every one
-        ``who`` may read."""
-        return self.rs.collection_scope(names, user=who.user, admin=who.admin)
-
     @staticmethod
     def _admin(who: Principal, tool: str) -> None:
         if not who.admin:
@@ -235,8 +236,7 @@ class Tools:
         marked incomplete, as the SSE endpoint does."""
         await progress("retrieving passages and running the pipeline")
         events = await anyio.to_thread.run_sync(  # the first call builds the answer path (models): off the event loop
-            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user,
-                                          collections=args.collections, admin=who.admin))
+            lambda: self.rs.stream_answer(args.question, args.conversation_id, scope=who.scope(args.collections)))
         done = False
         try:
             result = await self._consume(events, progress)

@@ -18,7 +18,6 @@ from ragstream import metrics
 from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionDeniedError
 from ragstream.models import DEFAULT_COLLECTION_ID, Chunk, DocumentRecord, IngestReport
 from ragstream.observability import current_request_id
-from ragstream.server.collections import scope_of
 from ragstream.server.errors import NoFilesError, error_body
 from ragstream.server.intake import ingest_stored, public_record, store_upload, stored_upload
 from ragstream.server.jobs import combined_error
@@ -167,7 +166,7 @@ def list_documents(collection: list[str] | None = Query(None, description="Only 
                    state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
     """Every live document of the caller's, and every shared one (``owner`` null), in the collections the caller
     may read (or in ``collection``)."""
-    return _shown(state, caller, state.rs.documents(user=caller.user, collections=scope_of(state, caller, collection)))
+    return _shown(state, caller, state.rs.documents(scope=caller.scope(collection)))
 
 
 SQL_INTEGER_MAX = 2**63 - 1
@@ -192,8 +191,7 @@ def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int 
         raise InvalidQueryError(f"limit must be at most {cfg.max_documents_page_size}")
     if len(q) > cfg.max_document_filter_chars:
         raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
-    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user,
-                                   collections=scope_of(state, caller, collection))
+    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", scope=caller.scope(collection))
     return DocumentPageResponse(items=_shown(state, caller, found.records), total=found.total,
                                 offset=offset, limit=size, q=q.strip(), sort=sort, order=order)
 

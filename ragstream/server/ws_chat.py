@@ -116,8 +116,8 @@ async def ws_chat(websocket: WebSocket) -> None:
         caller = get_caller(websocket, state)
         body = await _first_message(websocket, state)
         conversation_id = body.conversation_id or str(uuid.uuid4())
-        events = state.rs.stream_answer(body.message, conversation_id, body.selected_text, user=caller.user,
-                                        collections=body.collections, admin=caller.admin)  # as /api/chat
+        events = state.rs.stream_answer(body.message, conversation_id, body.selected_text,
+                                        scope=caller.scope(body.collections))  # as /api/chat
     except WebSocketDisconnect:
         return
     except _BinaryMessageError:
