@@ -55,7 +55,7 @@ def test_an_answer_resolves_its_scope_only_when_the_answer_path_runs_and_once(ma
     monkeypatch.setattr(rs.collection_service, "scope", counted)
     events = rs.stream_answer(QUESTION, scope=Scope("bob", ["handbook"]))
     assert reads == []  # building the stream reads no catalog: the answer path has not run
-    done = [event for event in events if event.type == "done"][0].response
+    done = next(event for event in events if event.type == "done").response
     assert reads == [(["handbook"], "bob", False)]  # once: the pipeline's attempt, and the labels reuse it
     assert done.sources and all(source.collections == ["handbook"] for source in done.sources)
 

@@ -70,5 +70,5 @@ def test_one_scoped_question_names_the_same_sources_on_every_surface(tmp_path: P
             found["mcp ask"] = {s["document_id"] for s in mcp.ok("ask", {"question": QUESTION,
                                                                           "collections": ["handbook"]})["sources"]}
         found |= {f"cli {kind} via serve": sources for kind, sources in _cli_sources(tmp_path / "data", True).items()}
-    assert found == dict.fromkeys(found, {ids["handbook"]})
+    assert found == {key: {ids["handbook"]} for key in found}
     assert {hit["chunk"]["metadata"]["document_id"] for hit in unscoped.json()["hits"]} == set(ids.values())
