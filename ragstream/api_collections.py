@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ragstream.feedback import AnswerFeedback
     from ragstream.pipeline.super_prompt import SuperPrompt
 
+
 class CollectionsFacade:
     """Collections: create, list, show, edit and delete them; put documents in them and take them out."""
 
