@@ -33,8 +33,8 @@ import numpy as np
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import load_beir
+from ragstream.models import Scope
 from ragstream.providers.embedders import Embedder
-from ragstream.scope import Scope
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 REPO = Path(__file__).resolve().parents[1]

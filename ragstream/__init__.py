@@ -13,13 +13,13 @@ from ragstream.lazy import lazy_getattr
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
     from ragstream.config import RagstreamConfig, load_config
-    from ragstream.scope import Scope
+    from ragstream.models import Scope
 
 __all__ = ["Ragstream", "RagstreamConfig", "Scope", "load_config"]
 __version__ = "0.1.0"
 
 _LAZY = {"Ragstream": "ragstream.api", "RagstreamConfig": "ragstream.config", "load_config": "ragstream.config",
-         "Scope": "ragstream.scope"}
+         "Scope": "ragstream.models"}
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

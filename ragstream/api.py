@@ -32,14 +32,23 @@ from ragstream.errors import (
 )
 from ragstream.feedback import AnswerFeedback
 from ragstream.ingestion import Ingestor, ProgressCallback
-from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
+from ragstream.models import (
+    WHOLE_INDEX,
+    Chunk,
+    DocumentRecord,
+    IngestReport,
+    LoadedDocument,
+    Scope,
+    SearchMode,
+    SearchResult,
+    filter_fields,
+)
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder
 from ragstream.providers.embedders.cached import CachedEmbedder
 from ragstream.providers.index_models import IndexModels
 from ragstream.retrieval.searcher import Searcher
-from ragstream.scope import WHOLE_INDEX, Scope
 from ragstream.store.base import Filters, Snapshot, VectorStore
 from ragstream.store.catalog_base import Catalog, DocumentPage
 from ragstream.store.factory import open_catalog, open_store

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragstream.collection_service import CollectionLabels, CollectionService
-from ragstream.models import Chunk, CollectionRecord, DocumentRecord, SearchResult
-from ragstream.scope import LazyScope, ResolvedScope, Scope
+from ragstream.models import Chunk, CollectionRecord, DocumentRecord, LazyScope, ResolvedScope, Scope, SearchResult
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, StreamEvent

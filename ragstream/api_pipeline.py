@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from ragstream.api_collections import CollectionsFacade
 from ragstream.config import RagstreamConfig
 from ragstream.errors import InvalidQueryError, PromptNotBuiltError, check_unicode
+from ragstream.models import WHOLE_INDEX, LazyScope, Scope
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.deadline import Deadline
-from ragstream.scope import WHOLE_INDEX, LazyScope, Scope
 from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:

@@ -40,10 +40,10 @@ from ragstream.models import (
     DocumentRecord,
     IngestReport,
     LoadedDocument,
+    ResolvedScope,
     collection_home,
     name_key,
 )
-from ragstream.scope import ResolvedScope
 from ragstream.store.base import VectorStore
 from ragstream.store.catalog_base import Catalog, CollectionRegistry
 

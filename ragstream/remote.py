@@ -16,8 +16,7 @@ from pydantic import TypeAdapter
 from ragstream.answer.models import Answer, StreamEvent
 from ragstream.config import RagstreamConfig
 from ragstream.errors import RagstreamError
-from ragstream.models import DocumentRecord, SearchResult
-from ragstream.scope import WHOLE_INDEX, Scope
+from ragstream.models import WHOLE_INDEX, DocumentRecord, Scope, SearchResult
 from ragstream.serve_link import announcement
 
 _EVENTS: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragstream.answer.models import CitationEvent, DoneEvent
-from ragstream.scope import Scope
+from ragstream.models import Scope
 
 WORD = "heliotropebasin"
 LIST_COLLECTIONS = "FROM collections ORDER BY name"

@@ -23,8 +23,7 @@ from ragstream.errors import (
     InvalidCollectionError,
     PermissionDeniedError,
 )
-from ragstream.models import DEFAULT_COLLECTION_ID
-from ragstream.scope import Scope
+from ragstream.models import DEFAULT_COLLECTION_ID, Scope
 
 HANDBOOK = {
     "notice.md": "# Notice period\n\nThe notice period for employees is three months, given in writing to HR.\n",

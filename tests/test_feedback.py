@@ -14,7 +14,7 @@ from ragstream import metrics
 from ragstream.answer.models import DoneEvent
 from ragstream.cli import app
 from ragstream.errors import InvalidFeedbackError, MessageNotFoundError
-from ragstream.scope import Scope
+from ragstream.models import Scope
 
 PAGE = ("# Timeouts\n\nThe client waits five seconds for a response before it raises a timeout error. "
         "You can change the timeout on every request or on the client.\n")

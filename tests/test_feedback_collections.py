@@ -15,7 +15,7 @@ from support.link_folders import run_cli
 
 from ragstream import Ragstream, load_config
 from ragstream.feedback import FeedbackSummary
-from ragstream.scope import Scope
+from ragstream.models import Scope
 
 HANDBOOK = ("# Leave\n\nThe notice period for leaving the company is three months, given in writing to your manager. "
             "Holidays are twenty-five days a year.\n")

@@ -16,8 +16,7 @@ import qdrant_edge as qe
 from support.edge_shard import local_shard
 
 from ragstream.errors import DocumentNotFoundError, PermissionDeniedError
-from ragstream.models import OWNER_FIELD
-from ragstream.scope import Scope
+from ragstream.models import OWNER_FIELD, Scope
 
 SECRET = "zanzibarquokka"
 QUESTION = f"What does the {SECRET} protocol require?"

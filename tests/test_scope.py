@@ -1,4 +1,4 @@
-"""One :class:`~ragstream.scope.Scope` for every read (docs/collections.md): built at the edge, carried unchanged, and
+"""One :class:`~ragstream.models.Scope` for every read (docs/collections.md): built at the edge, carried unchanged, and
 resolved into collection ids only where the facade reads the catalog; an answer resolves it inside its retried
 attempt, once, and reuses it for its labels."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragstream.errors import CollectionNotFoundError, VectorDBUnavailableError
-from ragstream.scope import WHOLE_INDEX, LazyScope, ResolvedScope, Scope
+from ragstream.models import WHOLE_INDEX, LazyScope, ResolvedScope, Scope
 
 NOTICE = "# Notice period\n\nThe notice period is three months, given in writing to the head of staff.\n"
 QUESTION = "How long is the notice period?"

@@ -60,13 +60,13 @@ from ragstream.errors import (
     VectorDBUnavailableError,
     check_unicode,
 )
+from ragstream.models import LazyScope
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.stages import RETRIEVAL
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.retrieval.searcher import validate_query
-from ragstream.scope import LazyScope
 from ragstream.store.base import Snapshot
 
 if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured

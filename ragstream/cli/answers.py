@@ -12,8 +12,8 @@ from rich.markup import escape
 from ragstream.cli.index import err_console, fail, open_index, reading_index
 from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, LLMModelOption, QuestionArgument, ScopeOption
 from ragstream.errors import RagstreamError
+from ragstream.models import WHOLE_INDEX, Scope
 from ragstream.pipeline.stages import RERANKER
-from ragstream.scope import WHOLE_INDEX, Scope
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

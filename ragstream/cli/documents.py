@@ -12,7 +12,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, open_index, reading_index
 from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, ScopeOption, VerboseOption
 from ragstream.errors import RagstreamError
-from ragstream.scope import Scope
+from ragstream.models import Scope
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream

@@ -11,7 +11,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, load_settings, reading_index
 from ragstream.cli.options import ConfigOption, DataDirOption, ScopeOption
 from ragstream.errors import RagstreamError
-from ragstream.scope import Scope
+from ragstream.models import Scope
 
 if TYPE_CHECKING:
     from ragstream.models import SearchResult

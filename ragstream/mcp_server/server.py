@@ -43,8 +43,8 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
 )
 from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
+from ragstream.models import Scope
 from ragstream.observability import request_id_scope
-from ragstream.scope import Scope
 
 logger = logging.getLogger("ragstream.mcp")
 

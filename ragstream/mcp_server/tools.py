@@ -45,8 +45,7 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, public_metadata
-from ragstream.scope import Scope
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, Scope, public_metadata
 
 if TYPE_CHECKING:
     from ragstream.answer.models import StreamEvent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from ragstream.scope import Scope
+from ragstream.models import Scope
 from ragstream.server.schemas import UISettings
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller

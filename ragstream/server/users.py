@@ -23,7 +23,7 @@ from starlette.requests import HTTPConnection
 
 from ragstream.config import ApiKeyEntry, ServerConfig
 from ragstream.errors import ConfigError, PermissionDeniedError
-from ragstream.scope import Scope
+from ragstream.models import Scope
 from ragstream.server.errors import InvalidUserIdError
 from ragstream.server.state import ServerState, get_state
 
