@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ragstream.config import JobsConfig
-from ragstream.server.jobs import JobRunner
+from ragstream.writes.jobs import JobRunner
 from ragstream.server.schemas import JobStatus, UploadedFile
 from ragstream.store.catalog_base import Catalog, JobQueue
 
