@@ -168,10 +168,12 @@ class Ragstream(PipelineFacade, WritesFacade):
         return self.writes.ingest_bytes(self.writes.target(writer, owner=owner, collection=collection), data, filename,
                                         source=source, metadata=metadata)
 
-    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
-        """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
+    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None,
+                         writer: Writer = LOCAL_ADMIN) -> IngestReport:
+        """Ingest documents built in memory (upsert by document_id; each carries its ``owner`` and collections,
+        so only the local admin or an admin ``writer`` may)."""
         self._changed = True
-        return self.ingestor.ingest_documents(docs, progress=progress)
+        return self.writes.ingest_built(writer, docs, progress=progress)
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:

@@ -114,6 +114,13 @@ class WriteService:
             (doc.model_copy(update={"owner": target.owner, "collections": collections}) for doc in docs),
             progress=progress)
 
+    def ingest_built(self, writer: Writer, docs: Iterable[LoadedDocument], *,
+                     progress: ProgressCallback | None = None) -> IngestReport:
+        """Ingest documents built in memory as they are (each names its owner and collections: the local admin's
+        or an admin's)."""
+        self.local(writer, "write documents that name their own owner")
+        return self._ingestor.ingest_documents(docs, progress=progress)
+
     def sync(self, writer: Writer, paths: list[str | Path], *, changed: Iterable[str | Path] | None = None,
              progress: ProgressCallback | None = None, collection: str | None = None) -> SyncReport:
         """Make the index match folders (the local admin's or an admin's: their documents are shared); with
