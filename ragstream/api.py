@@ -23,6 +23,7 @@ import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
 from ragstream.api_pipeline import PipelineFacade
+from ragstream.api_writes import WritesFacade
 from ragstream.collection_service import CollectionService
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
@@ -33,6 +34,7 @@ from ragstream.errors import (
 from ragstream.feedback import AnswerFeedback
 from ragstream.ingestion import Ingestor, ProgressCallback
 from ragstream.models import (
+    LOCAL_ADMIN,
     WHOLE_INDEX,
     Chunk,
     DocumentRecord,
@@ -41,6 +43,7 @@ from ragstream.models import (
     Scope,
     SearchMode,
     SearchResult,
+    Writer,
     filter_fields,
 )
 from ragstream.pipeline.super_prompt import SuperPrompt
@@ -55,6 +58,7 @@ from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 from ragstream.store.write_gate import WriteGate
 from ragstream.titles import cut_title
+from ragstream.writes.service import WriteService
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
@@ -68,7 +72,7 @@ if TYPE_CHECKING:
     from ragstream.sync.watcher import ReportCallback, Watcher
 
 
-class Ragstream(PipelineFacade):
+class Ragstream(PipelineFacade, WritesFacade):
     """One ragstream index: its config, catalog, vector store and models; its collections (docs/collections.md)."""
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
@@ -94,6 +98,8 @@ class Ragstream(PipelineFacade):
                                  joined=lambda doc, record: self.collection_service.joined(doc, record),
                                  commit_lock=self.catalog.connection.commit_lock)
         self.collection_service = CollectionService(self.config.collections, self.catalog, self.store, self.ingestor, self._index_changed)
+        self.writes = WriteService(self.config, self.collection_service, self.ingestor, self._syncer)
+        """The one write path (ragstream/writes/): every surface's writes, checked for their writer."""
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -143,30 +149,32 @@ class Ragstream(PipelineFacade):
 
     def ingest(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
-        progress: ProgressCallback | None = None, collection: str | None = None,
+        progress: ProgressCallback | None = None, collection: str | None = None, writer: Writer = LOCAL_ADMIN,
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
-        to ``owner`` (None: shared with every user) and join ``collection`` (a name; else the default one)."""
+        to ``owner`` (None: shared with every user) and join ``collection`` (a name; else the default one).
+        ``writer``'s right to write there is checked first (default: the local admin, who may write anything)."""
         self._changed = True
-        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingestor.ingest_paths(
-            paths, metadata=metadata, owner=owner, progress=progress, collection=collection_id))
+        return self.writes.ingest_paths(self.writes.target(writer, owner=owner, collection=collection), paths,
+                                        metadata=metadata, progress=progress)
 
     def ingest_bytes(self, data: bytes, filename: str, *, source: str, owner: str | None = None,
-                     metadata: dict[str, Any] | None = None, collection: str | None = None) -> IngestReport:
+                     metadata: dict[str, Any] | None = None, collection: str | None = None,
+                     writer: Writer = LOCAL_ADMIN) -> IngestReport:
         """Ingest one file given as bytes, its type sniffed from the content as for an upload. ``source`` names
         where it came from; the same ``source`` and ``owner`` replace the earlier document (another owner's never).
-        Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded."""
-        from ragstream.documents.loaders import default_document_id, load_bytes  # the parsers load only when used
-
-        document_id = default_document_id(source if owner is None else f"{source}#owner={owner}")
-        doc = load_bytes(data, filename, self.config, source=source, document_id=document_id, metadata=metadata)
-        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingest_documents(
-            [doc.model_copy(update={"owner": owner, "collections": (collection_id,) if collection_id else ()})]))
-
-    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
-        """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
+        Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded, and what
+        :meth:`ingest` raises for a ``writer`` who may not write there."""
         self._changed = True
-        return self.ingestor.ingest_documents(docs, progress=progress)
+        return self.writes.ingest_bytes(self.writes.target(writer, owner=owner, collection=collection), data, filename,
+                                        source=source, metadata=metadata)
+
+    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None,
+                         writer: Writer = LOCAL_ADMIN) -> IngestReport:
+        """Ingest documents built in memory (upsert by document_id; each carries its ``owner`` and collections,
+        so only the local admin or an admin ``writer`` may)."""
+        self._changed = True
+        return self.writes.ingest_built(writer, docs, progress=progress)
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
@@ -270,40 +278,34 @@ class Ragstream(PipelineFacade):
     # -- folder sync (docs/cli.md: sync, watch) ---------------------------------------------------
 
     def sync(self, paths: Iterable[str | Path], *, changed: Iterable[str | Path] | None = None,
-             progress: ProgressCallback | None = None, collection: str | None = None) -> SyncReport:
+             progress: ProgressCallback | None = None, collection: str | None = None,
+             writer: Writer = LOCAL_ADMIN) -> SyncReport:
         """Make the index match folders (or files): new and changed files are ingested, a renamed file's document
         is re-linked by content hash without re-embedding, and documents whose files are gone or now excluded are
         removed with their chunks. The documents remember their root and are shared (as with the CLI's ingest);
-        a user's document is never touched. ``changed``: only these paths changed; ``collection``: the roots' join it."""
+        a user's document is never touched. ``changed``: only these paths changed; ``collection``: the roots' join it.
+        The local admin's or an admin's (``writer``) alone."""
         self.ensure_writable()
         self._changed = True
-        paths = list(paths)
-        self.collect_roots(paths, collection)
-        report = self._syncer().sync(paths, changed=changed, progress=progress)
-        self.collect_roots(paths, collection)  # documents found unchanged join it too
-        return report
+        return self.writes.sync(writer, list(paths), changed=changed, progress=progress, collection=collection)
 
-    def forget_root(self, path: str | Path) -> SyncReport:
+    def forget_root(self, path: str | Path, *, writer: Writer = LOCAL_ADMIN) -> SyncReport:
         """Remove every document of a synced root (which may no longer exist) and unregister it; raises
         RootNotFoundError for a path no sync registered."""
         self.ensure_writable()
         self._changed = True
-        return self._syncer().forget(path)
+        return self.writes.forget_root(writer, path)
 
     def roots(self) -> list[RootRecord]:
         """Every synced or watched root: its document count, last sync and watcher lease."""
         return self.catalog.roots.roots()
 
-    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None, collection: str | None = None) -> Watcher:
+    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None, collection: str | None = None,
+                writer: Writer = LOCAL_ADMIN) -> Watcher:
         """A watcher that keeps ``paths`` in step with this index as files change (``start``/``stop`` on a thread
         of its own, or ``run`` on the caller's); raises RootNotFoundError for a path that does not exist."""
-        from ragstream.sync.watcher import Watcher
-
         self._changed = True
-        paths = list(paths)
-        self.collect_roots(paths, collection)
-        return Watcher(paths, self._syncer(), self.config.sync, ignore_files=self.config.ingest.ignore_files,
-                       on_report=on_report)
+        return self.writes.watcher(writer, list(paths), on_report=on_report, collection=collection)
 
     def _syncer(self) -> Syncer:
         from ragstream.sync.syncer import Syncer  # the file parsers load only when a sync runs

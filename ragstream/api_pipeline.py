@@ -12,6 +12,11 @@ from ragstream.api_collections import CollectionsFacade
 from ragstream.config import RagstreamConfig
 from ragstream.errors import InvalidQueryError, PromptNotBuiltError, check_unicode
 from ragstream.models import WHOLE_INDEX, LazyScope, Scope
+from ragstream.pipeline.stages import RERANKER as RERANKER
+from ragstream.pipeline.stages import STAGE_NAMES as STAGE_NAMES
+from ragstream.pipeline.stages import STAGES as STAGES
+from ragstream.pipeline.stages import StageSpec
+from ragstream.pipeline.stages import describe as describe_stage
 from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.store.base import Snapshot
@@ -20,6 +25,17 @@ if TYPE_CHECKING:
     from ragstream.answer.models import StreamEvent
     from ragstream.answer.service import AnswerService
     from ragstream.pipeline.context import StageContext
+
+# The stages as the stage-by-stage UI and the CLI show them (pipeline/stages.py), and what runs next.
+__all__ = ["RERANKER", "STAGES", "STAGE_NAMES", "PipelineFacade", "describe_stage", "next_stage"]
+
+
+def next_stage(sp: SuperPrompt) -> StageSpec | None:
+    """The stage that runs next on ``sp`` (the pipeline controller's next step), or None when all ran."""
+    from ragstream.pipeline.controller import next_step  # the agents load only when a pipeline runs
+
+    step = next_step(sp)
+    return None if step is None else step.spec
 
 
 class PipelineFacade(CollectionsFacade):

@@ -38,7 +38,6 @@ from ragstream.models import (
     CollectionAccess,
     CollectionRecord,
     DocumentRecord,
-    IngestReport,
     LoadedDocument,
     ResolvedScope,
     collection_home,
@@ -251,14 +250,6 @@ class CollectionService:
         if collection_id is None or not document_ids:
             return []
         return self._move(lambda: self._registry.add_documents(collection_id, list(document_ids)))
-
-    def ingest_into(self, collection: str | None, ingest: Callable[[str | None], IngestReport]) -> IngestReport:
-        """Run ``ingest`` with the id of the collection named (checked for writing), then put the documents it
-        found unchanged in it too."""
-        collection_id = self.for_writing(collection)
-        report = ingest(collection_id)
-        self.include(collection_id, report.document_ids)
-        return report
 
     def for_writing(self, name: str | None, user: str | None = None, admin: bool = False) -> str | None:
         """The id of the collection ``user`` ingests into (None for no name); a reader gets PermissionDeniedError."""

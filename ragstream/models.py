@@ -399,3 +399,69 @@ class CollectionRecord(BaseModel):
     def managed_by(self, user: str | None, admin: bool = False) -> bool:
         """Whether ``user`` may change its name, description, instructions and access, or delete it."""
         return user is None or admin or (user == self.owner and self.collection_id != DEFAULT_COLLECTION_ID)
+
+
+# -- writes: who writes, uploads and their background jobs (ragstream/writes/) ---------------------
+
+class Writer(BaseModel):
+    """Who writes to the index, with their rights (docs/collections.md, "Who may change a document"): ``user``
+    None is the local admin (the CLI, a script, MCP over stdio), who may write anything; ``admin`` an admin key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str | None = None
+    admin: bool = False
+
+    @property
+    def unrestricted(self) -> bool:
+        """The local admin or an admin key: may write anything anywhere."""
+        return self.user is None or self.admin
+
+
+LOCAL_ADMIN = Writer()
+"""The writer of the CLI and of scripts: the local admin."""
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, with a stable machine-readable ``code``."""
+
+    code: str
+    type: str
+    message: str
+
+
+FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]
+
+
+class UploadedFile(BaseModel):
+    """The outcome of one uploaded file."""
+
+    filename: str = Field(description="The client's file name, reduced to its last path part (display only).")
+    status: FileStatus
+    document_id: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    stored_as: str | None = Field(None, description="Path under the upload directory: {user_id}/{date}/{uuid}.")
+    chunks: int | None = Field(None, description="Chunks written for this file.")
+    duplicate_of: list[str] = Field(default_factory=list, description="Live documents with the same sha256.")
+    error: ErrorDetail | None = None
+    warnings: list[str] = Field(default_factory=list, description="What was read only in part: hidden sheets "
+                                "skipped, scanned pages left unread by OCR's bounds.")
+
+
+class JobStatus(BaseModel):
+    """``GET /api/jobs/{id}``: a background ingest job and its progress."""
+
+    id: str
+    kind: Literal["upload"] = "upload"
+    user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
+    shared: bool = Field(False, description="The files become shared documents (an admin's ``shared=true`` upload).")
+    collection: str | None = Field(None, description="The id of the collection the files join (docs/collections.md).")
+    state: Literal["queued", "running", "succeeded", "failed"]
+    files_total: int = Field(description="Files in the upload.")
+    files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")
+    chunks: int = Field(0, description="Chunks written so far.")
+    files: list[UploadedFile] = Field(description="One result per file; ``pending`` until the job reaches it.")
+    error: ErrorDetail | None = Field(None, description="Why the job failed (e.g. ``job_interrupted`` by a restart).")
+    created_at: str
+    updated_at: str

@@ -9,18 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from ragstream.api_pipeline import RERANKER
 from ragstream.cli.index import err_console, fail, open_index, reading_index
 from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, LLMModelOption, QuestionArgument, ScopeOption
 from ragstream.errors import RagstreamError
 from ragstream.models import WHOLE_INDEX, Scope
-from ragstream.pipeline.stages import RERANKER
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ragstream.answer.models import Answer, StreamEvent
     from ragstream.api import Ragstream
-    from ragstream.pipeline.super_prompt import SuperPrompt
+    from ragstream.api_types import Answer, StreamEvent, SuperPrompt
     from ragstream.remote import RemoteIndex
 
 
@@ -70,7 +69,7 @@ def chat(
 def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
             stream: bool, json_output: bool, scope: Scope = WHOLE_INDEX) -> str:
     """Print one answer; returns its conversation id."""
-    from ragstream.answer.render import marked_answer, sources_text
+    from ragstream.api_types import marked_answer, sources_text
 
     if not stream:
         answer = rs.ask(question, conversation, selected_text, scope=scope)
@@ -87,7 +86,7 @@ def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str |
 
 def _print_stream(events: Iterable[StreamEvent], json_output: bool) -> Answer:
     """Print a streamed answer (tokens, then its sources; or each event as JSON); returns the whole answer."""
-    from ragstream.answer.render import sources_text
+    from ragstream.api_types import sources_text
 
     final: Answer | None = None
     for event in events:

@@ -68,7 +68,7 @@ def eval_command(
 ) -> None:
     """Score retrieval on a BEIR dataset (NDCG@5, NDCG@10, P@5, R@100, MRR, hit@1), per mode."""
     from ragstream.api import Ragstream
-    from ragstream.evaluation.beir import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
+    from ragstream.api_evaluation import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
 
     if mode not in ("search", PIPELINE):
         raise typer.BadParameter("expected search or pipeline", param_hint="--mode")

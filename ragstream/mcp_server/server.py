@@ -22,6 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
+from ragstream.api_runtime import request_id_scope
 from ragstream.errors import DocumentNotFoundError, InvalidQueryError, PermissionDeniedError, RagstreamError
 from ragstream.mcp_server import render
 from ragstream.mcp_server.errors import ChunkNotFoundError, InvalidArgumentsError, ResourceNotFoundError, UnknownToolError
@@ -44,7 +45,6 @@ from ragstream.mcp_server.schemas import (
 )
 from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
 from ragstream.models import Scope
-from ragstream.observability import request_id_scope
 
 logger = logging.getLogger("ragstream.mcp")
 

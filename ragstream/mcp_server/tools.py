@@ -45,11 +45,11 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, Scope, public_metadata
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, Scope, Writer, public_metadata
 
 if TYPE_CHECKING:
-    from ragstream.answer.models import StreamEvent
     from ragstream.api import Ragstream
+    from ragstream.api_types import StreamEvent
 
 logger = logging.getLogger("ragstream.mcp")
 
@@ -192,6 +192,7 @@ class Tools:
             raise PermissionDeniedError("paths name files on the server's machine and are read only over stdio; "
                                         "send the documents' text instead")
         owner = None if args.shared or args.collection or who.user is None else who.user
+        writer = Writer(user=who.user, admin=who.admin)  # the write path checks where they may write
         failures: list[IngestFailure] = []
         reports: list[IngestReport] = []
         collection_id = self.rs.collection(args.collection, user=who.user, admin=who.admin).collection_id \
@@ -202,11 +203,12 @@ class Tools:
             try:
                 data = check_unicode(doc.text, f"the text of {doc.name!r}").encode("utf-8")
                 reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata,
-                                                    collection=args.collection))
+                                                    collection=args.collection, writer=writer))
             except (DocumentError, InvalidUnicodeError) as error:
                 failures.append(IngestFailure(source=source, code=error.code, message=error.message))
         if args.paths:
-            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner, collection=args.collection))
+            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner, collection=args.collection,
+                                          writer=writer))
         failures += [IngestFailure(source=f.source, code=f.code, message=f.message) for r in reports for f in r.failures]
         return IngestResult(ingested=sum(r.documents_processed for r in reports),
                             unchanged=sum(r.documents_skipped for r in reports), failed=len(failures),

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 
-from ragstream.answer.models import Answer, RAGContext, StreamEvent
+from ragstream.api_types import Answer, RAGContext, StreamEvent
 from ragstream.errors import ConversationNotFoundError, InvalidQueryError
 from ragstream.server.schemas import ChatRequest, ConversationTurn, ErrorResponse, QueryRequest, RetrieveRequest
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
-from ragstream.answer.models import Answer, StreamEvent
+from ragstream.api_types import Answer, StreamEvent
 from ragstream.errors import CollectionNotFoundError, InvalidQueryError
 from ragstream.server.errors import ModelNotFoundError
 from ragstream.server.schemas import ErrorResponse

@@ -8,10 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from ragstream.answer.models import StreamEvent
-from ragstream.pipeline.controller import next_step
-from ragstream.pipeline.stages import STAGE_NAMES, STAGES, describe
-from ragstream.pipeline.super_prompt import SuperPrompt
+from ragstream.api_pipeline import STAGE_NAMES, STAGES, describe_stage, next_stage
+from ragstream.api_types import StreamEvent, SuperPrompt
 from ragstream.server.schemas import (
     ErrorResponse,
     NewPromptRequest,
@@ -36,7 +34,7 @@ def stages(detail: bool = Query(False, description="Describe each stage (what it
            ) -> list[str] | list[StageInfo]:
     """The stage names in the order they run or, with ``detail=true``, the stage registry's entries."""
     if detail:
-        return [StageInfo.model_validate(describe(spec)) for spec in STAGES]
+        return [StageInfo.model_validate(describe_stage(spec)) for spec in STAGES]
     return list(STAGE_NAMES)
 
 
@@ -95,7 +93,7 @@ def _event(event: StreamEvent) -> str:
 
 def _state(state: ServerState, caller: Caller, prompt_id: str, sp: SuperPrompt) -> PipelineState:
     """The prompt as ``caller`` sees it: its chunks name the collections the caller may read (never their ids)."""
-    step = next_step(sp)
+    step = next_stage(sp)
     chunks = state.rs.chunks_with_collection_names(sp.base_context_chunks, user=caller.user, admin=caller.admin)
     return PipelineState(id=prompt_id, stages=list(STAGE_NAMES), stages_run=len(sp.history_of_stages),
                          next_stage=step.name if step else None,

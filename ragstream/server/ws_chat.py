@@ -24,7 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.websockets import WebSocketState
 
-from ragstream.answer.models import ErrorEvent, StreamEvent
+from ragstream.api_types import ErrorEvent, StreamEvent
 from ragstream.errors import InvalidQueryError, RagstreamError
 from ragstream.server.errors import FirstMessageTimeoutError, RequestTooLargeError, status_for
 from ragstream.server.schemas import ChatRequest
