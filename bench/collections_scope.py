@@ -33,6 +33,7 @@ import numpy as np
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import load_beir
+from ragstream.models import Scope
 from ragstream.providers.embedders import Embedder
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
@@ -99,7 +100,7 @@ def run_backend(backend: str, data_dir: Path, url: str | None, args: argparse.Na
                 queries.append((dataset.queries[query_id], collection_of[relevant[0]]))
         for text, name in queries[:5]:  # warm the models and caches up
             rs.search(text, top_k=TOP_K)
-            rs.search(text, top_k=TOP_K, collections=[name])
+            rs.search(text, top_k=TOP_K, scope=Scope(collections=[name]))
         scoped_ms: list[float] = []
         unscoped_ms: list[float] = []
         full = 0
@@ -109,7 +110,7 @@ def run_backend(backend: str, data_dir: Path, url: str | None, args: argparse.Na
             rs.search(text, top_k=TOP_K)
             unscoped_ms.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            result = rs.search(text, top_k=TOP_K, collections=[name])
+            result = rs.search(text, top_k=TOP_K, scope=Scope(collections=[name]))
             scoped_ms.append((time.perf_counter() - started) * 1000)
             wanted = rs.collection(name).collection_id
             full += len(result.hits) == TOP_K and all(wanted in hit.chunk.metadata.collections for hit in result.hits)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstream.answer.cache import RetrievalCache
-from ragstream.api_collections import Scope
 from ragstream.api_pipeline import PipelineFacade
+from ragstream.api_writes import WritesFacade
 from ragstream.collection_service import CollectionService
 from ragstream.config import RagstreamConfig, load_config
 from ragstream.errors import (
@@ -33,7 +33,19 @@ from ragstream.errors import (
 )
 from ragstream.feedback import AnswerFeedback
 from ragstream.ingestion import Ingestor, ProgressCallback
-from ragstream.models import Chunk, DocumentRecord, IngestReport, LoadedDocument, SearchMode, SearchResult, filter_fields
+from ragstream.models import (
+    LOCAL_ADMIN,
+    WHOLE_INDEX,
+    Chunk,
+    DocumentRecord,
+    IngestReport,
+    LoadedDocument,
+    Scope,
+    SearchMode,
+    SearchResult,
+    Writer,
+    filter_fields,
+)
 from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders import Embedder
@@ -46,6 +58,7 @@ from ragstream.store.factory import open_catalog, open_store
 from ragstream.store.snapshots import Snapshots
 from ragstream.store.write_gate import WriteGate
 from ragstream.titles import cut_title
+from ragstream.writes.service import WriteService
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, RAGContext, StreamEvent
@@ -59,7 +72,7 @@ if TYPE_CHECKING:
     from ragstream.sync.watcher import ReportCallback, Watcher
 
 
-class Ragstream(PipelineFacade):
+class Ragstream(PipelineFacade, WritesFacade):
     """One ragstream index: its config, catalog, vector store and models; its collections (docs/collections.md)."""
 
     def __init__(self, config: RagstreamConfig | None = None, *, embedder: Embedder | None = None) -> None:
@@ -85,6 +98,8 @@ class Ragstream(PipelineFacade):
                                  joined=lambda doc, record: self.collection_service.joined(doc, record),
                                  commit_lock=self.catalog.connection.commit_lock)
         self.collection_service = CollectionService(self.config.collections, self.catalog, self.store, self.ingestor, self._index_changed)
+        self.writes = WriteService(self.config, self.collection_service, self.ingestor, self._syncer)
+        """The one write path (ragstream/writes/): every surface's writes, checked for their writer."""
         self.searcher = Searcher(self.store, self.embedder, self.config.retrieval, self.snapshots,
                                  self.config.limits.max_query_chars)
         self._pipeline_context: StageContext | None = None
@@ -134,30 +149,32 @@ class Ragstream(PipelineFacade):
 
     def ingest(
         self, paths: Iterable[str | Path], *, metadata: dict[str, Any] | None = None, owner: str | None = None,
-        progress: ProgressCallback | None = None, collection: str | None = None,
+        progress: ProgressCallback | None = None, collection: str | None = None, writer: Writer = LOCAL_ADMIN,
     ) -> IngestReport:
         """Ingest files and folders; unchanged documents are skipped, bad files reported. They belong
-        to ``owner`` (None: shared with every user) and join ``collection`` (a name; else the default one)."""
+        to ``owner`` (None: shared with every user) and join ``collection`` (a name; else the default one).
+        ``writer``'s right to write there is checked first (default: the local admin, who may write anything)."""
         self._changed = True
-        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingestor.ingest_paths(
-            paths, metadata=metadata, owner=owner, progress=progress, collection=collection_id))
+        return self.writes.ingest_paths(self.writes.target(writer, owner=owner, collection=collection), paths,
+                                        metadata=metadata, progress=progress)
 
     def ingest_bytes(self, data: bytes, filename: str, *, source: str, owner: str | None = None,
-                     metadata: dict[str, Any] | None = None, collection: str | None = None) -> IngestReport:
+                     metadata: dict[str, Any] | None = None, collection: str | None = None,
+                     writer: Writer = LOCAL_ADMIN) -> IngestReport:
         """Ingest one file given as bytes, its type sniffed from the content as for an upload. ``source`` names
         where it came from; the same ``source`` and ``owner`` replace the earlier document (another owner's never).
-        Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded."""
-        from ragstream.documents.loaders import default_document_id, load_bytes  # the parsers load only when used
-
-        document_id = default_document_id(source if owner is None else f"{source}#owner={owner}")
-        doc = load_bytes(data, filename, self.config, source=source, document_id=document_id, metadata=metadata)
-        return self.collection_service.ingest_into(collection, lambda collection_id: self.ingest_documents(
-            [doc.model_copy(update={"owner": owner, "collections": (collection_id,) if collection_id else ()})]))
-
-    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None) -> IngestReport:
-        """Ingest documents built in memory (upsert by document_id; each carries its ``owner``)."""
+        Raises a DocumentError (unsupported, too large, empty, ...) for bytes that cannot be loaded, and what
+        :meth:`ingest` raises for a ``writer`` who may not write there."""
         self._changed = True
-        return self.ingestor.ingest_documents(docs, progress=progress)
+        return self.writes.ingest_bytes(self.writes.target(writer, owner=owner, collection=collection), data, filename,
+                                        source=source, metadata=metadata)
+
+    def ingest_documents(self, docs: Iterable[LoadedDocument], *, progress: ProgressCallback | None = None,
+                         writer: Writer = LOCAL_ADMIN) -> IngestReport:
+        """Ingest documents built in memory (upsert by document_id; each carries its ``owner`` and collections,
+        so only the local admin or an admin ``writer`` may)."""
+        self._changed = True
+        return self.writes.ingest_built(writer, docs, progress=progress)
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
@@ -166,18 +183,19 @@ class Ragstream(PipelineFacade):
         with self.snapshots.open() as snapshot:
             yield snapshot
 
-    def documents(self, *, user: str | None = None, collections: Scope = None) -> list[DocumentRecord]:
-        """Every live document ``user`` may see (all without a user), in ``collections`` if given, in one catalog read."""
-        return self.catalog.documents.list(user, collections=self._scope(collections, user).collections)
+    def documents(self, *, scope: Scope = WHOLE_INDEX) -> list[DocumentRecord]:
+        """Every live document ``scope``'s user may see (all without a user), in its collections if it names any,
+        in one catalog read."""
+        return self.catalog.documents.list(scope.user, collections=self._resolve(scope).collections)
 
     def document_page(self, offset: int = 0, limit: int | None = None, query: str = "", sort: str = "source",
-                      descending: bool = False, *, user: str | None = None, collections: Scope = None) -> DocumentPage:
-        """One page of the documents ``user`` may see (every one without a user) whose title or source
+                      descending: bool = False, *, scope: Scope = WHOLE_INDEX) -> DocumentPage:
+        """One page of the documents of ``scope`` (every one without a user or collections) whose title or source
         contains ``query`` (case-insensitive), sorted by ``sort`` (title, source, mime, chunks, ingested,
         updated), with the total that matched."""
         size = limit if limit is not None else self.config.server.documents_page_size
-        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=user,
-                                           collections=self._scope(collections, user).collections)
+        return self.catalog.documents.page(max(offset, 0), max(size, 0), query, sort, descending, user=scope.user,
+                                           collections=self._resolve(scope).collections)
 
     def example_titles(self, count: int | None = None, *, user: str | None = None) -> list[str]:
         """Titles of the documents ``user`` may see (the largest ones first, each cut at a word to
@@ -186,7 +204,7 @@ class Ragstream(PipelineFacade):
         wanted = server.example_questions if count is None else count
         if wanted <= 0:
             return []
-        records = self.document_page(0, wanted * 2, sort="chunks", descending=True, user=user).records
+        records = self.document_page(0, wanted * 2, sort="chunks", descending=True, scope=Scope(user)).records
         titles = list(dict.fromkeys(" ".join(record.title.split()) for record in records if record.title.strip()))
         return [cut_title(title, server.example_title_chars) for title in titles[:wanted]]
 
@@ -194,7 +212,7 @@ class Ragstream(PipelineFacade):
         """One document's record; raises DocumentNotFoundError (also for one ``user`` may not see; an ``admin``
         sees the shared documents of every collection, as in :meth:`documents`)."""
         return _found(document_id, self.catalog.documents.get(document_id, user,
-                                                              collections=self._scope(None, user, admin).collections))
+                                                              collections=self._resolve(Scope(user, admin=admin)).collections))
 
     def document_with_chunks(self, document_id: str, *, user: str | None = None,
                              admin: bool = False) -> tuple[DocumentRecord, list[Chunk]]:
@@ -224,11 +242,11 @@ class Ragstream(PipelineFacade):
 
     def duplicates(self, checksum: str, *, user: str | None = None) -> list[DocumentRecord]:
         """Live documents ``user`` may see whose source file had this sha256 (never another user's)."""
-        return self.catalog.documents.find_by_checksum(checksum, user, collections=self._scope(None, user).collections)
+        return self.catalog.documents.find_by_checksum(checksum, user, collections=self._resolve(Scope(user)).collections)
 
     def filter_fields(self, *, user: str | None = None) -> set[str]:
         """Metadata fields a search filter may name: the chunk metadata fields and the documents' own keys."""
-        return filter_fields(self.documents(user=user))
+        return filter_fields(self.documents(scope=Scope(user)))
 
     def document_chunks(self, document_id: str, *, user: str | None = None, admin: bool = False) -> list[Chunk]:
         """The live chunks of one document, in order."""
@@ -260,40 +278,34 @@ class Ragstream(PipelineFacade):
     # -- folder sync (docs/cli.md: sync, watch) ---------------------------------------------------
 
     def sync(self, paths: Iterable[str | Path], *, changed: Iterable[str | Path] | None = None,
-             progress: ProgressCallback | None = None, collection: str | None = None) -> SyncReport:
+             progress: ProgressCallback | None = None, collection: str | None = None,
+             writer: Writer = LOCAL_ADMIN) -> SyncReport:
         """Make the index match folders (or files): new and changed files are ingested, a renamed file's document
         is re-linked by content hash without re-embedding, and documents whose files are gone or now excluded are
         removed with their chunks. The documents remember their root and are shared (as with the CLI's ingest);
-        a user's document is never touched. ``changed``: only these paths changed; ``collection``: the roots' join it."""
+        a user's document is never touched. ``changed``: only these paths changed; ``collection``: the roots' join it.
+        The local admin's or an admin's (``writer``) alone."""
         self.ensure_writable()
         self._changed = True
-        paths = list(paths)
-        self.collect_roots(paths, collection)
-        report = self._syncer().sync(paths, changed=changed, progress=progress)
-        self.collect_roots(paths, collection)  # documents found unchanged join it too
-        return report
+        return self.writes.sync(writer, list(paths), changed=changed, progress=progress, collection=collection)
 
-    def forget_root(self, path: str | Path) -> SyncReport:
+    def forget_root(self, path: str | Path, *, writer: Writer = LOCAL_ADMIN) -> SyncReport:
         """Remove every document of a synced root (which may no longer exist) and unregister it; raises
         RootNotFoundError for a path no sync registered."""
         self.ensure_writable()
         self._changed = True
-        return self._syncer().forget(path)
+        return self.writes.forget_root(writer, path)
 
     def roots(self) -> list[RootRecord]:
         """Every synced or watched root: its document count, last sync and watcher lease."""
         return self.catalog.roots.roots()
 
-    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None, collection: str | None = None) -> Watcher:
+    def watcher(self, paths: Iterable[str | Path], *, on_report: ReportCallback | None = None, collection: str | None = None,
+                writer: Writer = LOCAL_ADMIN) -> Watcher:
         """A watcher that keeps ``paths`` in step with this index as files change (``start``/``stop`` on a thread
         of its own, or ``run`` on the caller's); raises RootNotFoundError for a path that does not exist."""
-        from ragstream.sync.watcher import Watcher
-
         self._changed = True
-        paths = list(paths)
-        self.collect_roots(paths, collection)
-        return Watcher(paths, self._syncer(), self.config.sync, ignore_files=self.config.ingest.ignore_files,
-                       on_report=on_report)
+        return self.writes.watcher(writer, list(paths), on_report=on_report, collection=collection)
 
     def _syncer(self) -> Syncer:
         from ragstream.sync.syncer import Syncer  # the file parsers load only when a sync runs
@@ -315,20 +327,19 @@ class Ragstream(PipelineFacade):
         score_threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
-        user: str | None = None,
         rerank: bool = False,
-        collections: Scope = None,
+        scope: Scope = WHOLE_INDEX,
     ) -> SearchResult:
         """Hybrid (default), dense or BM25 search with metadata filters, over the versions committed
         at ``snapshot`` (one from :meth:`snapshot`; by default, the state when the search starts) of
-        the documents ``user`` may see (every document without a user), in ``collections``; with ``rerank``, the
+        the documents ``scope``'s user may see (every document without a user), in its collections; with ``rerank``, the
         cross-encoder re-orders the first ``reranker.top_n`` hits (``retrieval/rerank.py``). Raises
         InvalidNumberError for a NaN or infinite ``score_threshold``."""
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise InvalidNumberError(f"score_threshold must be a finite number, not {score_threshold}")
         result = self.searcher.search(query, mode=mode, top_k=top_k, filters=filters, score_threshold=score_threshold,
-                                      query_vector=query_vector, snapshot=snapshot, user=user,
-                                      collections=self._scope(collections, user).collections)
+                                      query_vector=query_vector, snapshot=snapshot, user=scope.user,
+                                      collections=self._resolve(scope).collections)
         if not rerank:
             return result
         from ragstream.retrieval.rerank import rerank_result
@@ -394,7 +405,7 @@ class Ragstream(PipelineFacade):
         from ragstream.providers.tokens import make_token_counter
 
         reranker, unavailable = self.reranker()
-        context = StageContext(config=self.config, search=self.search, embedder=self.embedder, reranker=reranker,
+        context = StageContext(config=self.config, search=self.searcher.search, embedder=self.embedder, reranker=reranker,
                                reranker_unavailable=unavailable, agents=AgentFactory(self.config),
                                schema=load_prompt_schema(self.config.preprocessing.prompt_schema),
                                count_tokens=make_token_counter(self.config.llm))
@@ -405,30 +416,28 @@ class Ragstream(PipelineFacade):
     # -- answers (docs/answers.md) --------------------------------------------------------------
 
     def retrieve(self, query: str, context_key: str = "", max_chunks: int | None = None,
-                 min_relevance: float | None = None, *, user: str | None = None, collections: Scope = None) -> RAGContext:
+                 min_relevance: float | None = None, *, scope: Scope = WHOLE_INDEX) -> RAGContext:
         """Chunks of relevance (dense cosine, 0..1) >= ``min_relevance``, best first, from one snapshot
-        of the documents ``user`` may see in ``collections``; cached per commit sequence, user and scope."""
+        of the documents of ``scope``; cached per commit sequence, user and resolved scope."""
         with self.snapshot() as snapshot:
-            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, user,
-                                           self._scope(collections, user))
+            return self.answers().retrieve(query, context_key, max_chunks, min_relevance, snapshot, self._lazy(scope))
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-            user: str | None = None, collections: Scope = None, admin: bool = False) -> Answer:
+            scope: Scope = WHOLE_INDEX) -> Answer:
         """A cited answer (LLM, or extractive without one): answer, sources, citations, confidence, metadata.
 
-        It reads the versions committed when the call starts, of the documents ``user`` may see, and
-        continues ``user``'s conversation of that id, in ``collections`` if given (checked for ``user``, or an admin,
-        inside the answer's attempt, so a store down while checking them is answered without retrieval too)."""
-        scope = self._lazy_scope(collections, user, admin)  # found in the pipeline's attempt, then reused
-        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, user, scope), scope)
+        It reads the versions committed when the call starts, of the documents ``scope``'s user may see, and
+        continues that user's conversation of that id, in ``scope``'s collections if it names any (resolved for its
+        reader inside the answer's attempt, so a store down while reading them is answered without retrieval too)."""
+        lazy = self._lazy(scope)  # resolved in the pipeline's attempt, then reused for the labels
+        return self._labelled(self.answers().ask(question, conversation_id, selected_text, None, lazy), lazy)
 
     def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-                      user: str | None = None, collections: Scope = None, admin: bool = False) -> Iterator[StreamEvent]:
+                      scope: Scope = WHOLE_INDEX) -> Iterator[StreamEvent]:
         """The answer as ``token`` and ``citation`` events, then ``done``; it reads the versions
         committed when the iteration starts (a snapshot is held only while the pipeline runs), as :meth:`ask`."""
-        scope = self._lazy_scope(collections, user, admin)
-        return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, user, scope),
-                                     scope)
+        lazy = self._lazy(scope)
+        return self._labelled_events(self.answers().stream_answer(question, conversation_id, selected_text, lazy), lazy)
 
     def conversation(self, conversation_id: str, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s conversation's kept turns, oldest first (``incomplete`` marks answers cut short);
@@ -458,7 +467,7 @@ class Ragstream(PipelineFacade):
             conversations=ConversationStore(self.catalog.conversations, self.config.pipeline.N4_RECENT_CONV_MAX_PAIRS,
                                             self.feedback.record_answer),
             llm=context.agents.client,
-            retriever=Retriever(self.search, lambda query: self.embedder().embed_queries([query])[0],
+            retriever=Retriever(self.searcher.search, lambda query: self.embedder().embed_queries([query])[0],
                                 self.config.answer, self.config.limits.max_query_chars),
             cache=self.retrieval_cache, cross_encoder=lambda: self.reranker()[0])
         with self._embedder_lock:

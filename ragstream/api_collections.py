@@ -10,16 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragstream.collection_service import CollectionLabels, CollectionService
-from ragstream.models import Chunk, CollectionRecord, DocumentRecord, QuestionScope, SearchResult
+from ragstream.models import Chunk, CollectionRecord, DocumentRecord, LazyScope, ResolvedScope, Scope, SearchResult
 
 if TYPE_CHECKING:
     from ragstream.answer.models import Answer, StreamEvent
     from ragstream.feedback import AnswerFeedback
     from ragstream.pipeline.super_prompt import SuperPrompt
-
-Scope = Sequence[str] | QuestionScope | None
-"""What a read is scoped to: collection names (checked for the reading user), a scope already checked
-(:meth:`CollectionsFacade.collection_scope`), or None (every collection the user may read)."""
 
 
 class CollectionsFacade:
@@ -109,38 +105,34 @@ class CollectionsFacade:
         return result.model_copy(update={"hits": [hit.model_copy(update={"chunk": chunk})
                                                   for hit, chunk in zip(result.hits, chunks, strict=True)]})
 
-    def collection_scope(self, names: Sequence[str] | None, *, user: str | None = None,
-                         admin: bool = False) -> QuestionScope:
-        """The scope of a read of ``user``'s over the collections ``names`` (every readable one without names);
-        CollectionNotFoundError for a name ``user`` may not read."""
-        return self.collection_service.scope(names, user, admin)
+    def _resolve(self, scope: Scope) -> ResolvedScope:
+        """``scope`` resolved against the catalog (the one place a read's collection names become ids);
+        CollectionNotFoundError for a name its reader may not read."""
+        return self.collection_service.scope(scope.names(), scope.user, scope.admin)
 
-    def _scope(self, collections: Scope, user: str | None, admin: bool = False) -> QuestionScope:
-        if isinstance(collections, QuestionScope):
-            return collections
-        return self.collection_service.scope(list(collections) if collections else None, user, admin)
+    def _lazy(self, scope: Scope) -> LazyScope:
+        """``scope`` to be resolved when first needed: inside the answer's attempt, where a store down while reading
+        the collections is retried and then answered without retrieval."""
+        return LazyScope(scope, self._resolve)
 
-    def _lazy_scope(self, collections: Scope, user: str | None, admin: bool) -> Callable[[], QuestionScope]:
-        """How to find a question's scope, found once when first asked: inside the answer's attempt, where a
-        store down while reading the collections is retried and then answered without retrieval."""
-        return functools.cache(lambda: self._scope(collections, user, admin))
+    def _scoped_prompt(self, sp: SuperPrompt, scope: Scope) -> ResolvedScope:
+        """The resolved scope of a pipeline run (``scope``'s collections, else the names ``sp`` was scoped to), its
+        names and instructions put in ``sp``."""
+        if scope.collections is None and sp.collections:
+            scope = Scope(scope.user, sp.collections, scope.admin)
+        resolved = self._resolve(scope)
+        if scope.collections is not None:
+            sp.collections = list(scope.collections)
+        sp.collection_instructions = list(resolved.instructions)
+        return resolved
 
-    def _scoped_prompt(self, sp: SuperPrompt, collections: Scope, user: str | None) -> QuestionScope:
-        """The scope of a pipeline run (``collections``, else the names ``sp`` was scoped to), put in ``sp``."""
-        if collections is None and sp.collections:
-            collections = list(sp.collections)
-        scope = self._scope(collections, user)
-        if collections is not None and not isinstance(collections, QuestionScope):
-            sp.collections = list(collections)
-        sp.collection_instructions = list(scope.instructions)
-        return scope
-
-    def _labels(self, scope: QuestionScope | Callable[[], QuestionScope]) -> Callable[[], CollectionLabels]:
+    def _labels(self, scope: LazyScope) -> Callable[[], CollectionLabels]:
         """How to label one answer's documents with the names of their collections, made once when first asked
-        (``scope`` is found only then: only an answer that cites a document needs it)."""
-        return functools.cache(lambda: self.collection_service.labeller(scope() if callable(scope) else scope))
+        (``scope`` is resolved only then, if the answer did not resolve it: only an answer that cites a document
+        needs it)."""
+        return functools.cache(lambda: self.collection_service.labeller(scope.resolved()))
 
-    def _labelled(self, answer: Answer, scope: QuestionScope | Callable[[], QuestionScope],
+    def _labelled(self, answer: Answer, scope: LazyScope,
                   labels: Callable[[], CollectionLabels] | None = None) -> Answer:
         """``answer`` with the collection names of each cited document (``scope`` is found only when it cites one)."""
         ids = [c.document_id for c in answer.citations if c.document_id] + [s.document_id for s in answer.sources]
@@ -156,8 +148,7 @@ class CollectionsFacade:
             "citations": [c.model_copy(update={"collections": named.get(c.document_id or "", [])}) for c in answer.citations],
             "sources": [s.model_copy(update={"collections": named.get(s.document_id, [])}) for s in answer.sources]})
 
-    def _labelled_events(self, events: Iterator[StreamEvent],
-                         scope: QuestionScope | Callable[[], QuestionScope]) -> Iterator[StreamEvent]:
+    def _labelled_events(self, events: Iterator[StreamEvent], scope: LazyScope) -> Iterator[StreamEvent]:
         """The stream with the collection names of each cited document on its citation events and the answer
         (the names are read once for the whole answer, not once per citation)."""
         from ragstream.answer.models import CitationEvent, DoneEvent

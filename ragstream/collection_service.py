@@ -38,9 +38,8 @@ from ragstream.models import (
     CollectionAccess,
     CollectionRecord,
     DocumentRecord,
-    IngestReport,
     LoadedDocument,
-    QuestionScope,
+    ResolvedScope,
     collection_home,
     name_key,
 )
@@ -113,7 +112,7 @@ class CollectionService:
                 user, collections=[record.collection_id])})
         return record
 
-    def scope(self, names: Sequence[str] | None, user: str | None = None, admin: bool = False) -> QuestionScope:
+    def scope(self, names: Sequence[str] | None, user: str | None = None, admin: bool = False) -> ResolvedScope:
         """What a question of ``user`` may read: the collections ``names`` (each must be readable), or, without
         names, every collection ``user`` may read (no limit for None and admins, as before collections)."""
         if names:
@@ -122,15 +121,15 @@ class CollectionService:
                                              "(collections.max_scope)")
             records = list({r.collection_id: r for r in (self.get(name, user, admin) for name in dict.fromkeys(names))}.values())
             instructions = tuple(f"{r.name}: {r.instructions.strip()}" for r in records if r.instructions.strip())
-            return QuestionScope(collections=tuple(r.collection_id for r in records), instructions=instructions,
+            return ResolvedScope(collections=tuple(r.collection_id for r in records), instructions=instructions,
                                  names=tuple((r.collection_id, r.name) for r in records))
         if user is None or admin:
-            return QuestionScope()
+            return ResolvedScope()
         readable = [record for record in self._registry.list() if record.readable_by(user, admin)]
-        return QuestionScope(collections=tuple(record.collection_id for record in readable),
+        return ResolvedScope(collections=tuple(record.collection_id for record in readable),
                              names=tuple((record.collection_id, record.name) for record in readable))
 
-    def labeller(self, scope: QuestionScope) -> CollectionLabels:
+    def labeller(self, scope: ResolvedScope) -> CollectionLabels:
         """The collection names of one answer's documents, within ``scope`` (docs/collections.md)."""
         return CollectionLabels(self._registry, scope)
 
@@ -252,14 +251,6 @@ class CollectionService:
         if collection_id is None or not document_ids:
             return []
         return self._move(lambda: self._registry.add_documents(collection_id, list(document_ids)))
-
-    def ingest_into(self, collection: str | None, ingest: Callable[[str | None], IngestReport]) -> IngestReport:
-        """Run ``ingest`` with the id of the collection named (checked for writing), then put the documents it
-        found unchanged in it too."""
-        collection_id = self.for_writing(collection)
-        report = ingest(collection_id)
-        self.include(collection_id, report.document_ids)
-        return report
 
     def for_writing(self, name: str | None, user: str | None = None, admin: bool = False) -> str | None:
         """The id of the collection ``user`` ingests into (None for no name); a reader gets PermissionDeniedError."""
@@ -430,7 +421,7 @@ class CollectionLabels:
     may not read: the scope holds only those) and, for its feedback, their ids. The id -> name map is read once (only
     when the scope does not carry it) and each document's memberships once, however many citations name it."""
 
-    def __init__(self, registry: CollectionRegistry, scope: QuestionScope) -> None:
+    def __init__(self, registry: CollectionRegistry, scope: ResolvedScope) -> None:
         self._registry = registry
         self._scope = scope
         self._names: dict[str, str] | None = None

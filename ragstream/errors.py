@@ -347,3 +347,10 @@ class NoRelevantContextError(PipelineError):
     """Every candidate was dropped by the gate or does not fit the token budget."""
 
     code = "no_relevant_context"
+
+
+class InternalError(RagstreamError):
+    """A bug of ours: ingesting one uploaded file failed after the file was read (the traceback is in the
+    server log); the upload's other files go on."""
+
+    code = "internal_error"

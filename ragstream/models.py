@@ -1,10 +1,12 @@
-"""The data that flows through ragstream: files -> documents -> chunks -> search results."""
+"""The data that flows through ragstream: files -> documents -> chunks -> search results, and the scope of a read."""
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
@@ -263,17 +265,71 @@ def filter_fields(records: Iterable[DocumentRecord]) -> set[str]:
     return fields
 
 
-class QuestionScope(BaseModel):
-    """What one question may read besides its user's documents: the collections it is scoped to and their
-    instructions for the answering model (docs/collections.md)."""
+# -- the scope of a read (docs/collections.md, "One Scope, resolved where it is read") ----------------------------
+# A Scope is built once at each surface's edge (an HTTP route, /v1, /ws/chat, an MCP tool, the CLI, a script) from
+# the caller and the collection names as the caller gave them, and carried unchanged into the facade. There, and only
+# there, it becomes a ResolvedScope (collection ids for the store filter, their names for labels, their instructions
+# for the answering model): an answer resolves it inside its retried attempt (LazyScope), so a store down while
+# reading the collections is answered without retrieval on every surface.
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who reads (``user``: None for the CLI or a script, which read every document; ``admin``: an admin key, which
+    reads every collection) and which collections (``collections``: names as the caller gave them, each checked for
+    the reader when resolved; None or none: every collection the reader may read)."""
+
+    user: str | None = None
+    collections: Sequence[str] | None = None
+    admin: bool = False
+
+    def __post_init__(self) -> None:
+        if self.collections is not None:  # a tuple: a Scope is a value (hashable, never changed by its holder)
+            object.__setattr__(self, "collections", tuple(self.collections))
+
+    def names(self) -> list[str] | None:
+        """The collection names to resolve (None: every collection the reader may read)."""
+        return list(self.collections) if self.collections else None
+
+
+WHOLE_INDEX = Scope()
+"""No user and no collections: every document (the CLI and scripts, as before users and collections)."""
+
+
+class ResolvedScope(BaseModel):
+    """A :class:`Scope` resolved against the catalog: what one read may see besides its user's documents (the
+    collections it is limited to) and their instructions for the answering model (docs/collections.md)."""
 
     model_config = ConfigDict(frozen=True)
 
     collections: tuple[str, ...] | None = Field(None, description="Collection ids every search is limited to "
                                                 "(None: no limit beyond the user's own visibility).")
     instructions: tuple[str, ...] = Field((), description="'name: text' of each scoped collection with instructions.")
-    names: tuple[tuple[str, str], ...] | None = Field(None, description="(id, name) of each collection the question "
-                                                      "may read, its sources' labels (None: every collection).")
+    names: tuple[tuple[str, str], ...] | None = Field(None, description="(id, name) of each collection the read "
+                                                      "may see, its sources' labels (None: every collection).")
+
+
+class LazyScope:
+    """One read's :class:`Scope` with how to resolve it, resolved when first asked and then reused: an answer asks
+    inside its attempt (a store down then is retried, then answered without retrieval) and again for its labels."""
+
+    def __init__(self, scope: Scope, resolve: Callable[[Scope], ResolvedScope]) -> None:
+        self.scope = scope
+        self._resolve = resolve
+        self._resolved: ResolvedScope | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def user(self) -> str | None:
+        """Whose read it is."""
+        return self.scope.user
+
+    def resolved(self) -> ResolvedScope:
+        """The resolved scope (read from the catalog on the first call only; a failed read is tried again)."""
+        with self._lock:
+            if self._resolved is None:
+                self._resolved = self._resolve(self.scope)
+            return self._resolved
 
 
 CollectionAccess = Literal["private", "readers", "all"]
@@ -343,3 +399,69 @@ class CollectionRecord(BaseModel):
     def managed_by(self, user: str | None, admin: bool = False) -> bool:
         """Whether ``user`` may change its name, description, instructions and access, or delete it."""
         return user is None or admin or (user == self.owner and self.collection_id != DEFAULT_COLLECTION_ID)
+
+
+# -- writes: who writes, uploads and their background jobs (ragstream/writes/) ---------------------
+
+class Writer(BaseModel):
+    """Who writes to the index, with their rights (docs/collections.md, "Who may change a document"): ``user``
+    None is the local admin (the CLI, a script, MCP over stdio), who may write anything; ``admin`` an admin key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str | None = None
+    admin: bool = False
+
+    @property
+    def unrestricted(self) -> bool:
+        """The local admin or an admin key: may write anything anywhere."""
+        return self.user is None or self.admin
+
+
+LOCAL_ADMIN = Writer()
+"""The writer of the CLI and of scripts: the local admin."""
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, with a stable machine-readable ``code``."""
+
+    code: str
+    type: str
+    message: str
+
+
+FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]
+
+
+class UploadedFile(BaseModel):
+    """The outcome of one uploaded file."""
+
+    filename: str = Field(description="The client's file name, reduced to its last path part (display only).")
+    status: FileStatus
+    document_id: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    stored_as: str | None = Field(None, description="Path under the upload directory: {user_id}/{date}/{uuid}.")
+    chunks: int | None = Field(None, description="Chunks written for this file.")
+    duplicate_of: list[str] = Field(default_factory=list, description="Live documents with the same sha256.")
+    error: ErrorDetail | None = None
+    warnings: list[str] = Field(default_factory=list, description="What was read only in part: hidden sheets "
+                                "skipped, scanned pages left unread by OCR's bounds.")
+
+
+class JobStatus(BaseModel):
+    """``GET /api/jobs/{id}``: a background ingest job and its progress."""
+
+    id: str
+    kind: Literal["upload"] = "upload"
+    user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
+    shared: bool = Field(False, description="The files become shared documents (an admin's ``shared=true`` upload).")
+    collection: str | None = Field(None, description="The id of the collection the files join (docs/collections.md).")
+    state: Literal["queued", "running", "succeeded", "failed"]
+    files_total: int = Field(description="Files in the upload.")
+    files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")
+    chunks: int = Field(0, description="Chunks written so far.")
+    files: list[UploadedFile] = Field(description="One result per file; ``pending`` until the job reaches it.")
+    error: ErrorDetail | None = Field(None, description="Why the job failed (e.g. ``job_interrupted`` by a restart).")
+    created_at: str
+    updated_at: str

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 from ragstream.answer.models import Answer, StreamEvent
 from ragstream.config import RagstreamConfig
 from ragstream.errors import RagstreamError
-from ragstream.models import DocumentRecord, SearchResult
+from ragstream.models import WHOLE_INDEX, DocumentRecord, Scope, SearchResult
 from ragstream.serve_link import announcement
 
 _EVENTS: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
@@ -60,9 +60,9 @@ class RemoteIndex:
         except httpx.HTTPError:
             return False
 
-    def documents(self, *, collections: list[str] | None = None) -> list[DocumentRecord]:
-        """Every live document (in ``collections`` if given)."""
-        params = {"collection": collections} if collections else None
+    def documents(self, *, scope: Scope = WHOLE_INDEX) -> list[DocumentRecord]:
+        """Every live document (in ``scope``'s collections if it names any; the server's key is its reader)."""
+        params = {"collection": scope.names()} if scope.collections else None
         return _DOCUMENTS.validate_python(self._call("GET", "/api/documents", params=params))
 
     def with_collection_names(self, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
@@ -81,10 +81,10 @@ class RemoteIndex:
 
     def search(self, query: str, *, mode: str | None = None, top_k: int | None = None,
                filters: dict[str, Any] | None = None, score_threshold: float | None = None,
-               rerank: bool = False, collections: list[str] | None = None) -> SearchResult:
+               rerank: bool = False, scope: Scope = WHOLE_INDEX) -> SearchResult:
         """``POST /api/search``."""
         body = {"query": query, "mode": mode, "top_k": top_k, "filters": filters or None, "score_threshold": score_threshold,
-                "rerank": rerank, "collections": collections or None}
+                "rerank": rerank, "collections": scope.names()}
         return SearchResult.model_validate(self._call("POST", "/api/search", json=body))
 
     def delete(self, document_id: str) -> None:
@@ -92,17 +92,17 @@ class RemoteIndex:
         self._call("DELETE", f"/api/documents/{document_id}")
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None, *,
-            collections: list[str] | None = None) -> Answer:
+            scope: Scope = WHOLE_INDEX) -> Answer:
         """``POST /api/query``: one cited answer."""
         body = {"query": question, "conversation_id": conversation_id, "selected_text": selected_text,
-                "collections": collections or None}
+                "collections": scope.names()}
         return Answer.model_validate(self._call("POST", "/api/query", json=body))
 
     def stream_answer(self, question: str, conversation_id: str | None = None,
-                      selected_text: str | None = None, *, collections: list[str] | None = None) -> Iterator[StreamEvent]:
+                      selected_text: str | None = None, *, scope: Scope = WHOLE_INDEX) -> Iterator[StreamEvent]:
         """``POST /api/chat``: the answer's events as they arrive."""
         body = {"message": question, "conversation_id": conversation_id, "selected_text": selected_text,
-                "collections": collections or None}
+                "collections": scope.names()}
         with self._client.stream("POST", "/api/chat", json=body) as response:
             if response.status_code >= httpx.codes.BAD_REQUEST:
                 response.read()

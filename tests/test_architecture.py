@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ragstream"
-BELOW_THE_FACADE = ("pipeline", "answer", "retrieval", "store", "providers", "agents", "documents", "sync", "ingestion",
-                    "collection_service", "feedback", "migration")
+BELOW_THE_FACADE = ("pipeline", "answer", "retrieval", "store", "providers", "agents", "documents", "writes", "sync",
+                    "ingestion", "collection_service", "feedback", "migration")
 FACADE = "ragstream.api"
 
 
@@ -62,6 +62,30 @@ def test_nothing_below_the_facade_imports_it():
     offenders = sorted(name for name, imports in _graph().items()
                        if name.split(".")[1:2] and name.split(".")[1] in BELOW_THE_FACADE and FACADE in imports)
     assert offenders == []
+
+
+SHELLS = ("server", "cli", "mcp_server")
+SHELL_MAY_IMPORT = ("ragstream.api", "ragstream.models", "ragstream.errors", "ragstream.config")
+"""Besides these (and ``ragstream.api_*``, the facade's other files, and ``ragstream.config.*``), a shell imports
+only shells: its own modules, or a sibling shell it starts or mounts (``ragstream serve`` runs the server,
+``ragstream mcp`` the MCP server; the server mounts MCP at /mcp). The CLI also talks to a running server."""
+CLIENT_OF_A_RUNNING_SERVER = "ragstream.remote"
+
+
+def _shell_may_import(shell: str, module: str) -> bool:
+    if module in SHELL_MAY_IMPORT or module.startswith(("ragstream.api_", "ragstream.config.")):
+        return True
+    if shell == "cli" and module == CLIENT_OF_A_RUNNING_SERVER:
+        return True
+    return _package(module) in SHELLS
+
+
+def test_the_shells_import_only_the_facade_its_types_errors_and_config():
+    """Issue 45: the server, the CLI and MCP are thin: whatever they need from below the facade (the write path,
+    the answer's types, the pipeline's stages, logging) comes through ``ragstream.api`` or an ``api_*`` file."""
+    offenders = {name: sorted(i for i in imports if not _shell_may_import(_package(name), i))
+                 for name, imports in _graph().items() if name.count(".") and _package(name) in SHELLS}
+    assert {name: imports for name, imports in offenders.items() if imports} == {}
 
 
 def _loops(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragstream.answer.models import CitationEvent, DoneEvent
+from ragstream.models import Scope
 
 WORD = "heliotropebasin"
 LIST_COLLECTIONS = "FROM collections ORDER BY name"
@@ -41,7 +42,7 @@ def test_a_streamed_answer_reads_collection_names_once(make_fast_index, tmp_path
                         f"before a {WORD} launch.\n")
         rs.ingest([page], collection="handbook")
     with statements(rs) as ran:
-        events = list(rs.stream_answer(f"What does the {WORD} rule ask for before a launch?", **who))
+        events = list(rs.stream_answer(f"What does the {WORD} rule ask for before a launch?", scope=Scope(**who)))
     citations = [e.citation for e in events if isinstance(e, CitationEvent) and e.citation.document_id]
     done = next(e for e in events if isinstance(e, DoneEvent))
     assert len(citations) >= 2 and done.response.sources

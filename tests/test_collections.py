@@ -23,7 +23,7 @@ from ragstream.errors import (
     InvalidCollectionError,
     PermissionDeniedError,
 )
-from ragstream.models import DEFAULT_COLLECTION_ID
+from ragstream.models import DEFAULT_COLLECTION_ID, Scope
 
 HANDBOOK = {
     "notice.md": "# Notice period\n\nThe notice period for employees is three months, given in writing to HR.\n",
@@ -66,36 +66,36 @@ def two(tmp_path: Path) -> tuple[Ragstream, CountingEmbedder]:
 
 def test_a_question_scoped_to_a_collection_reads_only_its_documents(two):
     rs, _ = two
-    scoped = {name: _names([hit.chunk.metadata.source for hit in rs.search(QUESTION, top_k=10, collections=[name]).hits])
+    scoped = {name: _names([hit.chunk.metadata.source for hit in rs.search(QUESTION, top_k=10, scope=Scope(collections=[name])).hits])
               for name in ("handbook", "minutes")}
     assert scoped == {"handbook": set(HANDBOOK), "minutes": set(MINUTES)}
     everything = _names([hit.chunk.metadata.source for hit in rs.search(QUESTION, top_k=10).hits])
     assert everything == set(HANDBOOK) | set(MINUTES)
     for mode in ("dense", "bm25"):
-        hits = rs.search(QUESTION, mode=mode, top_k=10, collections=["minutes"]).hits
+        hits = rs.search(QUESTION, mode=mode, top_k=10, scope=Scope(collections=["minutes"])).hits
         assert _names([hit.chunk.metadata.source for hit in hits]) <= set(MINUTES)
-    answer = rs.ask(QUESTION, collections=["handbook"])
+    answer = rs.ask(QUESTION, scope=Scope(collections=["handbook"]))
     assert answer.sources and all(source.collections == ["handbook"] for source in answer.sources)
     assert _names([citation.source or "" for citation in answer.citations if citation.matched]) <= set(HANDBOOK)
-    context = rs.retrieve(QUESTION, min_relevance=0.0, collections=["minutes"])
+    context = rs.retrieve(QUESTION, min_relevance=0.0, scope=Scope(collections=["minutes"]))
     assert _names([chunk.metadata["source"] for chunk in context.document_chunks]) <= set(MINUTES)
-    assert {r.title for r in rs.documents(collections=["minutes"])} == {"Board minutes", "Standup minutes"}
+    assert {r.title for r in rs.documents(scope=Scope(collections=["minutes"]))} == {"Board minutes", "Standup minutes"}
     with pytest.raises(CollectionNotFoundError):
-        rs.search(QUESTION, collections=["nope"])
+        rs.search(QUESTION, scope=Scope(collections=["nope"]))
 
 
 def test_the_stream_labels_its_citations_and_the_instructions_reach_the_prompt(two):
     rs, _ = two
-    events = list(rs.stream_answer(QUESTION, collections=["handbook", "minutes"]))
+    events = list(rs.stream_answer(QUESTION, scope=Scope(collections=["handbook", "minutes"])))
     done = events[-1]
     assert done.type == "done" and done.response.sources
     assert all(source.collections in (["handbook"], ["minutes"]) for source in done.response.sources)
     citations = [event for event in events if event.type == "citation"]
     assert all(event.citation.collections for event in citations)
-    sp = rs.run_pipeline(QUESTION, collections=["handbook"])
+    sp = rs.run_pipeline(QUESTION, scope=Scope(collections=["handbook"]))
     assert sp.collection_instructions == ["handbook: Quote the handbook's section."]
     assert "Quote the handbook's section." in sp.messages[0].content  # the system message the model reads
-    assert "Quote the handbook" not in rs.run_pipeline(QUESTION, collections=["minutes"]).messages[0].content
+    assert "Quote the handbook" not in rs.run_pipeline(QUESTION, scope=Scope(collections=["minutes"])).messages[0].content
 
 
 def test_moving_a_document_between_collections_embeds_nothing(two):
@@ -105,24 +105,24 @@ def test_moving_a_document_between_collections_embeds_nothing(two):
     assert rs.add_to_collection("minutes", [notice.document_id]) == [notice.document_id]
     assert rs.remove_from_collection("handbook", [notice.document_id]) == [notice.document_id]
     assert embedder.passages == before  # 0 embedder calls: only the payloads changed
-    hits = rs.search("notice period three months in writing", top_k=10, collections=["minutes"]).hits
+    hits = rs.search("notice period three months in writing", top_k=10, scope=Scope(collections=["minutes"])).hits
     assert "notice.md" in _names([hit.chunk.metadata.source for hit in hits])
-    hits = rs.search("notice period three months in writing", top_k=10, collections=["handbook"]).hits
+    hits = rs.search("notice period three months in writing", top_k=10, scope=Scope(collections=["handbook"])).hits
     assert "notice.md" not in _names([hit.chunk.metadata.source for hit in hits])
     assert rs.document(notice.document_id).collections == [rs.collection("minutes").collection_id]
     with pytest.raises(InvalidCollectionError, match="no collection"):
         rs.remove_from_collection("minutes", [notice.document_id])  # its last one
     changed = rs.ingest([Path(notice.source)], collection="handbook")  # unchanged: joins without embedding
     assert changed.documents_skipped == 1 and embedder.passages == before
-    assert len(rs.search("three months in writing", top_k=10, collections=["handbook"]).hits) >= 1
+    assert len(rs.search("three months in writing", top_k=10, scope=Scope(collections=["handbook"])).hits) >= 1
 
 
 def test_a_synced_root_remembers_its_collection(two, tmp_path: Path):
     rs, _ = two
     write_text(tmp_path / "minutes" / "retro.md", "# Retro minutes\n\nThe notice period for vendors is thirty days.\n")
     rs.sync([tmp_path / "minutes"])  # no --collection this time: the root remembers it
-    assert "retro.md" in _names([r.source for r in rs.documents(collections=["minutes"])])
-    assert "retro.md" not in _names([r.source for r in rs.documents(collections=[DEFAULT_COLLECTION_ID])])
+    assert "retro.md" in _names([r.source for r in rs.documents(scope=Scope(collections=["minutes"]))])
+    assert "retro.md" not in _names([r.source for r in rs.documents(scope=Scope(collections=[DEFAULT_COLLECTION_ID]))])
 
 
 def test_deleting_a_collection_refuses_while_it_holds_documents(two):
@@ -177,10 +177,10 @@ def test_access_private_shared_read_and_shared_edit(two):
     assert names == {"bob": ["default", "handbook", "minutes"], "cy": ["default", "handbook", "minutes"],
                      "dan": ["default", "minutes"]}
     for question in (QUESTION, "twenty-five days of annual leave"):
-        hits = rs.search(question, top_k=10, user="dan").hits
+        hits = rs.search(question, top_k=10, scope=Scope(user="dan")).hits
         assert not _names([hit.chunk.metadata.source for hit in hits]) & set(HANDBOOK)
     with pytest.raises(CollectionNotFoundError):  # the same error as for a collection that does not exist
-        rs.search(QUESTION, user="dan", collections=["handbook"])
+        rs.search(QUESTION, scope=Scope(user="dan", collections=["handbook"]))
     [notice] = [r for r in rs.documents() if r.source.endswith("notice.md")]
     with pytest.raises(DocumentNotFoundError):
         rs.document(notice.document_id, user="dan")
@@ -225,10 +225,10 @@ def test_names_are_per_owner_and_a_bare_name_picks_the_callers_own_then_the_unow
     rs.add_to_collection("alice:specs", [notice])  # the CLI names each exactly
     rs.add_to_collection("bob:specs", [board])
     assert rs.collection("specs").collection_id == unowned.collection_id  # the CLI's own (no owner)
-    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="alice",
-                                                            collections=["specs"]).hits} == {notice}
-    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10, user="bob",
-                                                            collections=["SPECS"]).hits} == {board}
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10,
+                                                            scope=Scope("alice", ["specs"])).hits} == {notice}
+    assert {h.chunk.metadata.document_id for h in rs.search(QUESTION, top_k=10,
+                                                            scope=Scope("bob", ["SPECS"])).hits} == {board}
     with pytest.raises(CollectionNotFoundError):  # Dan reads none of them
         rs.collection("specs", user="dan")
     with pytest.raises(CollectionNotFoundError):  # a qualified name is exact, and 404 when not readable
@@ -239,7 +239,7 @@ def test_names_are_per_owner_and_a_bare_name_picks_the_callers_own_then_the_unow
     rs.edit_collection("bob:specs", access="readers", readers=["dan", "cy"], user="bob")
     assert rs.collection("specs", user="cy").collection_id == unowned.collection_id  # the unowned one first
     with pytest.raises(CollectionAmbiguousError, match="alice:specs, bob:specs; name one"):  # not the unowned one
-        rs.search(QUESTION, user="dan", collections=["specs"])
+        rs.search(QUESTION, scope=Scope(user="dan", collections=["specs"]))
     assert rs.collection(":specs", user="cy").collection_id == unowned.collection_id
     assert {"alice:specs", "bob:specs"} <= set(rs.collection_references(user="dan"))
     assert "specs" in rs.collection_references(user="cy") and "specs" in rs.collection_references(user="bob")
@@ -315,8 +315,8 @@ def test_an_index_from_before_collections_opens_with_everything_in_the_default_o
         assert [c.name for c in rs.collections()] == ["default"] and rs.collection("default").documents == 4
         assert {tuple(r.collections) for r in rs.documents()} == {(DEFAULT_COLLECTION_ID,)}
         assert [(hit.chunk.chunk_id, round(hit.score, 6)) for hit in rs.search(QUESTION, top_k=10).hits] == before
-        assert len(rs.search(QUESTION, top_k=10, collections=["default"]).hits) == len(before)
-        assert len(rs.search(QUESTION, top_k=10, user="anyone").hits) == len(before)
+        assert len(rs.search(QUESTION, top_k=10, scope=Scope(collections=["default"])).hits) == len(before)
+        assert len(rs.search(QUESTION, top_k=10, scope=Scope(user="anyone")).hits) == len(before)
         assert rs.ask(QUESTION).answer == answer
 
 
@@ -329,9 +329,9 @@ def test_a_migration_keeps_the_collections(two, tmp_path: Path):
     with Ragstream(load_config(data_dir=tmp_path / "copy", **FAST_DEFAULTS), embedder=embedder) as copy:
         assert [(c.name, c.access, c.readers, c.documents) for c in copy.collections()] == [
             ("default", "all", [], 0), ("handbook", "readers", ["bob"], 2), ("minutes", "all", [], 2)]
-        hits = copy.search(QUESTION, top_k=10, collections=["handbook"]).hits
+        hits = copy.search(QUESTION, top_k=10, scope=Scope(collections=["handbook"])).hits
         assert _names([hit.chunk.metadata.source for hit in hits]) == set(HANDBOOK)
-        assert copy.search(QUESTION, top_k=10, user="dan", collections=["minutes"]).hits
+        assert copy.search(QUESTION, top_k=10, scope=Scope(user="dan", collections=["minutes"])).hits
         root = str((tmp_path / "minutes").resolve())
         assert copy.catalog.collections.root_collection(root) == copy.collection("minutes").collection_id
 
@@ -345,23 +345,23 @@ def test_a_move_cut_short_is_finished_when_the_index_opens(tmp_path: Path):
         rs.ingest([_folder(tmp_path / "handbook", HANDBOOK)])
         ids = [r.document_id for r in rs.documents()]
         assert rs.catalog.collections.add_documents(handbook.collection_id, ids) == sorted(ids)  # the catalog only
-        assert rs.search(QUESTION, top_k=10, collections=["handbook"]).hits == []  # the store does not know yet
+        assert rs.search(QUESTION, top_k=10, scope=Scope(collections=["handbook"])).hits == []  # the store does not know yet
     with _open(tmp_path, embedder) as rs:
         assert rs.catalog.collections.pending() == []
-        hits = rs.search(QUESTION, top_k=10, collections=["handbook"]).hits
+        hits = rs.search(QUESTION, top_k=10, scope=Scope(collections=["handbook"])).hits
         assert _names([hit.chunk.metadata.source for hit in hits]) == set(HANDBOOK)
 
 
 def test_a_conversation_stops_reading_a_collection_its_user_lost(two):
     rs, _ = two
     rs.edit_collection("handbook", access="readers", readers=["bob"])
-    first = rs.ask(QUESTION, "talk", user="bob", collections=["handbook"])
+    first = rs.ask(QUESTION, "talk", scope=Scope(user="bob", collections=["handbook"]))
     assert first.sources and all(source.collections == ["handbook"] for source in first.sources)
     rs.edit_collection("handbook", readers=[])
     with pytest.raises(CollectionNotFoundError):
-        rs.ask("and for leave?", "talk", user="bob", collections=["handbook"])
-    later = rs.ask(QUESTION, "talk", user="bob")
-    handbook = {record.document_id for record in rs.documents(collections=["handbook"])}
+        rs.ask("and for leave?", "talk", scope=Scope(user="bob", collections=["handbook"]))
+    later = rs.ask(QUESTION, "talk", scope=Scope(user="bob"))
+    handbook = {record.document_id for record in rs.documents(scope=Scope(collections=["handbook"]))}
     assert later.sources and not {source.document_id for source in later.sources} & handbook
     assert not {doc.document_id for doc in later.relatedDocs} & handbook
 

@@ -14,6 +14,7 @@ from ragstream import metrics
 from ragstream.answer.models import DoneEvent
 from ragstream.cli import app
 from ragstream.errors import InvalidFeedbackError, MessageNotFoundError
+from ragstream.models import Scope
 
 PAGE = ("# Timeouts\n\nThe client waits five seconds for a response before it raises a timeout error. "
         "You can change the timeout on every request or on the client.\n")
@@ -23,9 +24,9 @@ def test_every_kind_of_answer_can_be_rated_by_its_asker(make_fast_index, tmp_pat
     (tmp_path / "timeouts.md").write_text(PAGE, encoding="utf-8")
     rs = make_fast_index()
     rs.ingest([tmp_path / "timeouts.md"])
-    extractive = rs.ask("How long does the client wait for a response?", user="alice")
-    nothing = rs.ask("Which penguins live on the moon?", user="alice")
-    [done] = [event for event in rs.stream_answer("How do I change the timeout?", user="alice")
+    extractive = rs.ask("How long does the client wait for a response?", scope=Scope(user="alice"))
+    nothing = rs.ask("Which penguins live on the moon?", scope=Scope(user="alice"))
+    [done] = [event for event in rs.stream_answer("How do I change the timeout?", scope=Scope(user="alice"))
               if isinstance(event, DoneEvent)]
     assert extractive.metadata["mode"] == "extractive" and nothing.metadata["mode"] == "no_results"
     ids = [extractive.metadata["message_id"], nothing.metadata["message_id"], done.message_id]
@@ -82,7 +83,7 @@ def test_a_citation_opened_again_counts_once(make_fast_index, tmp_path: Path) ->
     (tmp_path / "timeouts.md").write_text(PAGE, encoding="utf-8")
     rs = make_fast_index()
     rs.ingest([tmp_path / "timeouts.md"])
-    message_id = rs.ask("How long does the client wait for a response?", user="alice").metadata["message_id"]
+    message_id = rs.ask("How long does the client wait for a response?", scope=Scope(user="alice")).metadata["message_id"]
     counted = metrics.CITATION_OPENS._value.get()
     for _ in range(FACADE_OPENS):
         rs.feedback.citation_opened(message_id, user="alice")

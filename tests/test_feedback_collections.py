@@ -15,6 +15,7 @@ from support.link_folders import run_cli
 
 from ragstream import Ragstream, load_config
 from ragstream.feedback import FeedbackSummary
+from ragstream.models import Scope
 
 HANDBOOK = ("# Leave\n\nThe notice period for leaving the company is three months, given in writing to your manager. "
             "Holidays are twenty-five days a year.\n")
@@ -54,8 +55,8 @@ def test_the_summary_rates_each_collection_an_answer_drew_on(index: Ragstream, t
     rs.create_collection("product")
     rs.ingest([hr], collection="hr")
     rs.ingest([product], collection="product")
-    notice = rs.ask(NOTICE, collections=["hr"])
-    install = rs.ask(INSTALL, collections=["product"])
+    notice = rs.ask(NOTICE, scope=Scope(collections=["hr"]))
+    install = rs.ask(INSTALL, scope=Scope(collections=["product"]))
     unscoped = rs.ask(INSTALL)
     assert [c.collections for c in notice.citations if c.matched] and \
         all(c.collections == ["hr"] for c in notice.citations if c.matched)
@@ -68,10 +69,10 @@ def test_the_summary_rates_each_collection_an_answer_drew_on(index: Ragstream, t
     assert [c.citation_open_rate for c in summary.collections] == [0.0, 0.5]
 
     # the handbook moves to product: its past answer still counts for hr, the next one for product
-    [handbook] = rs.documents(collections=["hr"])
+    [handbook] = rs.documents(scope=Scope(collections=["hr"]))
     rs.add_to_collection("product", [handbook.document_id])
     rs.remove_from_collection("hr", [handbook.document_id])
-    again = rs.ask(NOTICE, collections=["product"])
+    again = rs.ask(NOTICE, scope=Scope(collections=["product"]))
     rs.feedback.rate(again.metadata["message_id"], "not_helpful")
     assert _rates(rs.feedback.summary()) == {"hr": (1, 1, 0, 1.0), "product": (3, 1, 2, round(1 / 3, 4))}
 
@@ -86,7 +87,7 @@ def test_an_answer_that_cites_nothing_counts_for_no_collection(index: Ragstream,
     hr, _ = _folders(tmp_path)
     rs.create_collection("hr")
     rs.ingest([hr], collection="hr")
-    nothing = rs.ask("Which penguins live on the moon?", collections=["hr"])
+    nothing = rs.ask("Which penguins live on the moon?", scope=Scope(collections=["hr"]))
     assert nothing.metadata["mode"] == "no_results"
     rs.feedback.rate(nothing.metadata["message_id"], "not_helpful")
     summary = rs.feedback.summary()
@@ -102,7 +103,7 @@ def test_migrate_copies_every_answer_with_its_feedback_and_collections(tmp_path:
     source.ingest([hr], collection="hr")
     source.ingest([product], collection="product")
     for question, name, rating in [(NOTICE, "hr", "helpful"), (INSTALL, "product", "not_helpful"), (NOTICE, "hr", None)]:
-        answer = source.ask(question, collections=[name])
+        answer = source.ask(question, scope=Scope(collections=[name]))
         if rating:
             source.feedback.rate(answer.metadata["message_id"], rating, "a comment")
             source.feedback.citation_opened(answer.metadata["message_id"])

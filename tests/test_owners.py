@@ -16,7 +16,7 @@ import qdrant_edge as qe
 from support.edge_shard import local_shard
 
 from ragstream.errors import DocumentNotFoundError, PermissionDeniedError
-from ragstream.models import OWNER_FIELD
+from ragstream.models import OWNER_FIELD, Scope
 
 SECRET = "zanzibarquokka"
 QUESTION = f"What does the {SECRET} protocol require?"
@@ -41,11 +41,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 def _docs(rs, user=None) -> set[str]:
-    return {Path(record.source).name for record in rs.documents(user=user)}
+    return {Path(record.source).name for record in rs.documents(scope=Scope(user=user))}
 
 
 def _found(rs, user, mode="bm25") -> set[str]:
-    return {Path(hit.chunk.metadata.source).name for hit in rs.search(SECRET, mode=mode, top_k=10, user=user).hits}
+    return {Path(hit.chunk.metadata.source).name for hit in rs.search(SECRET, mode=mode, top_k=10, scope=Scope(user=user)).hits}
 
 
 def test_owners_filter_listing_search_and_answers(make_fast_index, files):
@@ -60,7 +60,7 @@ def test_owners_filter_listing_search_and_answers(make_fast_index, files):
     for mode in ("bm25", "dense", "hybrid"):
         assert "protocol.md" not in _found(rs, "bob", mode)
     assert _found(rs, "bob") == {"handbook.md"}
-    named = rs.search(SECRET, mode="bm25", filters={OWNER_FIELD: "alice"}, user="bob")  # no filtering one's way in
+    named = rs.search(SECRET, mode="bm25", filters={OWNER_FIELD: "alice"}, scope=Scope(user="bob"))  # no filtering one's way in
     assert {Path(hit.chunk.metadata.source).name for hit in named.hits} == {"handbook.md"}
 
     secret = next(r.document_id for r in rs.documents() if r.owner == "alice")
@@ -72,12 +72,12 @@ def test_owners_filter_listing_search_and_answers(make_fast_index, files):
     assert [r.document_id for r in rs.duplicates(rs.document(secret).checksum, user="bob")] == []
     assert [r.document_id for r in rs.duplicates(rs.document(secret).checksum, user="alice")] == [secret]
 
-    own = rs.ask(QUESTION, user="alice")
+    own = rs.ask(QUESTION, scope=Scope(user="alice"))
     assert secret in {chunk.document_id for chunk in own.relatedDocs}
-    answer = rs.ask(QUESTION, user="bob")
+    answer = rs.ask(QUESTION, scope=Scope(user="bob"))
     assert secret not in {doc.document_id for doc in answer.relatedDocs}
     assert secret not in {source.document_id for source in answer.sources}
-    events = list(rs.stream_answer(QUESTION, user="bob"))
+    events = list(rs.stream_answer(QUESTION, scope=Scope(user="bob")))
     assert secret not in {doc.document_id for doc in events[-1].response.relatedDocs}
 
 
@@ -85,9 +85,9 @@ def test_retrieval_cache_is_per_user(make_fast_index, files):
     rs = make_fast_index()
     rs.ingest([files["alice"]], owner="alice")
     secret = rs.documents()[0].document_id
-    first = rs.retrieve(QUESTION, "k", min_relevance=0.0, user="alice")
+    first = rs.retrieve(QUESTION, "k", min_relevance=0.0, scope=Scope(user="alice"))
     assert secret in {chunk.document_id for chunk in first.document_chunks}
-    second = rs.retrieve(QUESTION, "k", min_relevance=0.0, user="bob")  # same arguments, other user: not cached
+    second = rs.retrieve(QUESTION, "k", min_relevance=0.0, scope=Scope(user="bob"))  # same arguments, other user: not cached
     assert second.document_chunks == []
 
 
@@ -107,10 +107,10 @@ def test_delete_needs_an_owned_or_allowed_document(make_fast_index, files):
 def test_conversations_are_kept_per_user(make_fast_index, files):
     rs = make_fast_index()
     rs.ingest([files["shared"]])
-    rs.ask(QUESTION, "c1", user="alice")
+    rs.ask(QUESTION, "c1", scope=Scope(user="alice"))
     assert len(rs.conversation("c1", user="alice")) == 1
     assert rs.conversation("c1", user="bob") == [] and rs.conversation("c1") == []
-    rs.ask("And the handbook?", "c1", user="bob")
+    rs.ask("And the handbook?", "c1", scope=Scope(user="bob"))
     assert [turn["user"] for turn in rs.conversation("c1", user="bob")] == ["And the handbook?"]
     assert len(rs.conversation("c1", user="alice")) == 1
 
@@ -140,5 +140,5 @@ def test_index_from_before_owners_opens_with_every_document_shared(make_fast_ind
         db.execute("DROP INDEX conversation_turns_by_owner")
         db.execute("ALTER TABLE conversation_turns DROP COLUMN owner")
     reopened = make_fast_index(data_dir=str(data_dir))
-    assert reopened.documents(user="bob")[0].owner is None
+    assert reopened.documents(scope=Scope(user="bob"))[0].owner is None
     assert _found(reopened, "bob") == {"protocol.md"}

@@ -26,7 +26,7 @@ import numpy as np
 from ragstream.answer.models import DocumentChunk, RAGContext
 from ragstream.config import AnswerConfig
 from ragstream.errors import EmbedderUnavailableError, RagstreamError, VectorDBUnavailableError
-from ragstream.models import Chunk, QuestionScope, SearchResult
+from ragstream.models import Chunk, SearchResult
 from ragstream.retrieval.searcher import validate_query
 from ragstream.store.base import Snapshot
 
@@ -73,7 +73,8 @@ def to_document_chunk(chunk: Chunk, score: float) -> DocumentChunk:
 
 
 class Retriever:
-    """Runs the retrieve over ``search`` (``Ragstream.search``) with a bounded wait."""
+    """Runs the retrieve over ``search`` (``Searcher.search``: the user and collection ids filter the store) with a
+    bounded wait."""
 
     def __init__(self, search: SearchFn, embed_query: EmbedFn, config: AnswerConfig, max_query_chars: int) -> None:
         self._search = search
@@ -99,7 +100,7 @@ class Retriever:
                 f"(BM25 scores give no calibrated relevance): {error.message}") from error
         result = run_with_timeout(
             lambda: self._search(query, mode=DENSE, top_k=max(limit, self._config.candidates), query_vector=vector,
-                                 snapshot=snapshot, user=user, collections=QuestionScope(collections=collections)),
+                                 snapshot=snapshot, user=user, collections=collections),
             self._config.timeout_seconds, self._config.search_max_wait_seconds,
         )
         scored = [(hit.chunk, relevance(hit.dense_score)) for hit in result.hits]

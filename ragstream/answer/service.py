@@ -60,7 +60,7 @@ from ragstream.errors import (
     VectorDBUnavailableError,
     check_unicode,
 )
-from ragstream.models import QuestionScope
+from ragstream.models import LazyScope
 from ragstream.pipeline.context import EmbedderSource
 from ragstream.pipeline.render import COPIED_HEADER_MARKERS
 from ragstream.pipeline.stages import RETRIEVAL
@@ -75,8 +75,6 @@ if TYPE_CHECKING:  # the openai SDK loads only when an LLM is configured
     from ragstream.providers.rerankers.base import Reranker
 
 Mode = Literal["llm", "extractive", "no_results", "no_retrieval"]
-ScopeSource = QuestionScope | Callable[[], QuestionScope] | None
-"""A question's scope, or how to find it (called inside each attempt: finding it may find the store down)."""
 LENGTH = "length"
 BM25 = "bm25"
 
@@ -113,11 +111,12 @@ class AnswerService:
 
     def retrieve(self, query: str, context_key: str, max_chunks: int | None = None,
                  min_relevance: float | None = None, snapshot: Snapshot | None = None,
-                 user: str | None = None, scope: QuestionScope | None = None) -> RAGContext:
+                 scope: LazyScope | None = None) -> RAGContext:
         """Chunks of dense relevance >= ``min_relevance`` among the versions committed at ``snapshot``
-        that ``user`` may see (in ``scope``'s collections), served from the cache for the same arguments, user,
-        scope and commit sequence."""
-        collections = scope.collections if scope else None
+        that ``scope``'s user may see (in its collections), served from the cache for the same arguments, user,
+        resolved scope and commit sequence."""
+        user = scope.user if scope else None
+        collections = scope.resolved().collections if scope else None
         key = (query, context_key, max_chunks, min_relevance, snapshot.sequence if snapshot else None, user, collections)
         return self.cache.get_or_compute(key, lambda: self.retriever.retrieve(
             query, context_key, max_chunks=max_chunks, min_relevance=min_relevance, snapshot=snapshot, user=user,
@@ -126,10 +125,11 @@ class AnswerService:
     # -- answers ---------------------------------------------------------------------------------
 
     def ask(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
-            snapshot: Snapshot | None = None, user: str | None = None, scope: ScopeSource = None) -> Answer:
+            snapshot: Snapshot | None = None, scope: LazyScope | None = None) -> Answer:
         """Answer ``question`` in one piece from the versions committed at ``snapshot`` (by default,
-        when the pipeline starts) of the documents ``user`` may see, in ``user``'s conversation."""
-        turn = self._prepare(question, conversation_id, selected_text, snapshot, user, scope)
+        when the pipeline starts) of the documents ``scope``'s user may see, in that user's conversation
+        (``scope`` is resolved inside the pipeline's retried attempt)."""
+        turn = self._prepare(question, conversation_id, selected_text, snapshot, scope)
         if turn.no_results_reason is not None:
             text = self._config.no_results_message
             return self._answer(turn, text, "no_results", None, {}, self._tracker(turn, text))
@@ -174,10 +174,10 @@ class AnswerService:
         return self._finish(turn, text, mode, model, tokens, tracker, run)
 
     def stream_answer(self, question: str, conversation_id: str | None = None, selected_text: str | None = None,
-                      user: str | None = None, scope: ScopeSource = None,
+                      scope: LazyScope | None = None,
                       built: SuperPrompt | None = None) -> Iterator[StreamEvent]:
         """Answer ``question`` as ``token`` / ``citation`` events, then ``done`` (as :meth:`ask`); ``built``: as built."""
-        turn = self._prepare(question, conversation_id, selected_text, None, user, scope, built)
+        turn = self._prepare(question, conversation_id, selected_text, None, scope, built)
         tracker = CitationTracker(CitationResolver(turn.chunks, self._config.citations))
         run = self._support_run(turn, tracker) if turn.store_down is None else None
         started = time.perf_counter()
@@ -301,9 +301,10 @@ class AnswerService:
     # -- steps -------------------------------------------------------------------------------------
 
     def _prepare(self, question: str, conversation_id: str | None, selected_text: str | None,
-                 snapshot: Snapshot | None, user: str | None, scope: ScopeSource = None,
+                 snapshot: Snapshot | None, scope: LazyScope | None = None,
                  built: SuperPrompt | None = None) -> Turn:
         """Validate, load the conversation, run the pipeline (unless ``built``), gate on its selection."""
+        user = scope.user if scope else None
         validate_query(question, self._config.max_question_chars)
         if selected_text is not None and not isinstance(selected_text, str):
             raise InvalidQueryError("selected_text must be a string")
@@ -318,7 +319,7 @@ class AnswerService:
         started = time.perf_counter()
         try:
             def attempt() -> SuperPrompt:  # the scope, the history and the pipeline: each may find the store down
-                resolved = scope() if callable(scope) else scope
+                resolved = scope.resolved() if scope else None
                 sp.collection_instructions = list(resolved.instructions) if resolved else []
                 sp.recentConversation = self.conversations.recent(conversation_id, user)
                 return self._pipeline(sp, turn.deadline, snapshot, user, resolved.collections if resolved else None,

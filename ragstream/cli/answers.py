@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from ragstream.api_pipeline import RERANKER
 from ragstream.cli.index import err_console, fail, open_index, reading_index
 from ragstream.cli.options import ConfigOption, ConversationOption, DataDirOption, LLMModelOption, QuestionArgument, ScopeOption
 from ragstream.errors import RagstreamError
-from ragstream.pipeline.stages import RERANKER
+from ragstream.models import WHOLE_INDEX, Scope
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ragstream.answer.models import Answer, StreamEvent
     from ragstream.api import Ragstream
-    from ragstream.pipeline.super_prompt import SuperPrompt
+    from ragstream.api_types import Answer, StreamEvent, SuperPrompt
     from ragstream.remote import RemoteIndex
 
 
@@ -38,7 +38,7 @@ def ask(
     with reading_index(config, data_dir, llm_model=llm_model) as rs:
         try:
             print_answer(rs, question, conversation, selected_text, stream=stream, json_output=json_output,
-                         collections=collection)
+                         scope=Scope(collections=collection))
         except RagstreamError as error:
             fail(error)
 
@@ -61,23 +61,23 @@ def chat(
                 break
             try:
                 conversation = print_answer(rs, question, conversation, None, stream=True, json_output=False,
-                                            collections=collection)
+                                            scope=Scope(collections=collection))
             except RagstreamError as error:
                 err_console.print(f"[bold red]{type(error).__name__}[/] ({error.code}): {escape(error.message)}")
 
 
 def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str | None, selected_text: str | None, *,
-            stream: bool, json_output: bool, collections: list[str] | None = None) -> str:
+            stream: bool, json_output: bool, scope: Scope = WHOLE_INDEX) -> str:
     """Print one answer; returns its conversation id."""
-    from ragstream.answer.render import marked_answer, sources_text
+    from ragstream.api_types import marked_answer, sources_text
 
     if not stream:
-        answer = rs.ask(question, conversation, selected_text, collections=collections)
+        answer = rs.ask(question, conversation, selected_text, scope=scope)
         print(answer.model_dump_json(indent=2) if json_output else f"{marked_answer(answer)}\n\n{sources_text(answer)}")
         if not json_output:
             _say_rewrite(answer)
         return answer.metadata["conversation_id"]
-    final = _print_stream(rs.stream_answer(question, conversation, selected_text, collections=collections), json_output)
+    final = _print_stream(rs.stream_answer(question, conversation, selected_text, scope=scope), json_output)
     if not json_output:
         _say_rewrite(final)
     conversation_id: str = final.metadata["conversation_id"]
@@ -86,7 +86,7 @@ def print_answer(rs: Ragstream | RemoteIndex, question: str, conversation: str |
 
 def _print_stream(events: Iterable[StreamEvent], json_output: bool) -> Answer:
     """Print a streamed answer (tokens, then its sources; or each event as JSON); returns the whole answer."""
-    from ragstream.answer.render import sources_text
+    from ragstream.api_types import sources_text
 
     final: Answer | None = None
     for event in events:
@@ -129,7 +129,8 @@ def prompt(
     cited answer to it."""
     with open_index(config, data_dir, must_exist=True) as rs:
         try:
-            sp = rs.run_pipeline(rs.new_prompt(text, selected_text=selected_text), until=until, collections=collection)
+            sp = rs.run_pipeline(rs.new_prompt(text, selected_text=selected_text), until=until,
+                                 scope=Scope(collections=collection))
         except RagstreamError as error:
             fail(error)
         if json_output:
@@ -143,7 +144,7 @@ def prompt(
             if not json_output:
                 print("\n--- Answer ---")
             try:
-                _print_stream(rs.stream_prompt_answer(sp, collections=collection), json_output)
+                _print_stream(rs.stream_prompt_answer(sp, scope=Scope(collections=collection)), json_output)
             except RagstreamError as error:
                 fail(error)
 

@@ -63,7 +63,7 @@ def db_start(
     port: Annotated[int | None, typer.Option("--port", help="Loopback port (default store.local_server_port; 0: a free one).")] = None,
 ) -> None:
     """Start the bundled PostgreSQL 18 + pgvector (initialised on first use) and print its URL."""
-    from ragstream.store.postgres import server
+    from ragstream.api_backends import postgres_server as server
 
     settings = load_settings(config, data_dir)
     folder = directory or Path(settings.data_dir) / "postgres"
@@ -78,7 +78,7 @@ def db_start(
 
 def db_stop(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
     """Stop the bundled PostgreSQL (fast shutdown: committed data stays)."""
-    from ragstream.store.postgres import server
+    from ragstream.api_backends import postgres_server as server
 
     try:
         stopped = server.stop(_db_dir(config, data_dir, directory))
@@ -89,7 +89,7 @@ def db_stop(config: ConfigOption = None, data_dir: DataDirOption = None, directo
 
 def db_status(config: ConfigOption = None, data_dir: DataDirOption = None, directory: DbDirOption = None) -> None:
     """Say whether the bundled PostgreSQL runs, and its URL (exit 1 when it does not)."""
-    from ragstream.store.postgres import server
+    from ragstream.api_backends import postgres_server as server
 
     info = server.status(_db_dir(config, data_dir, directory))
     if info is None:

@@ -13,12 +13,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from ragstream.api_runtime import detect_cpu_features, model_choices, native_bf16
 from ragstream.cli.index import CATALOG_FILE, console, load_settings
 from ragstream.cli.options import ConfigOption, DataDirOption
 from ragstream.config import RagstreamConfig
-from ragstream.cpu_runtime import detect_cpu_features, native_bf16
 from ragstream.errors import RagstreamError
-from ragstream.model_choices import model_choices
 
 EXIT_PROBLEMS = 1
 
@@ -78,9 +77,8 @@ def _torch_view() -> dict[str, Any] | None:
 
 def _models_found(settings: RagstreamConfig) -> dict[str, tuple[bool, str]]:
     """Each model file the config runs: found, and where (or why not)."""
+    from ragstream.api_model_files import is_available_locally, locate_onnx_model, resolve_model_path, resolve_onnx_file
     from ragstream.errors import EmbedderUnavailableError, ModelUnavailableError
-    from ragstream.providers.embedders.onnx_runtime import resolve_onnx_file
-    from ragstream.providers.packaged_models import is_available_locally, locate_onnx_model, resolve_model_path
 
     embedding, reranker = settings.embedding, settings.reranker
     found: dict[str, tuple[bool, str]] = {}

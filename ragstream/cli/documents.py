@@ -12,6 +12,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, open_index, reading_index
 from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, ScopeOption, VerboseOption
 from ragstream.errors import RagstreamError
+from ragstream.models import LOCAL_ADMIN, Scope
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
@@ -61,7 +62,7 @@ def docs_list(config: ConfigOption = None, data_dir: DataDirOption = None,
     with reading_index(config, data_dir, need_documents=False) as rs:
         try:
             # names, never ids; read while the index is open (a Ragstream opened here is closed when the block ends)
-            records = rs.with_collection_names(rs.documents(collections=collection))
+            records = rs.with_collection_names(rs.documents(scope=Scope(collections=collection)))
         except RagstreamError as error:
             fail(error)
     if json_output:
@@ -100,13 +101,12 @@ def ingest_with_progress(rs: Ragstream, paths: list[Path], *, quiet: bool, colle
     """Ingest with a progress bar on stderr (one step per file taken)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ragstream.documents.selection import select_files
-
-    total = len(select_files(paths, rs.config.ingest).files)
+    total = len(rs.files_to_ingest(paths))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=quiet, transient=True) as progress:
         task = progress.add_task("ingesting", total=total)
-        return rs.ingest(paths, progress=lambda outcome, source: progress.advance(task), collection=collection)
+        return rs.ingest(paths, progress=lambda outcome, source: progress.advance(task), collection=collection,
+                         writer=LOCAL_ADMIN)
 
 
 def print_ingest_report(report: IngestReport, *, verbose: bool) -> None:

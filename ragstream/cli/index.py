@@ -56,12 +56,12 @@ def open_settings_index(settings: RagstreamConfig, *, must_exist: bool) -> Ragst
                           "or name another with --data-dir / RAGSTREAM_DATA_DIR")
         raise typer.Exit(code=EXIT_EMPTY_INDEX)
     from ragstream.api import Ragstream
-    from ragstream.serve_link import announcement
+    from ragstream.api_runtime import serve_link
 
     try:
         rs = Ragstream(settings)
     except RagstreamError as error:
-        server = announcement(index)
+        server = serve_link.announcement(index)
         if server is not None:
             err_console.print(f"ragstream {server.kind} at {server.url} (process {server.pid}) holds the index at "
                               f"{index}: search, ask, chat and docs go through it; upload with POST /api/documents, "
@@ -88,9 +88,9 @@ def reading_index(config: Path | None, data_dir: Path | None, *, need_documents:
     """The index for a command that reads it: through a running ``ragstream serve`` on it when there is
     one, else opened here; exit 1 when it does not exist (or, with ``need_documents``, holds no document)."""
     settings = load_settings(config, data_dir, llm_model)
-    from ragstream.serve_link import announcement
+    from ragstream.api_runtime import serve_link
 
-    held = announcement(settings.data_dir)
+    held = serve_link.announcement(settings.data_dir)
     if held is not None:
         from ragstream.remote import find_server
 

@@ -11,6 +11,7 @@ import typer
 from ragstream.cli.index import console, err_console, fail, load_settings, reading_index
 from ragstream.cli.options import ConfigOption, DataDirOption, ScopeOption
 from ragstream.errors import RagstreamError
+from ragstream.models import Scope
 
 if TYPE_CHECKING:
     from ragstream.models import SearchResult
@@ -45,7 +46,7 @@ def search(
         try:
             result = rs.search_with_collection_names(rs.search(  # collection names, never ids
                 query, mode=mode, top_k=top_k, filters=filters, score_threshold=threshold,  # type: ignore[arg-type]
-                rerank=rerank, collections=collection))
+                rerank=rerank, scope=Scope(collections=collection)))
         except RagstreamError as error:
             fail(error)
     if json_output:
@@ -67,7 +68,7 @@ def eval_command(
 ) -> None:
     """Score retrieval on a BEIR dataset (NDCG@5, NDCG@10, P@5, R@100, MRR, hit@1), per mode."""
     from ragstream.api import Ragstream
-    from ragstream.evaluation.beir import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
+    from ragstream.api_evaluation import METRICS, MODES, PIPELINE, evaluate_retrieval, load_beir
 
     if mode not in ("search", PIPELINE):
         raise typer.BadParameter("expected search or pipeline", param_hint="--mode")

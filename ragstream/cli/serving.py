@@ -11,6 +11,7 @@ import typer
 from ragstream.cli.index import err_console, fail, load_settings, open_settings_index
 from ragstream.cli.options import ConfigOption, DataDirOption, LLMModelOption
 from ragstream.errors import ConfigError, RagstreamError
+from ragstream.models import LOCAL_ADMIN
 
 if TYPE_CHECKING:
     from ragstream.config import RagstreamConfig, ServerConfig
@@ -60,9 +61,9 @@ def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count
     """``serve --workers N``: refused (exit 2) on a store one process holds; else the index is opened once here
     (its schema made, its settings checked) and then by each worker. With ``--watch`` this supervising process
     runs the one watcher, on an index handle of its own."""
+    from ragstream.api_writes import single_process_reason
     from ragstream.server.run import WorkerArgs, serve_workers
     from ragstream.server.security import check_binding
-    from ragstream.store.factory import single_process_reason
 
     try:
         reason = single_process_reason(settings)
@@ -74,7 +75,7 @@ def _serve_workers(settings: RagstreamConfig, server_config: ServerConfig, count
     rs = open_settings_index(settings, must_exist=False)
     try:
         rs.collect_roots(watch_paths, collection)
-        watcher = rs.watcher(watch_paths) if watch_paths else None
+        watcher = rs.watcher(watch_paths, writer=LOCAL_ADMIN) if watch_paths else None
     except RagstreamError as error:
         rs.close()
         fail(error)
@@ -100,8 +101,8 @@ def mcp(
         "--admin-tools/--no-admin-tools", help="Offer the ingest and delete tools (default mcp.stdio_admin_tools: off).")] = None,
 ) -> None:
     """Serve the index to MCP clients (desktop assistants, editors) over stdio; logs go to stderr (docs/mcp.md)."""
+    from ragstream.api_runtime import serve_link
     from ragstream.mcp_server import require_sdk
-    from ragstream.serve_link import announcement
 
     try:
         require_sdk()
@@ -111,7 +112,7 @@ def mcp(
     try:
         rs = open_settings_index(settings, must_exist=False)
     except typer.Exit:
-        server = announcement(Path(settings.data_dir).resolve())
+        server = serve_link.announcement(Path(settings.data_dir).resolve())
         if server is not None:
             err_console.print(f"MCP clients can use that server instead: {server.url}{settings.mcp.http_path} "
                               "(streamable HTTP)")

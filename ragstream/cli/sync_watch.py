@@ -16,10 +16,11 @@ from ragstream.cli.documents import SELECTION_REASONS, SKIP_REASON_LABELS, skipp
 from ragstream.cli.index import EXIT_ERROR, console, err_console, fail, load_settings, open_index, open_settings_index
 from ragstream.cli.options import CollectionOption, ConfigOption, DataDirOption, VerboseOption
 from ragstream.errors import RagstreamError
+from ragstream.models import LOCAL_ADMIN
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream
-    from ragstream.sync.report import SyncReport
+    from ragstream.api_types import SyncReport
 
 LOOPBACK = "127.0.0.1"
 QUIET = "warning"
@@ -73,11 +74,11 @@ def watch(
     Other commands on the index keep working meanwhile: on the embedded store this process serves the
     index's API on loopback and they go through it, as with `ragstream serve`.
     """
-    from ragstream.serve_link import announcement
-    from ragstream.store.factory import single_process_reason
+    from ragstream.api_runtime import serve_link
+    from ragstream.api_writes import single_process_reason
 
     settings = load_settings(config, data_dir)
-    held = announcement(settings.data_dir)
+    held = serve_link.announcement(settings.data_dir)
     single = single_process_reason(settings) is not None
     if held is not None and single:
         err_console.print(f"ragstream {held.kind} at {held.url} (process {held.pid}) holds the index at "
@@ -95,19 +96,19 @@ def watch(
 def _sync_with_status(rs: Ragstream, paths: list[Path], *, quiet: bool, collection: str | None = None) -> SyncReport:
     """Sync with a status line on stderr (files ingested so far)."""
     if quiet:
-        return rs.sync(paths, collection=collection)
+        return rs.sync(paths, collection=collection, writer=LOCAL_ADMIN)
     done = [0]
     with err_console.status("syncing: comparing files with the index") as status:
         def advance(outcome: str, source: str) -> None:
             done[0] += 1
             status.update(f"syncing: {done[0]} file(s) ingested, last {Path(source).name}")
 
-        return rs.sync(paths, progress=advance, collection=collection)
+        return rs.sync(paths, progress=advance, collection=collection, writer=LOCAL_ADMIN)
 
 
 def _forget_roots(rs: Ragstream, paths: list[Path]) -> SyncReport:
     """``sync --forget``: every root's documents removed, the roots unregistered, as one report."""
-    from ragstream.sync.report import SyncReport
+    from ragstream.api_types import SyncReport
 
     return SyncReport().merge(rs.forget_root(path) for path in paths)
 
@@ -164,7 +165,7 @@ def watch_here(rs: Ragstream, paths: Sequence[Path], console: Console, *, serve_
         _say_watching(console, [Path(path).resolve() for path in paths])
         run_server(rs, server_config, watch=paths, kind="watch", on_report=printed)
         return
-    watcher = rs.watcher(paths, on_report=printed)
+    watcher = rs.watcher(paths, on_report=printed, writer=LOCAL_ADMIN)
     _say_watching(console, watcher.roots)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: watcher.stop())

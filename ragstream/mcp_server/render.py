@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragstream.answer.render import marked_answer, support_lines
+from ragstream.api_types import marked_answer, support_lines
 from ragstream.mcp_server.schemas import (
     AskResult,
     ChunkText,

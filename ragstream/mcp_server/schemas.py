@@ -11,8 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from ragstream.answer.models import Answer
-from ragstream.feedback import Rated, Rating
+from ragstream.api_types import Answer, Rated, Rating
 from ragstream.models import DocumentRecord, SearchMode
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

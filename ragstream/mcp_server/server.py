@@ -22,6 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
+from ragstream.api_runtime import request_id_scope
 from ragstream.errors import DocumentNotFoundError, InvalidQueryError, PermissionDeniedError, RagstreamError
 from ragstream.mcp_server import render
 from ragstream.mcp_server.errors import ChunkNotFoundError, InvalidArgumentsError, ResourceNotFoundError, UnknownToolError
@@ -43,7 +44,7 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
 )
 from ragstream.mcp_server.tools import CHUNK_URI, DOCUMENT_URI, Principal, Tools, admin_refusal
-from ragstream.observability import request_id_scope
+from ragstream.models import Scope
 
 logger = logging.getLogger("ragstream.mcp")
 
@@ -222,7 +223,7 @@ class _Handlers:
         who = self._who(ctx)
         offset = _cursor(params.cursor if params else None)
         page = await anyio.to_thread.run_sync(
-            lambda: self.tools.rs.document_page(offset, self.tools.config.page_size, user=who.user))
+            lambda: self.tools.rs.document_page(offset, self.tools.config.page_size, scope=Scope(who.user)))
         following = offset + len(page.records)
         resources = [types.Resource(uri=DOCUMENT_URI.format(document_id=record.document_id), name=record.title,
                                     title=record.title, mime_type="text/markdown",

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import anyio
 
+from ragstream.api_runtime import configure_logging
 from ragstream.mcp_server import require_sdk
-from ragstream.observability import configure_logging
 
 if TYPE_CHECKING:
     from ragstream.api import Ragstream

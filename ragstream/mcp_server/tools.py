@@ -45,11 +45,11 @@ from ragstream.mcp_server.schemas import (
     SearchResult,
     document_info,
 )
-from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, QuestionScope, public_metadata
+from ragstream.models import FILTERABLE_FIELDS, Chunk, DocumentRecord, IngestReport, Scope, Writer, public_metadata
 
 if TYPE_CHECKING:
-    from ragstream.answer.models import StreamEvent
     from ragstream.api import Ragstream
+    from ragstream.api_types import StreamEvent
 
 logger = logging.getLogger("ragstream.mcp")
 
@@ -71,6 +71,11 @@ class Principal:
     user: str | None
     admin: bool = False
     local: bool = False
+
+    def scope(self, collections: list[str] | None = None) -> Scope:
+        """What one tool call of ``who`` reads: the collections ``collections`` (names; none: every one it may
+        read), resolved by the facade (an unreadable one is collection_not_found there)."""
+        return Scope(self.user, collections, self.admin)
 
 
 def admin_refusal(tool: str, who: Principal) -> PermissionDeniedError:
@@ -116,8 +121,8 @@ class Tools:
             if unknown:
                 raise UnknownFilterFieldError(f"unknown filter field {', '.join(map(repr, unknown))}; "
                                               f"known fields: {', '.join(sorted(known))}")
-        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, user=who.user,
-                               rerank=args.rerank, collections=self._scope(args.collections, who))
+        found = self.rs.search(args.query, mode=args.mode, top_k=top_k, filters=args.filters, rerank=args.rerank,
+                               scope=who.scope(args.collections))
         passages = [Passage(rank=hit.rank, chunk_id=hit.chunk.chunk_id, document_id=hit.chunk.metadata.document_id,
                             title=hit.chunk.metadata.title, source=hit.chunk.metadata.source,
                             section_path=hit.chunk.metadata.header_path, page=hit.chunk.metadata.page,
@@ -132,7 +137,7 @@ class Tools:
         if len(args.query) > self.config.max_filter_chars:
             raise InvalidQueryError(f"query must be at most {self.config.max_filter_chars} characters (mcp.max_filter_chars)")
         page = self.rs.document_page(args.offset, limit, args.query.strip(), args.sort, args.order == "desc",
-                                     user=who.user, collections=self._scope(args.collections, who))
+                                     scope=who.scope(args.collections))
         following = args.offset + len(page.records)
         return DocumentList(documents=[self.info(record) for record in page.records], total=page.total,
                             offset=args.offset, limit=limit, next_offset=following if following < page.total else None)
@@ -187,6 +192,7 @@ class Tools:
             raise PermissionDeniedError("paths name files on the server's machine and are read only over stdio; "
                                         "send the documents' text instead")
         owner = None if args.shared or args.collection or who.user is None else who.user
+        writer = Writer(user=who.user, admin=who.admin)  # the write path checks where they may write
         failures: list[IngestFailure] = []
         reports: list[IngestReport] = []
         collection_id = self.rs.collection(args.collection, user=who.user, admin=who.admin).collection_id \
@@ -197,11 +203,12 @@ class Tools:
             try:
                 data = check_unicode(doc.text, f"the text of {doc.name!r}").encode("utf-8")
                 reports.append(self.rs.ingest_bytes(data, doc.name, source=source, owner=owner, metadata=doc.metadata,
-                                                    collection=args.collection))
+                                                    collection=args.collection, writer=writer))
             except (DocumentError, InvalidUnicodeError) as error:
                 failures.append(IngestFailure(source=source, code=error.code, message=error.message))
         if args.paths:
-            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner, collection=args.collection))
+            reports.append(self.rs.ingest([Path(path) for path in args.paths], owner=owner, collection=args.collection,
+                                          writer=writer))
         failures += [IngestFailure(source=f.source, code=f.code, message=f.message) for r in reports for f in r.failures]
         return IngestResult(ingested=sum(r.documents_processed for r in reports),
                             unchanged=sum(r.documents_skipped for r in reports), failed=len(failures),
@@ -213,11 +220,6 @@ class Tools:
         self._admin(who, "delete")
         record = self._delete(self.rs, args.document_id, who)
         return DeleteResult(deleted=record.document_id, title=record.title, source=record.source)
-
-    def _scope(self, names: list[str] | None, who: Principal) -> QuestionScope:
-        """What ``who`` reads: the collections ``names`` (each readable, else collection_not_found), or every one
-        ``who`` may read."""
-        return self.rs.collection_scope(names, user=who.user, admin=who.admin)
 
     @staticmethod
     def _admin(who: Principal, tool: str) -> None:
@@ -235,8 +237,7 @@ class Tools:
         marked incomplete, as the SSE endpoint does."""
         await progress("retrieving passages and running the pipeline")
         events = await anyio.to_thread.run_sync(  # the first call builds the answer path (models): off the event loop
-            lambda: self.rs.stream_answer(args.question, args.conversation_id, user=who.user,
-                                          collections=args.collections, admin=who.admin))
+            lambda: self.rs.stream_answer(args.question, args.conversation_id, scope=who.scope(args.collections)))
         done = False
         try:
             result = await self._consume(events, progress)

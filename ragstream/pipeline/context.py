@@ -19,7 +19,7 @@ import numpy as np
 
 from ragstream.agents.factory import AgentFactory
 from ragstream.config import RagstreamConfig
-from ragstream.models import QuestionScope, SearchMode, SearchResult
+from ragstream.models import SearchMode, SearchResult
 from ragstream.pipeline.prompt_schema import PromptSchema
 from ragstream.providers.deadline import Deadline
 from ragstream.providers.embedders.base import Embedder
@@ -28,9 +28,9 @@ from ragstream.store.base import Filters, Snapshot
 
 
 class Search(Protocol):
-    """The index's search (hybrid, dense or BM25) over the document versions committed at
+    """The index's search (hybrid, dense or BM25; ``Searcher.search``) over the document versions committed at
     ``snapshot`` (or at the call, without one), among the documents ``user`` may see (its own and
-    the shared ones; every document when None)."""
+    the shared ones; every document when None), in the collections (ids, a resolved scope's) ``collections``."""
 
     def __call__(
         self,
@@ -43,7 +43,7 @@ class Search(Protocol):
         query_vector: np.ndarray | None = None,
         snapshot: Snapshot | None = None,
         user: str | None = None,
-        collections: QuestionScope | None = None,
+        collections: Sequence[str] | None = None,
     ) -> SearchResult: ...
 
 
@@ -67,7 +67,7 @@ class ScopedSearch:
                  query_vector: np.ndarray | None = None) -> SearchResult:
         """The search over the bound snapshot and user's documents."""
         return self.search(query, mode=mode, top_k=top_k, query_vector=query_vector, snapshot=self.snapshot,
-                           user=self.user, collections=QuestionScope(collections=self.collections))
+                           user=self.user, collections=self.collections)
 
 
 EmbedderSource = Callable[[], Embedder]

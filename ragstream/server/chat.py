@@ -9,9 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 
-from ragstream.answer.models import Answer, RAGContext, StreamEvent
+from ragstream.api_types import Answer, RAGContext, StreamEvent
 from ragstream.errors import ConversationNotFoundError, InvalidQueryError
-from ragstream.server.collections import scope_of
 from ragstream.server.schemas import ChatRequest, ConversationTurn, ErrorResponse, QueryRequest, RetrieveRequest
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
 from ragstream.server.state import ServerState, get_state
@@ -29,8 +28,7 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {200: {"content": {MEDIA_TYPE: {"sche
 def query(body: QueryRequest, state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> Answer:
     """A cited answer with sources, related documents, citations, confidence and metadata, from the
     caller's and the shared documents, in the caller's conversation."""
-    return state.rs.ask(body.query, body.conversation_id, body.selected_text, user=caller.user,
-                        collections=body.collections, admin=caller.admin)
+    return state.rs.ask(body.query, body.conversation_id, body.selected_text, scope=caller.scope(body.collections))
 
 
 @router.post("/chat", response_class=StreamingResponse, responses={**ERRORS, **SSE_DOC},
@@ -44,8 +42,8 @@ async def chat(body: ChatRequest, state: ServerState = Depends(get_state),
     Closing the connection stops the generation and records the partial answer as incomplete. The
     conversation id (new unless given) is in the ``X-Conversation-ID`` response header."""
     conversation_id = body.conversation_id or str(uuid.uuid4())
-    events = state.rs.stream_answer(body.message, conversation_id, body.selected_text, user=caller.user,
-                                    collections=body.collections, admin=caller.admin)
+    events = state.rs.stream_answer(body.message, conversation_id, body.selected_text,
+                                    scope=caller.scope(body.collections))
     return await stream_response(events, _render, headers={CONVERSATION_HEADER: conversation_id})
 
 
@@ -68,8 +66,8 @@ def retrieve(body: RetrieveRequest, state: ServerState = Depends(get_state),
     best first (cached per query, context_key and user)."""
     if body.max_chunks is not None and body.max_chunks > state.config.max_top_k:
         raise InvalidQueryError(f"max_chunks must be at most {state.config.max_top_k}")
-    return state.rs.retrieve(body.query, body.context_key, body.max_chunks, body.min_relevance, user=caller.user,
-                             collections=scope_of(state, caller, body.collections))
+    return state.rs.retrieve(body.query, body.context_key, body.max_chunks, body.min_relevance,
+                             scope=caller.scope(body.collections))
 
 
 def _render(event: StreamEvent) -> str:

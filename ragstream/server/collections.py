@@ -9,19 +9,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from ragstream.models import CollectionRecord, QuestionScope
+from ragstream.models import CollectionRecord
 from ragstream.server.schemas import CollectionDeleteResponse, CollectionRequest, ErrorResponse, MembershipResponse
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller
 
 router = APIRouter(prefix="/api/collections", tags=["collections"])
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorResponse} for status in (403, 404, 409, 422)}
-
-
-def scope_of(state: ServerState, caller: Caller, names: list[str] | None) -> QuestionScope:
-    """What one request of ``caller`` may read: the collections ``names`` (each readable, else 404), or every
-    collection the caller may read."""
-    return state.rs.collection_scope(names, user=caller.user, admin=caller.admin)
 
 
 @router.get("", response_model=list[CollectionRecord], summary="The collections the caller may read")

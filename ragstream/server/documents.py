@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from http import HTTPStatus
-from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -14,14 +12,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from ragstream import metrics
+from ragstream.api_runtime import current_request_id, metrics
+from ragstream.api_writes import Writer, WriteTarget, combined_error, public_record, stored_upload, too_large
 from ragstream.errors import InvalidQueryError, InvalidUnicodeError, PermissionDeniedError
-from ragstream.models import DEFAULT_COLLECTION_ID, Chunk, DocumentRecord, IngestReport
-from ragstream.observability import current_request_id
-from ragstream.server.collections import scope_of
+from ragstream.models import Chunk, DocumentRecord, IngestReport
 from ragstream.server.errors import NoFilesError, error_body
-from ragstream.server.intake import ingest_stored, public_record, store_upload, stored_upload
-from ragstream.server.jobs import combined_error
 from ragstream.server.originals import DOWNLOAD_MIME, PDF_MIME, original_response, read_original
 from ragstream.server.schemas import (
     DeleteResponse,
@@ -34,10 +29,8 @@ from ragstream.server.schemas import (
     UploadResponse,
 )
 from ragstream.server.state import ServerState, get_state
-from ragstream.server.uploads import check_content_length, display_name, limited_receive, too_large
+from ragstream.server.uploads import check_content_length, display_name, limited_receive
 from ragstream.server.users import Caller, get_caller
-from ragstream.server.workload import background_reason
-from ragstream.store.disk import ensure_free_space
 
 logger = logging.getLogger("ragstream.server")
 router = APIRouter(prefix="/api/documents", tags=["documents"])
@@ -90,14 +83,12 @@ async def upload(request: Request, shared: bool = False, collection: str | None 
     With ``collection`` (a query parameter or form field naming one the caller may edit; 404 for one it may not
     read, 403 for one it only reads) the files join that collection, readable by whoever reads it.
     """
-    if shared and not caller.admin:
-        raise PermissionDeniedError("only an admin key may upload shared documents (shared=true)")
-    owner = None if shared else caller.user
+    writer = Writer(user=caller.user, admin=caller.admin)
+    owner = state.rs.upload_owner(writer, shared=shared)  # 403 for a user's shared upload, before the body is read
     limits = state.rs.config.limits
     declared = request.headers.get("content-length")
     check_content_length(declared, limits.max_request_bytes)
-    ensure_free_space([state.uploads.root, Path(state.rs.config.data_dir)],
-                      int(declared) if declared and declared.isdigit() else 0, limits.min_free_disk_bytes)
+    state.intake.check_room(int(declared) if declared and declared.isdigit() else 0)
     await run_in_threadpool(state.rs.ensure_writable)  # a read-only index (it was full) opens now there is room
     bounded = Request(request.scope, limited_receive(request.receive, limits.max_request_bytes))
     cfg = state.config
@@ -108,24 +99,21 @@ async def upload(request: Request, shared: bool = False, collection: str | None 
             if not files:
                 raise NoFilesError(f"send one or more files in the multipart field {FILES_FIELD!r}")
             named = collection or form.get(COLLECTION_FIELD) or None
-            collection_id = await run_in_threadpool(functools.partial(
-                state.rs.collection_for_writing, named if isinstance(named, str) else None, user=caller.user,
-                admin=caller.admin))
-            if collection_id == DEFAULT_COLLECTION_ID:  # what an upload naming none joins: the caller's own, as before
-                collection_id = None
-            owner = None if collection_id else owner  # the collection decides who reads it
+            target = await run_in_threadpool(state.rs.upload_target, writer, owner,
+                                             named if isinstance(named, str) else None)
             received = sum(item.size or 0 for item in files)
             for item in files:
-                results.append(await run_in_threadpool(_named(store_upload), state, item, owner, collection_id))
-        if await run_in_threadpool(_background, state, results, received):
-            job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user, shared=owner is None,
-                                                                           collection=collection_id))
+                results.append(await run_in_threadpool(_stored, state, item, target))
+        if await run_in_threadpool(state.intake.background_reason, results, received):
+            job = await run_in_threadpool(lambda: state.jobs.submit_upload(results, caller.user,
+                                                                           shared=target.owner is None,
+                                                                           collection=target.collection_id))
             results = []  # the job owns the stored files now
             return JSONResponse(job.model_dump(mode="json"), status_code=HTTPStatus.ACCEPTED,
                                 headers={"Location": f"/api/jobs/{job.id}"})
         for index, result in enumerate(results):
             if result.status == "pending":
-                results[index] = await run_in_threadpool(ingest_stored, state, result, caller.user, owner, collection_id)
+                results[index] = await run_in_threadpool(state.intake.intake.ingest_stored, result, target)
         return _upload_response(results)
     finally:  # a request that stops half-way (an error of ours, a cancellation) leaves no stored file behind
         for result in results:
@@ -133,33 +121,20 @@ async def upload(request: Request, shared: bool = False, collection: str | None 
                 state.uploads.remove(result.stored_as)
 
 
-def _background(state: ServerState, results: list[UploadedFile], received: int) -> str | None:
-    """Why the stored files go to a background job (None: ingest them now; every file refused: answer now)."""
-    stored = [(state.uploads.root / r.stored_as, r.filename) for r in results if r.status == "pending" and r.stored_as]
-    if not stored:
-        return None
-    reason = background_reason(stored, received, state.rs.config)
-    if reason:
-        logger.info("upload of %d file(s) queued as a background job: %s", len(stored), reason)
-    return reason
-
-
-def _named(step: Callable[..., UploadedFile]) -> Callable[..., UploadedFile]:
-    """``step(state, file, name, *args)`` over a form file: a file name that is not valid Unicode fails that
-    file alone."""
-    def run(state: ServerState, item: UploadFile, *args: str | None) -> UploadedFile:
-        try:
-            name = display_name(item.filename, state.config.max_filename_chars)
-        except InvalidUnicodeError as error:
-            metrics.record_failed_file()
-            return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
-        limit = state.rs.config.limits.max_file_bytes
-        if item.size is not None and item.size > limit:  # refused before it is copied
-            metrics.record_failed_file()
-            return UploadedFile(filename=name, status="failed", error=ErrorDetail(**too_large(name, limit).to_dict()))
-        source: BinaryIO = item.file
-        return step(state, source, name, *args)
-    return run
+def _stored(state: ServerState, item: UploadFile, target: WriteTarget) -> UploadedFile:
+    """A form file stored for ``target``: a file name that is not valid Unicode, or a file declared over
+    ``limits.max_file_bytes``, fails that file alone, before it is copied."""
+    try:
+        name = display_name(item.filename, state.config.max_filename_chars)
+    except InvalidUnicodeError as error:
+        metrics.record_failed_file()
+        return UploadedFile(filename="(invalid name)", status="failed", error=ErrorDetail(**error.to_dict()))
+    limit = state.rs.config.limits.max_file_bytes
+    if item.size is not None and item.size > limit:  # refused before it is copied
+        metrics.record_failed_file()
+        return UploadedFile(filename=name, status="failed", error=ErrorDetail(**too_large(name, limit).to_dict()))
+    source: BinaryIO = item.file
+    return state.intake.intake.store(source, name, target)
 
 
 @router.get("", response_model=list[DocumentRecord], summary="List documents")
@@ -167,7 +142,7 @@ def list_documents(collection: list[str] | None = Query(None, description="Only 
                    state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> list[DocumentRecord]:
     """Every live document of the caller's, and every shared one (``owner`` null), in the collections the caller
     may read (or in ``collection``)."""
-    return _shown(state, caller, state.rs.documents(user=caller.user, collections=scope_of(state, caller, collection)))
+    return _shown(state, caller, state.rs.documents(scope=caller.scope(collection)))
 
 
 SQL_INTEGER_MAX = 2**63 - 1
@@ -192,8 +167,7 @@ def page_documents(offset: int = Query(0, ge=0, le=SQL_INTEGER_MAX), limit: int 
         raise InvalidQueryError(f"limit must be at most {cfg.max_documents_page_size}")
     if len(q) > cfg.max_document_filter_chars:
         raise InvalidQueryError(f"q must be at most {cfg.max_document_filter_chars} characters")
-    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", user=caller.user,
-                                   collections=scope_of(state, caller, collection))
+    found = state.rs.document_page(offset, size, q.strip(), sort, order == "desc", scope=caller.scope(collection))
     return DocumentPageResponse(items=_shown(state, caller, found.records), total=found.total,
                                 offset=offset, limit=size, q=q.strip(), sort=sort, order=order)
 

@@ -15,7 +15,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragstream import errors as rse
-from ragstream.observability import current_request_id
+from ragstream.api_runtime import current_request_id
+from ragstream.errors import InternalError as InternalError  # raised below the facade (ragstream/writes/)
 
 
 class RequestTooLargeError(rse.RagstreamError):
@@ -28,13 +29,6 @@ class NoFilesError(rse.RagstreamError):
     """An upload request carried no file in the ``files`` field."""
 
     code = "no_files"
-
-
-class InternalError(rse.RagstreamError):
-    """A bug of ours: ingesting one uploaded file failed after the file was read (the traceback is in the
-    server log); the upload's other files go on."""
-
-    code = "internal_error"
 
 
 class PipelineNotFoundError(rse.RagstreamError):

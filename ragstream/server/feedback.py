@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field, StrictInt
 
+from ragstream.api_types import FeedbackSummary, Rated
 from ragstream.errors import PermissionDeniedError
-from ragstream.feedback import FeedbackSummary, Rated
 from ragstream.server.schemas import ErrorResponse
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller

@@ -23,12 +23,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragstream.api import Ragstream
+from ragstream.api_writes import public_record, stored_upload
 from ragstream.errors import ConfigError
 from ragstream.mcp_server import SDK_MISSING, sdk_available
 from ragstream.models import DocumentRecord
 from ragstream.server.errors import AuthenticationError, error_response
 from ragstream.server.guard import replay_body
-from ragstream.server.intake import public_record, stored_upload
 from ragstream.server.security import REQUEST_ID_KEY, is_loopback
 from ragstream.server.state import ServerState
 from ragstream.server.users import get_caller

@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
-from ragstream import metrics
+from ragstream.api_runtime import metrics
 from ragstream.server.schemas import HealthResponse
 from ragstream.server.state import ServerState, get_state
 

@@ -18,9 +18,8 @@ from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
-from ragstream.answer.models import Answer, StreamEvent
+from ragstream.api_types import Answer, StreamEvent
 from ragstream.errors import CollectionNotFoundError, InvalidQueryError
-from ragstream.models import QuestionScope
 from ragstream.server.errors import ModelNotFoundError
 from ragstream.server.schemas import ErrorResponse
 from ragstream.server.sse import MEDIA_TYPE, frame, stream_response
@@ -111,7 +110,7 @@ def list_models(state: ServerState = Depends(get_state), caller: Caller = Depend
 def get_model(model: str, state: ServerState = Depends(get_state), caller: Caller = Depends(get_caller)) -> ModelCard:
     """A model card of :func:`list_models`; any other name is 404 ``model_not_found``."""
     if model != MODEL_NAME:
-        _scope(state, caller, model)
+        _check_model(state, caller, model)
     return _model_card(model)
 
 
@@ -119,19 +118,14 @@ def _model_card(name: str = MODEL_NAME) -> ModelCard:
     return ModelCard(id=name, created=STARTED, owned_by=MODEL_OWNER)
 
 
-def _scope(state: ServerState, caller: Caller, model: str) -> QuestionScope:
-    """What a completion for ``model`` reads: ``ragstream/NAME`` one collection (404 ``model_not_found`` when the
-    caller may not read it, as for one that does not exist), any other model every collection the caller may read."""
-    if model == MODEL_NAME:
-        return state.rs.collection_scope(None, user=caller.user, admin=caller.admin)
+def _check_model(state: ServerState, caller: Caller, model: str) -> None:
+    """That ``model`` is ``ragstream/NAME`` of a collection the caller may read: 404 ``model_not_found`` otherwise
+    (one the caller may not read as one that does not exist)."""
     if not model.startswith(COLLECTION_MODEL_PREFIX):
         raise ModelNotFoundError(f"no model {model!r}; this server answers as {MODEL_NAME!r} and "
                                  f"{COLLECTION_MODEL_PREFIX}NAME for each collection you may read")
-    try:
-        return state.rs.collection_scope([model.removeprefix(COLLECTION_MODEL_PREFIX)], user=caller.user,
-                                         admin=caller.admin)
-    except CollectionNotFoundError as error:
-        raise ModelNotFoundError(f"no model {model!r}") from error
+    with _model_not_found(model):
+        state.rs.collection(model.removeprefix(COLLECTION_MODEL_PREFIX), user=caller.user, admin=caller.admin)
 
 
 @router.post("/chat/completions", response_model=Completion,
@@ -145,13 +139,12 @@ async def chat_completions(body: CompletionRequest, state: ServerState = Depends
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     # the collection is checked inside the answer's attempt (a store down then answers without retrieval)
     names = [body.model.removeprefix(COLLECTION_MODEL_PREFIX)] if body.model.startswith(COLLECTION_MODEL_PREFIX) else None
+    scope = caller.scope(names)
     if body.stream:
-        events = _as_model_errors(state.rs.stream_answer(question, body.user, user=caller.user, collections=names,
-                                                         admin=caller.admin), body.model)
+        events = _as_model_errors(state.rs.stream_answer(question, body.user, scope=scope), body.model)
         return await stream_response(_chunks(events, completion_id, body.model), _as_data, closing=DONE)
     with _model_not_found(body.model):
-        answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, user=caller.user,
-                                                           collections=names, admin=caller.admin))
+        answer = await run_in_threadpool(functools.partial(state.rs.ask, question, body.user, scope=scope))
     return _completion(answer, completion_id, body.model)
 
 

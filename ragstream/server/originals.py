@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 from fastapi.responses import Response
 
-from ragstream.documents.file_access import open_document
+from ragstream.api_runtime import open_document
+from ragstream.api_writes import stored_upload
 from ragstream.errors import DocumentNotFoundError, RagstreamError
 from ragstream.models import DocumentRecord
-from ragstream.server.intake import stored_upload
 from ragstream.server.state import ServerState
 
 PDF_MIME = "application/pdf"

@@ -8,11 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from ragstream.answer.models import StreamEvent
-from ragstream.pipeline.controller import next_step
-from ragstream.pipeline.stages import STAGE_NAMES, STAGES, describe
-from ragstream.pipeline.super_prompt import SuperPrompt
-from ragstream.server.collections import scope_of
+from ragstream.api_pipeline import STAGE_NAMES, STAGES, describe_stage, next_stage
+from ragstream.api_types import StreamEvent, SuperPrompt
 from ragstream.server.schemas import (
     ErrorResponse,
     NewPromptRequest,
@@ -37,7 +34,7 @@ def stages(detail: bool = Query(False, description="Describe each stage (what it
            ) -> list[str] | list[StageInfo]:
     """The stage names in the order they run or, with ``detail=true``, the stage registry's entries."""
     if detail:
-        return [StageInfo.model_validate(describe(spec)) for spec in STAGES]
+        return [StageInfo.model_validate(describe_stage(spec)) for spec in STAGES]
     return list(STAGE_NAMES)
 
 
@@ -45,10 +42,8 @@ def stages(detail: bool = Query(False, description="Describe each stage (what it
 def create(body: NewPromptRequest, state: ServerState = Depends(get_state),
            caller: Caller = Depends(get_caller)) -> PipelineState:
     """A fresh SuperPrompt (stage ``raw``), held by the server under a new id for the caller only."""
-    sp = state.rs.new_prompt(body.text, body.conversation, body.selected_text)
-    if body.collections:
-        scope_of(state, caller, body.collections)  # 404 now for a collection the caller may not read
-        sp.collections = list(body.collections)
+    sp = state.rs.new_prompt(body.text, body.conversation, body.selected_text,
+                             scope=caller.scope(body.collections))  # 404 now for a collection the caller may not read
     return _state(state, caller, state.prompts.add(sp, caller.user), sp)
 
 
@@ -64,7 +59,7 @@ def run(prompt_id: str, body: RunStageRequest, state: ServerState = Depends(get_
     """Manual mode: run the next stage, or ``stage`` when its predecessor ran last (else 409); its
     searches see the caller's and the shared documents."""
     sp = state.prompts.get(prompt_id, caller.user)
-    sp = state.rs.run_stage(sp, body.stage, user=caller.user, collections=scope_of(state, caller, sp.collections or None))
+    sp = state.rs.run_stage(sp, body.stage, scope=caller.scope(sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
     return _state(state, caller, prompt_id, sp)
 
@@ -74,8 +69,7 @@ def auto(prompt_id: str, body: RunAllRequest, state: ServerState = Depends(get_s
          caller: Caller = Depends(get_caller)) -> PipelineState:
     """Auto mode: run every remaining stage (through ``until``) over the caller's and the shared documents."""
     sp = state.prompts.get(prompt_id, caller.user)
-    sp = state.rs.run_pipeline(sp, until=body.until, user=caller.user,
-                               collections=scope_of(state, caller, sp.collections or None))
+    sp = state.rs.run_pipeline(sp, until=body.until, scope=caller.scope(sp.collections or None))
     state.prompts.put(prompt_id, sp, caller.user)
     return _state(state, caller, prompt_id, sp)
 
@@ -89,7 +83,7 @@ async def answer(prompt_id: str, state: ServerState = Depends(get_state),
     in a new conversation. 409 ``prompt_not_built`` before Prompt_Builder ran; the SuperPrompt is not changed, so
     the step can run again."""
     sp = state.prompts.get(prompt_id, caller.user)
-    events = state.rs.stream_prompt_answer(sp, user=caller.user, collections=scope_of(state, caller, sp.collections or None))
+    events = state.rs.stream_prompt_answer(sp, scope=caller.scope(sp.collections or None))
     return await stream_response(events, _event)
 
 
@@ -99,7 +93,7 @@ def _event(event: StreamEvent) -> str:
 
 def _state(state: ServerState, caller: Caller, prompt_id: str, sp: SuperPrompt) -> PipelineState:
     """The prompt as ``caller`` sees it: its chunks name the collections the caller may read (never their ids)."""
-    step = next_step(sp)
+    step = next_stage(sp)
     chunks = state.rs.chunks_with_collection_names(sp.base_context_chunks, user=caller.user, admin=caller.admin)
     return PipelineState(id=prompt_id, stages=list(STAGE_NAMES), stages_run=len(sp.history_of_stages),
                          next_stage=step.name if step else None,

@@ -7,8 +7,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ragstream.api_types import SyncReport
 from ragstream.errors import RagstreamError
-from ragstream.sync.report import SyncReport
 
 logger = logging.getLogger("ragstream.server")
 SyncRoot = Callable[[str], SyncReport]

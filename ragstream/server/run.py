@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,15 +16,13 @@ import uvicorn
 from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
-from ragstream import serve_link
 from ragstream.api import Ragstream
+from ragstream.api_runtime import configure_logging, model_choices, serve_link
+from ragstream.api_types import SyncReport
+from ragstream.api_writes import single_process_reason
 from ragstream.config import RagstreamConfig, ServerConfig, load_config
 from ragstream.errors import ConfigError
-from ragstream.model_choices import model_choices
-from ragstream.observability import configure_logging
 from ragstream.server.app import UI_PATH, create_app
-from ragstream.store.factory import single_process_reason
-from ragstream.sync.watcher import ReportCallback
 
 logger = logging.getLogger("ragstream.server")
 
@@ -48,7 +46,7 @@ class WorkerArgs:
 
 
 def serve(rs: Ragstream, config: ServerConfig, *, watch: Sequence[str | Path] = (), kind: str = "serve",
-          on_report: ReportCallback | None = None) -> None:
+          on_report: Callable[[SyncReport], None] | None = None) -> None:
     """Serve ``rs`` on ``config.host:config.port`` until interrupted; one process, many threads.
 
     While it listens, ``{data_dir}/server.json`` names its URL, so CLI commands on the same index go

@@ -6,8 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from ragstream.models import Chunk, DocumentRecord
-from ragstream.pipeline.super_prompt import ConversationPair, SuperPrompt
+from ragstream.api_types import ConversationPair, SuperPrompt
+from ragstream.models import Chunk, DocumentRecord, ErrorDetail, UploadedFile
+from ragstream.models import JobStatus as JobStatus  # the body of GET /api/jobs/{id}, and of a 202 upload
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 FilterInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
@@ -16,14 +17,6 @@ FilterKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z
 """A metadata field name: core fields (has_code, page, ...) or the document's own metadata keys."""
 Scope = list[Annotated[str, StringConstraints(max_length=256)]] | None
 """The collections (names) a read is scoped to (docs/collections.md)."""
-
-
-class ErrorDetail(BaseModel):
-    """What went wrong, with a stable machine-readable ``code``."""
-
-    code: str
-    type: str
-    message: str
 
 
 class ErrorResponse(BaseModel):
@@ -46,24 +39,8 @@ class SearchRequest(BaseModel):
                                "the caller may read. An unknown or unreadable one is 404 collection_not_found.")
 
 
-FileStatus = Literal["ingested", "duplicate", "unchanged", "failed", "pending"]
+
 """``pending``: stored, waiting for its background job to ingest it."""
-
-
-class UploadedFile(BaseModel):
-    """The outcome of one uploaded file."""
-
-    filename: str = Field(description="The client's file name, reduced to its last path part (display only).")
-    status: FileStatus
-    document_id: str | None = None
-    sha256: str | None = None
-    size_bytes: int | None = None
-    stored_as: str | None = Field(None, description="Path under the upload directory: {user_id}/{date}/{uuid}.")
-    chunks: int | None = Field(None, description="Chunks written for this file.")
-    duplicate_of: list[str] = Field(default_factory=list, description="Live documents with the same sha256.")
-    error: ErrorDetail | None = None
-    warnings: list[str] = Field(default_factory=list, description="What was read only in part: hidden sheets "
-                                "skipped, scanned pages left unread by OCR's bounds.")
 
 
 class UploadResponse(BaseModel):
@@ -74,24 +51,6 @@ class UploadResponse(BaseModel):
     duplicates: int
     failed: int
     request_id: str | None = None
-
-
-class JobStatus(BaseModel):
-    """``GET /api/jobs/{id}``: a background ingest job and its progress."""
-
-    id: str
-    kind: Literal["upload"] = "upload"
-    user: str = Field(description="Who uploaded: only that user (or an admin) reads the job.")
-    shared: bool = Field(False, description="The files become shared documents (an admin's ``shared=true`` upload).")
-    collection: str | None = Field(None, description="The id of the collection the files join (docs/collections.md).")
-    state: Literal["queued", "running", "succeeded", "failed"]
-    files_total: int = Field(description="Files in the upload.")
-    files_done: int = Field(0, description="Files with an outcome so far (ingested, duplicate, unchanged or failed).")
-    chunks: int = Field(0, description="Chunks written so far.")
-    files: list[UploadedFile] = Field(description="One result per file; ``pending`` until the job reaches it.")
-    error: ErrorDetail | None = Field(None, description="Why the job failed (e.g. ``job_interrupted`` by a restart).")
-    created_at: str
-    updated_at: str
 
 
 class DocumentDetail(BaseModel):

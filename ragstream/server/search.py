@@ -6,7 +6,6 @@ from fastapi import APIRouter, Depends
 
 from ragstream.errors import InvalidQueryError
 from ragstream.models import SearchResult
-from ragstream.server.collections import scope_of
 from ragstream.server.schemas import ErrorResponse, SearchRequest
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller
@@ -23,6 +22,6 @@ def search(body: SearchRequest, state: ServerState = Depends(get_state),
     if body.top_k is not None and body.top_k > state.config.max_top_k:
         raise InvalidQueryError(f"top_k must be at most {state.config.max_top_k}")
     found = state.rs.search(body.query, mode=body.mode, top_k=body.top_k, filters=body.filters,
-                            score_threshold=body.score_threshold, user=caller.user, rerank=body.rerank,
-                            collections=scope_of(state, caller, body.collections))
+                            score_threshold=body.score_threshold, rerank=body.rerank,
+                            scope=caller.scope(body.collections))
     return state.rs.search_with_collection_names(found, user=caller.user, admin=caller.admin)  # names, never ids

@@ -11,10 +11,9 @@ import uuid
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragstream import metrics
+from ragstream.api_runtime import metrics, request_id_scope
 from ragstream.config import ServerConfig
 from ragstream.errors import ConfigError
-from ragstream.observability import request_id_scope
 from ragstream.server.errors import AuthenticationError, error_response, internal_error_response
 from ragstream.server.users import CALLER_KEY, KeyRing
 

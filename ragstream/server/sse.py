@@ -17,9 +17,9 @@ import anyio
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from ragstream.answer.models import ErrorEvent
+from ragstream.api_runtime import current_request_id
+from ragstream.api_types import ErrorEvent
 from ragstream.errors import RagstreamError
-from ragstream.observability import current_request_id
 
 T = TypeVar("T")
 logger = logging.getLogger("ragstream.server")

@@ -5,19 +5,16 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fastapi import Request
 
 from ragstream.api import Ragstream
+from ragstream.api_types import SuperPrompt
+from ragstream.api_writes import DocumentLocks, JobRunner, UploadService, UploadStore
 from ragstream.config import ServerConfig
-from ragstream.pipeline.super_prompt import SuperPrompt
 from ragstream.server.errors import PipelineNotFoundError
-from ragstream.server.jobs import JobRunner
 from ragstream.server.root_syncs import RootSyncs
-from ragstream.server.uploads import UploadStore
 
 
 class PromptSessions:
@@ -68,32 +65,6 @@ class PromptSessions:
                 self._bytes -= self._sizes.pop(dropped)
 
 
-class DocumentLocks:
-    """One lock per document id, held while a request replaces or deletes that document (so its stored
-    upload file is swapped exactly once); writes to different documents never wait for each other."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.Lock, int]] = {}
-
-    @contextmanager
-    def hold(self, document_id: str) -> Iterator[None]:
-        """Hold ``document_id``'s lock for the block."""
-        with self._guard:
-            lock, users = self._locks.get(document_id, (threading.Lock(), 0))
-            self._locks[document_id] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[document_id]
-                if users == 1:
-                    del self._locks[document_id]
-                else:
-                    self._locks[document_id] = (lock, users - 1)
-
-
 @dataclass
 class ServerState:
     """Shared by all requests. An upload or delete holds its document's lock in ``documents``; the index's
@@ -105,7 +76,9 @@ class ServerState:
     prompts: PromptSessions
     jobs: JobRunner
     root_syncs: RootSyncs
-    documents: DocumentLocks = field(default_factory=DocumentLocks)
+    documents: DocumentLocks
+    intake: UploadService
+    """The uploads' write path (ragstream/writes/): ``uploads``, ``jobs`` and ``documents`` are its parts."""
 
 
 def get_state(request: Request) -> ServerState:

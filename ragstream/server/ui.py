@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
+from ragstream.models import Scope
 from ragstream.server.schemas import UISettings
 from ragstream.server.state import ServerState, get_state
 from ragstream.server.users import Caller, get_caller
@@ -24,6 +25,6 @@ def ui_settings(state: ServerState = Depends(get_state), caller: Caller = Depend
     """Page sizes from the config; example questions from the titles of the largest documents the caller sees."""
     cfg = state.config
     return UISettings(stage_top_entries=cfg.ui_stage_top_entries, documents_page_size=cfg.documents_page_size,
-                      documents=state.rs.document_page(0, 0, user=caller.user).total,
+                      documents=state.rs.document_page(0, 0, scope=Scope(caller.user)).total,
                       example_questions=example_questions(state.rs.example_titles(user=caller.user)),
                       max_selected_text_chars=state.rs.config.answer.max_selected_text_chars)

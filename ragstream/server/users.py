@@ -23,6 +23,7 @@ from starlette.requests import HTTPConnection
 
 from ragstream.config import ApiKeyEntry, ServerConfig
 from ragstream.errors import ConfigError, PermissionDeniedError
+from ragstream.models import Scope
 from ragstream.server.errors import InvalidUserIdError
 from ragstream.server.state import ServerState, get_state
 
@@ -39,6 +40,11 @@ class Caller:
 
     user: str
     admin: bool = False
+
+    def scope(self, collections: list[str] | None = None) -> Scope:
+        """What one request of this caller reads: the collections ``collections`` (names; none: every one the
+        caller may read), resolved by the facade (an unreadable one is 404 ``collection_not_found`` there)."""
+        return Scope(self.user, collections, self.admin)
 
 
 class KeyRing:

@@ -24,7 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.websockets import WebSocketState
 
-from ragstream.answer.models import ErrorEvent, StreamEvent
+from ragstream.api_types import ErrorEvent, StreamEvent
 from ragstream.errors import InvalidQueryError, RagstreamError
 from ragstream.server.errors import FirstMessageTimeoutError, RequestTooLargeError, status_for
 from ragstream.server.schemas import ChatRequest
@@ -116,8 +116,8 @@ async def ws_chat(websocket: WebSocket) -> None:
         caller = get_caller(websocket, state)
         body = await _first_message(websocket, state)
         conversation_id = body.conversation_id or str(uuid.uuid4())
-        events = state.rs.stream_answer(body.message, conversation_id, body.selected_text, user=caller.user,
-                                        collections=body.collections, admin=caller.admin)  # as /api/chat
+        events = state.rs.stream_answer(body.message, conversation_id, body.selected_text,
+                                        scope=caller.scope(body.collections))  # as /api/chat
     except WebSocketDisconnect:
         return
     except _BinaryMessageError:

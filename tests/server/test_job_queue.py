@@ -14,9 +14,9 @@ import time
 import pytest
 
 from ragstream.config import JobsConfig
-from ragstream.server.jobs import JobRunner
 from ragstream.server.schemas import JobStatus, UploadedFile
 from ragstream.store.catalog_base import Catalog, JobQueue
+from ragstream.writes.jobs import JobRunner
 
 EXPIRED = -1.0
 CONFIG = JobsConfig(lease_seconds=30.0, heartbeat_seconds=0.2, poll_seconds=0.05, max_attempts=2)

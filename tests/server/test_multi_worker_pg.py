@@ -30,7 +30,7 @@ from support.hash_embedder import HashEmbedder
 from support.server_process import RunningServer, running_server, serve_command, server_env
 
 from ragstream import Ragstream, load_config
-from ragstream.server.intake import UPLOAD_PATH_KEY
+from ragstream.models import UPLOAD_PATH_KEY
 
 TIMEOUT = 60.0
 JOB_DEADLINE_SECONDS = 300.0

@@ -19,7 +19,7 @@ from support.folder_corpus import IMAGES, NOT_DOCUMENTS
 from support.index_fixtures import SAMPLES
 from support.server_process import RunningServer, running_server
 
-from ragstream.server.uploads import user_folder
+from ragstream.writes.upload_store import user_folder
 
 MAX_FILE_BYTES = 1_000_000
 MAX_REQUEST_BYTES = 3_000_000

@@ -25,7 +25,7 @@ from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, Na
 from support.polling import finished_job
 from support.server_process import SERVE_WITH_HASH_EMBEDDER, RunningServer, running_server, server_env
 
-from ragstream.server.intake import UPLOAD_PATH_KEY
+from ragstream.models import UPLOAD_PATH_KEY
 
 TIMEOUT = httpx.Timeout(120.0)
 MAX_PDF_PAGES = 50

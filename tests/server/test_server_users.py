@@ -18,7 +18,7 @@ import pytest
 from support.server_process import STARTUP_SECONDS, RunningServer, free_port, running_server, serve_command, server_env
 from support.user_keys import ADMIN_KEY, ALICE_KEY, BOB_KEY, key_client, keys_file, keys_json
 
-from ragstream.server.uploads import user_folder
+from ragstream.writes.upload_store import user_folder
 
 SECRET_WORD = "zanzibarquokka"
 SHARED_WORD = "pelicanharbour"

@@ -35,7 +35,7 @@ from support.server_process import RunningServer, running_server
 from support.upload_faults import HANG_MARKER, INGEST_MARKER, READ_MARKER
 
 from ragstream.documents.ocr import ocr_installed
-from ragstream.server.intake import UPLOAD_PATH_KEY
+from ragstream.models import UPLOAD_PATH_KEY
 
 TIMEOUT = httpx.Timeout(120.0)
 JOB_POLL_SECONDS = 0.2

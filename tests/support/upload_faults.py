@@ -20,12 +20,11 @@ ENV = "RAGSTREAM_TEST_UPLOAD_FAULTS"
 
 
 def install() -> None:
-    """Wrap the upload's loader and the facade's ingest so that marked files raise."""
-    from ragstream import api
-    from ragstream.server import intake
+    """Wrap the upload's loader and the write service's ingest so that marked files raise."""
+    from ragstream.writes import service, uploads
 
-    load = intake.load_bytes
-    ingest = api.Ragstream.ingest_documents
+    load = uploads.load_bytes
+    ingest = service.WriteService.ingest_documents
 
     def load_bytes(data: bytes, filename: str, *args: Any, **kwargs: Any) -> Any:
         if READ_MARKER in filename:
@@ -34,11 +33,11 @@ def install() -> None:
             time.sleep(HANG_SECONDS)
         return load(data, filename, *args, **kwargs)
 
-    def ingest_documents(self: api.Ragstream, docs: Any, **kwargs: Any) -> Any:
+    def ingest_documents(self: service.WriteService, target: Any, docs: Any, **kwargs: Any) -> Any:
         docs = list(docs)
         if any(INGEST_MARKER in str(doc.metadata.get("filename", "")) for doc in docs):
             raise RuntimeError("an ingest bug (injected by the test)")
-        return ingest(self, docs, **kwargs)
+        return ingest(self, target, docs, **kwargs)
 
-    intake.load_bytes = load_bytes  # type: ignore[assignment]
-    api.Ragstream.ingest_documents = ingest_documents  # type: ignore[method-assign]
+    uploads.load_bytes = load_bytes  # type: ignore[assignment]
+    service.WriteService.ingest_documents = ingest_documents  # type: ignore[method-assign]

@@ -23,7 +23,7 @@ from ragstream.documents.ocr import ocr_installed
 from ragstream.documents.office import archive
 from ragstream.documents.sniff import sniff_mime
 
-logger = logging.getLogger("ragstream.server")
+logger = logging.getLogger("ragstream.server")  # the name its log lines always had
 
 
 def background_reason(paths: list[tuple[Path, str]], received: int, config: RagstreamConfig) -> str | None:

@@ -30,10 +30,10 @@ from typing import Any
 
 from ragstream.config import JobsConfig
 from ragstream.errors import RagstreamError
-from ragstream.server.schemas import ErrorDetail, JobStatus, UploadedFile
+from ragstream.models import ErrorDetail, JobStatus, UploadedFile
 from ragstream.store.catalog_base import JobQueue
 
-logger = logging.getLogger("ragstream.server")
+logger = logging.getLogger("ragstream.server")  # the name its log lines always had
 
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 UPLOAD_KIND = "upload"
