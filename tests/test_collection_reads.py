@@ -122,8 +122,8 @@ def _reads(rs: Ragstream, ids: list[str]) -> dict[str, tuple[int, int]]:
         found[name] = (len(catalog), sum(rows for _, rows in catalog))
 
     measure("collection", lambda: rs.collection("handbook", user="bob"))
-    measure("scope", lambda: rs.collection_scope(["handbook", "mine"], user="bob"))
-    scope = rs.collection_scope(["handbook", "mine"], user="bob")
+    measure("scope", lambda: rs.collection_service.scope(["handbook", "mine"], "bob"))
+    scope = rs.collection_service.scope(["handbook", "mine"], "bob")
     measure("labels", lambda: rs.collection_service.labeller(scope)(ids))
     measure("add", lambda: rs.add_to_collection("mine", ids, user="bob"))
     measure("remove", lambda: rs.remove_from_collection("mine", ids, user="bob"))
