@@ -47,8 +47,8 @@ def normal(text: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
 
 
-def stream_one(rs: Ragstream, question: str) -> dict[str, Any]:
-    """One streamed answer: first token and total as the caller sees them, the ReRanker stage, the text."""
+def timed_stream(rs: Ragstream, question: str) -> tuple[float | None, float, Any]:
+    """Stream one answer: ms to its first ``token`` event (None without one) and to its end, and the response."""
     started = time.perf_counter()
     first_ms: float | None = None
     final = None
@@ -57,7 +57,12 @@ def stream_one(rs: Ragstream, question: str) -> dict[str, Any]:
             first_ms = (time.perf_counter() - started) * 1000
         if event.type == "done":
             final = event.response
-    total = (time.perf_counter() - started) * 1000
+    return first_ms, (time.perf_counter() - started) * 1000, final
+
+
+def stream_one(rs: Ragstream, question: str) -> dict[str, Any]:
+    """One streamed answer: first token and total as the caller sees them, the ReRanker stage, the text."""
+    first_ms, total, final = timed_stream(rs, question)
     if final is None:
         raise RuntimeError(f"{question!r}: the stream ended without a done event")
     stages = final.metadata["pipeline"].get("stages_ms", {})
