@@ -5,6 +5,13 @@ Usage: python bench/answers.py [--dataset ../shared/data/scifact] [--data-dir DI
                                [--distractors 1000] [--llm-base-url URL --llm-model NAME]
                                [--llm-stages a3,a4] [--llm-context-window 2048]
        python bench/answers.py --qwen [--n-ctx 4096]    # the packaged Qwen2.5-Coder-0.5B (ragstream's local model server)
+       python bench/answers.py --sets httpx-docs,fastapi-docs [--questions 30] [--index-root DIR]
+                               [--baseline '{"reranker": {"allow_spinning": true}}'] [--new '{}']
+
+With ``--sets`` (``docs`` for all six documentation sets): the time to the first token of extractive answers,
+p50/p95/p99 of the first token, the whole answer and the ReRanker stage with the load average, per set, the new
+settings against a baseline (by default the settings before issue 43 item 4) answered back to back in the same
+run (bench/answer_latency.py). Without it:
 
 Indexes the documents judged relevant for the chosen claims plus the first ``--distractors`` other
 corpus documents (the full 5k-document corpus takes long to embed on 2 cores; pass
@@ -36,6 +43,9 @@ from collections import Counter
 from itertools import islice
 from pathlib import Path
 from typing import Any
+
+from answer_latency import DOC_SETS, PREVIOUS
+from answer_latency import main as latency_main
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
@@ -75,7 +85,19 @@ def main() -> None:
                         help="With an LLM: skip the extractive answers to the same claims over the same index.")
     parser.add_argument("--dump", type=Path, default=None,
                         help="Write one JSON line per claim (answer text, attachments, citations, relevant documents).")
+    parser.add_argument("--sets", default=None,
+                        help="Time extractive answers on these documentation sets (comma-separated, or docs for all).")
+    parser.add_argument("--questions", type=int, default=30, help="--sets: questions per set, the first by id (0: all).")
+    parser.add_argument("--index-root", type=Path, default=None, help="--sets: keep (and reuse) the indexes here.")
+    parser.add_argument("--baseline", default=json.dumps(PREVIOUS), help="--sets: the baseline's config overrides (JSON).")
+    parser.add_argument("--new", default="{}", help="--sets: the new settings' config overrides (JSON; {}: the defaults).")
     args = parser.parse_args()
+    if args.sets:
+        sets = list(DOC_SETS) if args.sets == "docs" else [s for s in args.sets.split(",") if s]
+        with tempfile.TemporaryDirectory(prefix="ragstream-latency-") as scratch:
+            latency_main(sets, args.index_root or Path(scratch), args.questions, json.loads(args.baseline),
+                         json.loads(args.new))
+        return
     if not (args.dataset / "corpus.jsonl").exists():
         sys.exit(f"dataset not found: {args.dataset}")
 

@@ -40,11 +40,12 @@ import json
 import os
 import sys
 import tempfile
-import time
 from collections import Counter
 from itertools import islice
 from pathlib import Path
 from typing import Any
+
+from answer_latency import timed_stream
 
 from ragstream import Ragstream, load_config
 from ragstream.evaluation.beir import DOC_ID_KEY, load_beir
@@ -96,15 +97,8 @@ def ask_all(rs: Ragstream, questions: dict[str, str], relevant: dict[str, set[st
     answered = markers = cites = cites_relevant = markers_relevant = degraded = 0
     load_before = os.getloadavg()
     for qid, question in questions.items():
-        started = time.perf_counter()
-        first_ms: float | None = None
-        final = None
-        for event in rs.stream_answer(question):
-            if event.type == "token" and first_ms is None:
-                first_ms = (time.perf_counter() - started) * 1000
-            if event.type == "done":
-                final = event.response
-        totals.append((time.perf_counter() - started) * 1000)
+        first_ms, total_ms, final = timed_stream(rs, question)
+        totals.append(total_ms)
         if first_ms is not None:
             first.append(first_ms)
         if final is None:

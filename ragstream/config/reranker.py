@@ -60,3 +60,8 @@ class RerankerConfig(ConfigSection):
         1, ge=1, description="Pairs per inference call. 1 keeps a pair's score independent of the other pairs "
         "(int8 activation scales are per batch; docs/pipeline.md).")
     threads: int = Field(0, ge=0, description="backend onnx: CPU threads per call; 0 lets ONNX Runtime use every core.")
+    allow_spinning: bool = Field(
+        False, description="backend onnx: let ONNX Runtime's worker threads busy-wait for work between operators. "
+        "On a quiet machine it saves about 15% of a question's cross-encoder time; on a shared, loaded one the "
+        "spinning threads take the CPU the other threads wait for, and the stage ran about 3x slower "
+        "(docs/performance.md, first token). Scores are the same either way.")

@@ -188,3 +188,13 @@ def test_unloadable_cross_encoder_leaves_no_reranker(tmp_path, embedder):
     assert why is None and configured is not None and configured.degraded_reason == "reranker.backend is bi_encoder"
     scores = configured.score("request timeout", ["Set a timeout on the request.", "Pasta recipe."])
     assert scores[0] > scores[1]
+
+
+def test_the_session_spins_only_when_allowed(onnx_reranker):
+    # reranker.allow_spinning: idle ONNX Runtime threads busy-wait only when asked (off by default: on a loaded
+    # 2-core machine the spinning threads took the CPU the stage waited for); the scores do not depend on it
+    assert RerankerConfig().allow_spinning is False
+    assert onnx_reranker.spinning is False
+    spinning = OnnxCrossEncoderReranker(RerankerConfig(allow_spinning=True))
+    assert spinning.spinning is True
+    assert spinning.score(QUESTION, [RELEVANT, IRRELEVANT]) == onnx_reranker.score(QUESTION, [RELEVANT, IRRELEVANT])

@@ -26,6 +26,8 @@ from ragstream.providers.packaged_models import TOKENIZER_FILE, locate_onnx_mode
 
 REQUIRED_INPUTS = frozenset({"input_ids", "attention_mask"})
 PROBE_PAIR = ("probe query", "probe passage")
+ALLOW_SPINNING = "session.intra_op.allow_spinning"
+"""ONNX Runtime's session option: whether idle intra-op threads busy-wait (``reranker.allow_spinning``)."""
 
 
 class OnnxCrossEncoderReranker:
@@ -50,6 +52,7 @@ class OnnxCrossEncoderReranker:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if config.threads:
             options.intra_op_num_threads = config.threads
+        options.add_session_config_entry(ALLOW_SPINNING, "1" if config.allow_spinning else "0")
         options.log_severity_level = 3  # errors only
         try:
             self._session = ort.InferenceSession(str(located.onnx_file), options, providers=["CPUExecutionProvider"])
@@ -70,6 +73,11 @@ class OnnxCrossEncoderReranker:
         self._batch_size = config.batch_size
         self.model = config.model if config.onnx_model is None else config.onnx_model
         self.location = str(located.onnx_file)
+
+    @property
+    def spinning(self) -> bool:
+        """Whether the session's idle worker threads busy-wait (``reranker.allow_spinning``, as the session holds it)."""
+        return self._session.get_session_options().get_session_config_entry(ALLOW_SPINNING) == "1"
 
     def score(self, query: str, texts: Sequence[str], *, deadline: Deadline | None = None) -> list[float]:
         """One logit per text; checks ``deadline`` between batches (DeadlineExceededError)."""
