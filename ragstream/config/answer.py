@@ -43,8 +43,18 @@ class CitationConfig(ConfigSection):
 
 
 class ConfidenceConfig(ConfigSection):
-    """High / Medium / Low confidence from prompt chunks and citations."""
+    """High / Medium / Low confidence: ranges of a calibrated probability, or rules over prompt chunks and citations."""
 
+    method: Literal["calibrated", "rules"] = Field(
+        "calibrated", description="calibrated: the probability that the answer cites a right page, from the shipped "
+        "model (or ``model``), High / Medium / Low its ranges; rules: the rules below (docs/answers.md).")
+    model: str | None = Field(
+        None, description="calibrated: a confidence model file (bench/train_confidence.py); None: the shipped one.")
+    high_min_probability: float = Field(
+        0.9, ge=0.0, le=1.0, description="calibrated: High from this probability up (chosen on the tune halves, "
+        "docs/answers.md) ...")
+    medium_min_probability: float = Field(
+        0.5, ge=0.0, le=1.0, description="... Medium from this one up, Low below it.")
     high_min_chunks: int = Field(3, description="High needs at least this many context chunks ...")
     high_min_relevance: float = Field(0.5, description="... and at least this average relevance ...")
     high_min_citations: int = Field(1, description="... and at least this many resolved citations ...")
