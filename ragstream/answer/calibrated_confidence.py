@@ -4,8 +4,8 @@ The model is a small JSON file fitted by ``bench/train_confidence.py`` on the qu
 package ships one (``answer/trained/confidence.json``) and ``answer.confidence.model`` names another. It is a
 logistic regression over a few standardised signals (:mod:`ragstream.answer.confidence_signals`) followed by an
 isotonic (monotone, piecewise linear) map of its output to the observed rate. Loading it fits nothing.
-High / Medium / Low are ranges of the probability (``answer.confidence.high_min_probability`` and
-``medium_min_probability``).
+High / Medium / Low are ranges of the probability: from the thresholds chosen with the model (its ``thresholds``),
+or ``answer.confidence.high_min_probability`` and ``medium_min_probability`` when set.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragstream.answer.confidence_signals import SIGNALS
 from ragstream.answer.models import Confidence
@@ -45,6 +45,16 @@ class CalibratedModel:
     """The regression's outputs (0..1) at the isotonic map's knots, increasing."""
     knots_y: tuple[float, ...]
     """The observed rate at each knot, non-decreasing, 0..1."""
+    high: float = 1.0
+    """High from this probability up (the model's ``thresholds.high``, chosen on the tune halves) ..."""
+    medium: float = 0.0
+    """... Medium from this one up, Low below it (``thresholds.medium``)."""
+
+    def thresholds(self, config: ConfidenceConfig) -> tuple[float, float]:
+        """(High, Medium) lower bounds: ``config``'s where set, else the model's own."""
+        high = self.high if config.high_min_probability is None else config.high_min_probability
+        medium = self.medium if config.medium_min_probability is None else config.medium_min_probability
+        return high, medium
 
     def score(self, signals: Mapping[str, float]) -> float:
         """The logistic regression's output for ``signals`` (0..1; a missing signal counts as its training mean)."""
@@ -69,14 +79,11 @@ def interpolate(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
     return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-def calibrated_confidence(probability: float, config: ConfidenceConfig, signals: Mapping[str, float]) -> Confidence:
-    """The level for ``probability`` (ranges set by ``config``), its reason saying the probability in words."""
-    if probability >= config.high_min_probability:
-        level = "High"
-    elif probability >= config.medium_min_probability:
-        level = "Medium"
-    else:
-        level = "Low"
+def calibrated_confidence(probability: float, thresholds: tuple[float, float], signals: Mapping[str, float]) -> Confidence:
+    """The level for ``probability`` (High from ``thresholds[0]``, Medium from ``thresholds[1]``), its reason saying
+    the probability in words."""
+    high, medium = thresholds
+    level: Literal["High", "Medium", "Low"] = "High" if probability >= high else "Medium" if probability >= medium else "Low"
     tenths = round(probability * TENTHS)
     odds = f"about {tenths} in {TENTHS}" if tenths else f"fewer than 1 in {TENTHS}"
     reason = f"{odds} answers like this cite a page that answers the question (estimated {probability:.0%})"
@@ -140,5 +147,8 @@ def _parse(model: Path, data: Any) -> CalibratedModel:
     intercept = data["intercept"]
     if not isinstance(intercept, (int, float)):
         raise ValueError("'intercept' must be a number")
+    high, medium = _floats([data["thresholds"]["high"], data["thresholds"]["medium"]], "thresholds")
+    if not 0.0 <= medium <= high <= 1.0:
+        raise ValueError("'thresholds' must hold 0 <= medium <= high <= 1")
     return CalibratedModel(path=model, features=features, mean=columns[0], scale=columns[1], coef=columns[2],
-                           intercept=float(intercept), knots_x=xs, knots_y=ys)
+                           intercept=float(intercept), knots_x=xs, knots_y=ys, high=high, medium=medium)

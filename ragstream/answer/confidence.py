@@ -31,7 +31,7 @@ def answer_confidence(sp: SuperPrompt, chunks: Sequence[DocumentChunk], cited: S
             logger.warning("confidence by rules: %s", error.message)
             note = f" (rules: {error.message})"
         else:
-            return calibrated_confidence(model.probability(signals), config, signals)
+            return calibrated_confidence(model.probability(signals), model.thresholds(config), signals)
     rules = calculate_confidence([c.relevance_score for c in chunks], [c.score or 0.0 for c in cited], config)
     return rules.model_copy(update={"reason": rules.reason + note, "signals": signals})
 
