@@ -19,7 +19,8 @@ answers rated High are right at least ``--high-target`` of the time, Low below t
 which every tune half's answers are right at most ``--low-target`` of the time. Writes the JSON model (default:
 the package's ``answer/trained/confidence.json``) and prints one JSON report: the thresholds, and per set and half
 the reliability table (probability bins against the observed rate) and the right-rate and count per level, for
-the calibrated confidence and for the rules.
+the calibrated confidence and for the rules. ``--cv 4`` cross-validates on the tune halves instead (how the
+``--high-target`` margin was chosen).
 """
 
 from __future__ import annotations
@@ -199,6 +200,40 @@ def report(rows: list[dict[str, Any]], thresholds: tuple[float, float], high_tar
                             for name, levels in (("calibrated", calibrated), ("rules", rules))}}
 
 
+def weighted(by_set: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The answered rows of every set, each set weighing the same (weights summing to the rows' count)."""
+    answered = {name: [row for row in rows if row["mode"] != "no_results"] for name, rows in by_set.items()}
+    total = sum(len(rows) for rows in answered.values())
+    return [{**row, "weight": total / (len(answered) * len(rows))} for rows in answered.values() for row in rows]
+
+
+def fitted(by_set: dict[str, list[dict[str, Any]]], features: Sequence[str], out: Path) -> Any:
+    """Fit on ``by_set``, write the model to ``out`` and read it back as the run time does; every row gets its ``p``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(fit(weighted(by_set), features), indent=1) + "\n", encoding="utf-8")
+    model = read_model(out)
+    for rows in by_set.values():
+        for row in rows:
+            row["p"] = probability(model, row)
+    return model
+
+
+def cross_validate(tune: dict[str, list[dict[str, Any]]], features: Sequence[str], folds: int, high_target: float,
+                   low_target: float, scratch: Path) -> dict[str, Any]:
+    """Per set, the levels of its tune questions when the model and thresholds come from the other folds (every
+    ``folds``-th question by sorted id held out in turn): High and Low counts and right-rates."""
+    levels: dict[str, list[tuple[str, int]]] = {name: [] for name in tune}
+    for fold in range(folds):
+        train = {name: [r for i, r in enumerate(rows) if i % folds != fold] for name, rows in tune.items()}
+        model = fitted(train, features, scratch)
+        thresholds = choose_thresholds(train, high_target, low_target)
+        for name, rows in tune.items():
+            for row in rows[fold::folds]:
+                levels[name].append((calibrated_confidence(probability(model, row), thresholds, {}).level, row["right"]))
+    return {name: {level: rate([{"right": y} for lv, y in found if lv == level]) for level in LEVELS}
+            for name, found in levels.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", required=True, dest="sets")
@@ -211,25 +246,27 @@ def main() -> None:
                              "target: 4-fold cross-validation on the tune halves, docs/answers.md).")
     parser.add_argument("--low-target", type=float, default=0.5)
     parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
+    parser.add_argument("--cv", type=int, default=0, help="Cross-validate on the tune halves in this many folds "
+                        "(per set: High and Low counts and right-rates); writes no model.")
     args = parser.parse_args()
     features = [name for name in args.features.split(",") if name]
     if unknown := [name for name in features if name not in SIGNALS]:
         sys.exit(f"unknown signals {unknown}; known: {list(SIGNALS)}")
     sets = [question_set(name) for name in args.sets]
     halves = {half: {qs.name: cached(args.cache, args.index_root, qs, half, args.max_questions) for qs in sets}
-              for half in (TUNE, REPORT)}
-    answered = {name: [row for row in rows if row["mode"] != "no_results"] for name, rows in halves[TUNE].items()}
-    total = sum(len(rows) for rows in answered.values())
-    training = [{**row, "weight": total / (len(answered) * len(rows))}  # each set weighs the same
-                for rows in answered.values() for row in rows]
-    model = fit(training, features)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-    loaded = read_model(args.out)  # the run time's reading of what was written
-    for by_set in halves.values():
-        for rows in by_set.values():
-            for row in rows:
-                row["p"] = probability(loaded, row)
+              for half in ((TUNE,) if args.cv else (TUNE, REPORT))}
+    if args.cv:
+        scratch = args.cache / "cv-model.json"
+        print(json.dumps({"benchmark": "train_confidence --cv", "folds": args.cv, "features": features,
+                          "high_target": args.high_target, "low_target": args.low_target,
+                          "sets": cross_validate(halves[TUNE], features, args.cv, args.high_target, args.low_target,
+                                                 scratch)}, indent=1))
+        return
+    loaded = fitted(halves[TUNE], features, args.out)
+    for rows in halves[REPORT].values():
+        for row in rows:
+            row["p"] = probability(loaded, row)
+    model = json.loads(args.out.read_text(encoding="utf-8"))
     high, low = choose_thresholds(halves[TUNE], args.high_target, args.low_target)
     model["thresholds"] = {"high": high, "medium": low}
     model["chosen"] = {"high_target": args.high_target, "low_target": args.low_target}

@@ -4,6 +4,7 @@ path then falls back to the rules, saying why), and answers carry their probabil
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -33,12 +34,12 @@ def test_the_shipped_model_loads_and_is_monotone():
     grid = [i / 200 for i in range(201)]
     mapped = [interpolate(x, model.knots_x, model.knots_y) for x in grid]
     assert all(0.0 <= p <= 1.0 for p in mapped)
-    assert all(b >= a for a, b in zip(mapped, mapped[1:], strict=False)), "the calibration map must not decrease"
+    assert all(b >= a for a, b in itertools.pairwise(mapped)), "the calibration map must not decrease"
     # a signal with a positive weight never lowers the probability as it grows (the others at their means)
     means = dict(zip(model.features, model.mean, strict=True))
     for name, coef in zip(model.features, model.coef, strict=True):
         values = [model.probability({**means, name: v / 10}) for v in range(11)]
-        pairs = list(zip(values, values[1:], strict=False))
+        pairs = list(itertools.pairwise(values))
         assert all(b >= a for a, b in pairs) if coef >= 0 else all(b <= a for a, b in pairs), name
 
 
