@@ -47,7 +47,7 @@ class QuestionSet:
         keep = set(self.halves[half])
         return BeirDataset(name=full.name, corpus_path=full.corpus_path,
                            queries={q: t for q, t in full.queries.items() if q in keep},
-                           qrels={q: r for q, r in full.qrels.items() if q in keep})
+                           qrels={q: r for q, r in full.qrels.items() if q in keep}, files_dir=full.files_dir)
 
 
 def question_set(name: str) -> QuestionSet:

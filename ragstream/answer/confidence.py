@@ -1,13 +1,39 @@
-"""Confidence: High / Medium / Low with a human-readable reason."""
+"""Confidence: High / Medium / Low with a human-readable reason, calibrated (a probability) or by rules."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
-from ragstream.answer.models import Confidence, SentenceSupport
+from ragstream.answer.calibrated_confidence import calibrated_confidence, load_confidence_model
+from ragstream.answer.confidence_signals import confidence_signals
+from ragstream.answer.models import Citation, Confidence, DocumentChunk, SentenceSupport
 from ragstream.config import ConfidenceConfig
+from ragstream.errors import ModelUnavailableError
+from ragstream.pipeline.super_prompt import SuperPrompt
 
 NO_SOURCES_REASON = "No relevant sources found"
+logger = logging.getLogger(__name__)
+
+
+def answer_confidence(sp: SuperPrompt, chunks: Sequence[DocumentChunk], cited: Sequence[Citation],
+                      sentences: Sequence[SentenceSupport], config: ConfidenceConfig) -> Confidence:
+    """The confidence of an answer that read ``chunks`` and cites ``cited``, by ``config.method``: calibrated
+    (the model's probability and its ranges; the rules, saying why, when the model cannot be loaded) or the
+    rules. Either way it carries the answer's signals. ``sentences``' verdicts are applied by :func:`with_support`."""
+    supported = sum(sentence.verdict == "supported" for sentence in sentences) / len(sentences) if sentences else 1.0
+    signals = confidence_signals(sp, chunks, cited, supported)
+    note = ""
+    if config.method == "calibrated":
+        try:
+            model = load_confidence_model(config.model)
+        except ModelUnavailableError as error:
+            logger.warning("confidence by rules: %s", error.message)
+            note = f" (rules: {error.message})"
+        else:
+            return calibrated_confidence(model.probability(signals), model.thresholds(config), signals)
+    rules = calculate_confidence([c.relevance_score for c in chunks], [c.score or 0.0 for c in cited], config)
+    return rules.model_copy(update={"reason": rules.reason + note, "signals": signals})
 
 
 def calculate_confidence(scores: Sequence[float], cited_scores: Sequence[float], config: ConfidenceConfig) -> Confidence:
@@ -57,4 +83,4 @@ def with_support(confidence: Confidence, sentences: Sequence[SentenceSupport]) -
         level = "Low"
     elif level == "High":
         level = "Medium"
-    return Confidence(level=level, reason=f"{confidence.reason}; {note}")
+    return confidence.model_copy(update={"level": level, "reason": f"{confidence.reason}; {note}"})

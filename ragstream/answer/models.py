@@ -82,6 +82,12 @@ class Confidence(BaseModel):
 
     level: Literal["High", "Medium", "Low"]
     reason: str
+    probability: float | None = Field(
+        None, description="The calibrated probability (0..1) that the answer cites a page that answers the question "
+        "(answer.confidence.method = calibrated; None with the rules, docs/answers.md).")
+    signals: dict[str, float] = Field(
+        default_factory=dict, description="What the probability rests on: the ReRanker's, the retrievers' and the "
+        "citations' signals of this answer (answer/confidence_signals.py); empty for no-results answers.")
 
 
 Verdict = Literal["supported", "unsupported", "uncertain"]

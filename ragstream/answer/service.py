@@ -29,7 +29,7 @@ from ragstream.answer.citations import (
     track_text,
 )
 from ragstream.answer.cite_grammar import answer_grammar
-from ragstream.answer.confidence import calculate_confidence, with_support
+from ragstream.answer.confidence import answer_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
 from ragstream.answer.extractive import extractive_answer
@@ -411,16 +411,18 @@ class AnswerService:
                 tracker: CitationTracker, run: SupportRun | None = None) -> Answer:
         """Citations, confidence, the conversation record and the response."""
         sentences = run.verdicts if run is not None else []
+        cites_nothing = 0.0 if self._config.confidence.method == "calibrated" else None  # no page, none right
         if mode == "no_results":
-            confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found")
+            confidence = Confidence(level="Low", reason=turn.no_results_reason or "No relevant sources found",
+                                    probability=cites_nothing)
         elif turn.store_down is not None:
-            confidence = Confidence(level="Low", reason=f"The documents could not be searched: {turn.store_down.message}")
+            confidence = Confidence(level="Low", reason=f"The documents could not be searched: {turn.store_down.message}",
+                                    probability=cites_nothing)
         else:
-            confidence = calculate_confidence([c.relevance_score for c in turn.chunks],
-                                              [c.score or 0.0 for c in tracker.matched],
-                                              self._config.confidence)
+            confidence = answer_confidence(turn.sp, turn.chunks, tracker.matched, sentences, self._config.confidence)
             if turn.incomplete and confidence.level == "High":
-                confidence = Confidence(level="Medium", reason=f"{confidence.reason}; the answer is incomplete")
+                confidence = confidence.model_copy(
+                    update={"level": "Medium", "reason": f"{confidence.reason}; the answer is incomplete"})
             confidence = with_support(confidence, sentences)
         if turn.store_down is None:  # else the catalog's database may be down too: no wait for it (logged at ERROR)
             self.conversations.append(turn.conversation_id, turn.message_id, turn.question, text,

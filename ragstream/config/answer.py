@@ -43,15 +43,26 @@ class CitationConfig(ConfigSection):
 
 
 class ConfidenceConfig(ConfigSection):
-    """High / Medium / Low confidence from prompt chunks and citations."""
+    """High / Medium / Low confidence: ranges of a calibrated probability, or rules over prompt chunks and citations."""
 
-    high_min_chunks: int = Field(3, description="High needs at least this many context chunks ...")
+    method: Literal["calibrated", "rules"] = Field(
+        "rules", description="calibrated: the probability that the answer cites a right page, from the shipped "
+        "model (or ``model``), High / Medium / Low its ranges; rules: the rules below (the default: the calibrated "
+        "one misses the targets on two report halves, docs/answers.md).")
+    model: str | None = Field(
+        None, description="calibrated: a confidence model file (bench/train_confidence.py); None: the shipped one.")
+    high_min_probability: float | None = Field(
+        None, ge=0.0, le=1.0, description="calibrated: High from this probability up; None: the threshold chosen with "
+        "the model on the tune halves (its 'thresholds', docs/answers.md) ...")
+    medium_min_probability: float | None = Field(
+        None, ge=0.0, le=1.0, description="... Medium from this one up, Low below it; None: the model's own.")
+    high_min_chunks: int = Field(3, description="rules: High needs at least this many context chunks ...")
     high_min_relevance: float = Field(0.5, description="... and at least this average relevance ...")
     high_min_citations: int = Field(1, description="... and at least this many resolved citations ...")
     high_min_cited_relevance: float = Field(
         0.65, ge=0.0, le=1.0, description="... and the best cited chunk at least this relevant (cosine to the "
         "question, 0..1; why 0.65: docs/answers.md).")
-    medium_min_chunks: int = Field(2, description="Medium needs at least this many context chunks ...")
+    medium_min_chunks: int = Field(2, description="rules: Medium needs at least this many context chunks ...")
     medium_min_relevance: float = Field(0.3, description="... and at least this average relevance.")
 
 
