@@ -15,7 +15,7 @@ when no attachment holds a sentence that passes does the answer fall back to the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,10 @@ from ragstream.providers.embedders.base import Embedder, scoring_vectors
 
 _NOT_QUOTED = (INCLUDE_LABEL,)
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+
+
+SentenceScore = Callable[[Sequence[tuple[int, "Quote"]]], np.ndarray]
+"""Scores of the quotable sentences (each with its chunk's 1-based number), higher is better."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,11 @@ def quotes(text: str, min_chars: int, max_example_chars: int, prose: ProseConfig
 
 def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[DocumentChunk], embedder: Embedder | None, *,
                       label: str, max_sentences: int, min_chars: int, max_example_chars: int,
-                      prose: ProseConfig | None = None) -> str:
+                      prose: ProseConfig | None = None, score: SentenceScore | None = None) -> str:
     """``label`` then the ``max_sentences`` sentences closest to the question, best first.
 
-    A sentence's score is its best cosine to the question's query vectors (one per query piece).
+    A sentence's score is ``score``'s (the learned sentence scorer, :mod:`ragstream.answer.sentence_scorer`),
+    else its best cosine to the question's query vectors (one per query piece).
     Without vectors (the embedder is unavailable) the sentences keep the attachments' order, so the
     best-ranked attachment's leading sentences come first. Each sentence carries the marker of its
     chunk's place in ``chunks`` (1-based), followed by the code example it introduces. Brackets the
@@ -73,12 +78,10 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
     keeps only its first (best-ranked) occurrence. With ``prose``, only sentences passing its check are
     quoted, unless no attachment holds one.
     """
-    candidates = _candidates(chunks, min_chars, max_example_chars, prose)
-    if not candidates and prose is not None:
-        candidates = _candidates(chunks, min_chars, max_example_chars, None)
-    if not candidates:
-        candidates = [(number, Quote(_without_markers(chunk.text))) for number, chunk in enumerate(chunks, start=1)]
-    if query_vectors is not None and embedder is not None:
+    candidates = candidate_quotes(chunks, min_chars, max_example_chars, prose)
+    if score is not None:
+        scores = score(candidates)
+    elif query_vectors is not None and embedder is not None:
         vectors = np.atleast_2d(query_vectors)
         scores = (scoring_vectors(embedder, [quote.sentence for _, quote in candidates]) @ vectors.T).max(axis=1)
     else:
@@ -91,6 +94,18 @@ def extractive_answer(query_vectors: np.ndarray | None, chunks: Sequence[Documen
         if quote.example:
             lines.extend(["", quote.example])
     return "\n".join([label, "", *lines]).rstrip()
+
+
+def candidate_quotes(chunks: Sequence[DocumentChunk], min_chars: int, max_example_chars: int,
+                     prose: ProseConfig | None = None) -> list[tuple[int, Quote]]:
+    """What an extractive answer may quote, each with its chunk's 1-based number: the sentences passing the
+    prose check (all sentences when none does), else each chunk's whole text."""
+    candidates = _candidates(chunks, min_chars, max_example_chars, prose)
+    if not candidates and prose is not None:
+        candidates = _candidates(chunks, min_chars, max_example_chars, None)
+    if not candidates:
+        candidates = [(number, Quote(_without_markers(chunk.text))) for number, chunk in enumerate(chunks, start=1)]
+    return candidates
 
 
 def _candidates(chunks: Sequence[DocumentChunk], min_chars: int, max_example_chars: int,

@@ -32,13 +32,14 @@ from ragstream.answer.cite_grammar import answer_grammar
 from ragstream.answer.confidence import answer_confidence, with_support
 from ragstream.answer.conversation import ConversationStore
 from ragstream.answer.echo import may_still_restate, restates_question
-from ragstream.answer.extractive import extractive_answer
+from ragstream.answer.extractive import SentenceScore, extractive_answer
 from ragstream.answer.llm_line import drain, through_line
 from ragstream.answer.models import (
     Answer,
     Citation,
     CitationEvent,
     Confidence,
+    DocumentChunk,
     QueuedEvent,
     RAGContext,
     SentenceSupport,
@@ -46,6 +47,7 @@ from ragstream.answer.models import (
     SupportEvent,
 )
 from ragstream.answer.retrieve_contract import Retriever, relevance, to_document_chunk
+from ragstream.answer.sentence_scorer import configured_scorer, learned_score
 from ragstream.answer.sentence_support.checker import SupportChecker, SupportModels
 from ragstream.answer.sentence_support.run import SupportRun, finish_support, support_summary
 from ragstream.answer.streaming import citation_payload, done_event, stream_events
@@ -367,10 +369,21 @@ class AnswerService:
         except EmbeddingFailureError:
             embedder = None
         chunks = turn.chunks[: config.extractive_max_chunks]
-        return extractive_answer(turn.query_vectors if embedder else None, chunks, embedder, label=label,
+        vectors = turn.query_vectors if embedder else None
+        return extractive_answer(vectors, chunks, embedder, label=label,
                                  max_sentences=config.extractive_max_sentences,
                                  min_chars=config.extractive_min_sentence_chars,
-                                 max_example_chars=config.extractive_max_example_chars, prose=config.prose)
+                                 max_example_chars=config.extractive_max_example_chars, prose=config.prose,
+                                 score=self._sentence_score(turn, vectors, chunks, embedder))
+
+    def _sentence_score(self, turn: Turn, vectors: Any, chunks: list[DocumentChunk],
+                        embedder: Any) -> SentenceScore | None:
+        """The learned sentence scorer's scores, or None for the cosine order (``answer.extractive_scorer``)."""
+        scorer = configured_scorer(self._config.extractive_scorer, self._config.extractive_scorer_model)
+        if scorer is None:
+            return None
+        reranker = self._cross_encoder() if self._cross_encoder and scorer.weighs("cross_encoder") else None
+        return learned_score(scorer, turn.question, vectors, chunks, embedder, reranker, turn.deadline)
 
     def _tracker(self, turn: Turn, text: str) -> CitationTracker:
         """The citations of a whole answer text."""

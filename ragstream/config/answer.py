@@ -156,6 +156,14 @@ class AnswerConfig(ConfigSection):
     extractive_max_chunks: int = Field(
         6, ge=1, description="The extractive answer quotes from the first this many attachments (best ranked).")
     extractive_max_sentences: int = Field(3, description="Sentences quoted in an extractive answer.")
+    extractive_scorer: Literal["learned", "cosine"] = Field(
+        "learned", description="How the extractive answer picks its sentences. learned: a model trained on labelled "
+        "answering sentences (bench/train_sentences.py) over each sentence's cosine and cross-encoder score, its "
+        "attachment's rank, its place and the question's terms in it; cosine: the sentences closest to the "
+        "question's embedding. Figures: docs/answers.md.")
+    extractive_scorer_model: str | None = Field(
+        None, description="extractive_scorer learned: a model file written by bench/train_sentences.py; None: the "
+        "one shipped in the package.")
     extractive_min_sentence_chars: int = Field(
         20, description="Sentences shorter than this many characters are not quoted.")
     extractive_max_example_chars: int = Field(
